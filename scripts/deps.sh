@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package heapwatch needs to build, test and run. Idempotent; needs root.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  liblmdb-dev lmdb-utils prometheus-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev
+  clang libclang-rt-14-dev
+  openjdk-17-jdk-headless prometheus
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "heapwatch: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+fi
