@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev
   clang libclang-rt-14-dev
   openjdk-17-jdk-headless prometheus
+  jq curl
 )
 missing=()
 for p in "${packages[@]}"; do
