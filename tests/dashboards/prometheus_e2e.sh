@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# End to end: a real Prometheus (Debian's `prometheus`) scrapes a real heapwatchd that watches a leaking JVM
+# and a healthy one, evaluates the shipped alert rules, and the leak alert for the leaking class fires.
+#
+# Usage: prometheus_e2e.sh HEAPWATCHD HEAPWATCHCTL RULES_YML DASHBOARD_JSON JAVA_SRC_DIR
+#   JAVA_SRC_DIR holds LeakyApp.java, HealthyApp.java and TestSupport.java (tests/e2e/java).
+#
+# Steps:
+#  1. compile the two Java programs; start heapwatchd on a temporary data dir with ephemeral ports (learned
+#     from --grpc-port-file / --metrics-port-file), a 1 s collection interval, watching only these two main
+#     classes (so that other JVMs on the machine are never attached to), and start both JVMs;
+#  2. copy the shipped rules with one documented substitution: every `for: <duration>` line becomes
+#     `for: $HEAPWATCH_E2E_FOR` (default 10s). Expressions, labels and annotations are the shipped ones;
+#  3. start Prometheus on 127.0.0.1:<free port> with scrape_interval and evaluation_interval 1s, the
+#     rules copy and a temporary TSDB;
+#  4. poll /api/v1/alerts every second until HeapwatchLeakSuspect is firing for agent=<LeakyApp's agent>,
+#     class="LeakyApp$Leak", and at least HEAPWATCH_E2E_MIN_OBSERVE seconds (default 45) have passed,
+#     within HEAPWATCH_E2E_TIMEOUT seconds (default 120). Fails at once if a leak alert (pending or firing)
+#     ever names HealthyApp's agent, or HeapwatchAgentDown / HeapwatchCollectionsFailing fires for either JVM;
+#  5. checks the firing alert: held at least the substituted `for`, description filled from real series
+#     (main class, a humanized growth rate); heapwatchctl suspects --json names the same agent and class;
+#     every PromQL query of the Grafana dashboard runs on this Prometheus, and the main panels return data.
+# Every process started here is killed on every exit path (trap). Prints the measured timeline.
+set -euo pipefail
+
+heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL RULES_YML DASHBOARD_JSON JAVA_SRC_DIR}
+heapwatchctl=${2:?}
+rules=${3:?}
+dashboard=${4:?}
+java_src=${5:?}
+for_override=${HEAPWATCH_E2E_FOR:-10s}
+timeout_s=${HEAPWATCH_E2E_TIMEOUT:-120}
+min_observe_s=${HEAPWATCH_E2E_MIN_OBSERVE:-45}
+leak_class='LeakyApp$Leak'
+
+tmp=$(mktemp -d -t heapwatch-prom-e2e.XXXXXX)
+pids=()
+ok=0
+cleanup() {
+  local rc=$?
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if ((ok == 0)); then
+    for log in "$tmp"/*.log; do
+      [[ -f $log ]] || continue
+      echo "---- last lines of $(basename "$log")" >&2
+      tail -n 30 "$log" >&2
+    done
+  fi
+  if [[ ${HEAPWATCH_E2E_KEEP:-0} == 1 ]]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+t_start_ms=$(date +%s%3N)
+# Seconds since the start, with one decimal.
+elapsed() {
+  local ms=$(($(date +%s%3N) - t_start_ms))
+  printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100))
+}
+log() { echo "[$(elapsed)s] $*"; }
+
+# Waits up to $2 seconds for file $1 to hold a port number; prints it.
+wait_port_file() {
+  local file=$1 limit=$2
+  for _ in $(seq $((limit * 10))); do
+    if [[ -s $file ]] && grep -qE '^[0-9]+$' "$file"; then cat "$file"; return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# A TCP port on 127.0.0.1 that nothing listens on right now (Prometheus cannot report an ephemeral port;
+# a lost race is retried below).
+free_port() {
+  local port
+  for _ in $(seq 100); do
+    port=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
+  done
+  return 1
+}
+
+# ---- 1. JVMs and heapwatchd -------------------------------------------------------------------------
+mkdir -p "$tmp/classes" "$tmp/data"
+javac -d "$tmp/classes" "$java_src/LeakyApp.java" "$java_src/HealthyApp.java" "$java_src/TestSupport.java"
+
+cat >"$tmp/heapwatchd.yml" <<EOF
+# Only the test's own JVMs: other JVMs on the machine are never attached to.
+watch:
+  agents:
+    include: ["LeakyApp", "HealthyApp"]
+collection:
+  discovery_interval: 1s
+retention:
+  check_interval: 5s
+EOF
+"$heapwatchd" --config "$tmp/heapwatchd.yml" --data-dir "$tmp/data" \
+  --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+  --grpc-port-file "$tmp/grpc.port" --metrics-port-file "$tmp/metrics.port" \
+  --interval 1s >"$tmp/heapwatchd.log" 2>&1 &
+pids+=($!)
+metrics_port=$(wait_port_file "$tmp/metrics.port" 30) || fail "heapwatchd wrote no metrics port"
+grpc_port=$(wait_port_file "$tmp/grpc.port" 30) || fail "heapwatchd wrote no gRPC port"
+log "heapwatchd up: metrics 127.0.0.1:$metrics_port, gRPC 127.0.0.1:$grpc_port"
+
+java -Xmx256m -cp "$tmp/classes" LeakyApp --max-seconds $((timeout_s + 120)) >"$tmp/leaky.log" 2>&1 &
+leaky_pid=$!
+pids+=("$leaky_pid")
+java -Xmx256m -cp "$tmp/classes" HealthyApp --max-seconds $((timeout_s + 120)) >"$tmp/healthy.log" 2>&1 &
+healthy_pid=$!
+pids+=("$healthy_pid")
+log "LeakyApp pid $leaky_pid, HealthyApp pid $healthy_pid"
+
+# ---- 2. the shipped rules, with the documented `for:` substitution ---------------------------------------
+sed -E "s/^([[:space:]]*for:[[:space:]]*)[0-9]+[smhdwy]+[[:space:]]*\$/\1$for_override/" "$rules" \
+  >"$tmp/rules.yml"
+n_for=$(grep -cE '^[[:space:]]*for:' "$rules")
+n_subst=$(grep -cE "^[[:space:]]*for:[[:space:]]*$for_override\$" "$tmp/rules.yml")
+((n_for > 0 && n_subst == n_for)) || fail "the for: substitution changed $n_subst of $n_for lines"
+# Nothing but the `for:` lines differs from the shipped file.
+diff <(grep -vE '^[[:space:]]*for:' "$rules") <(grep -vE '^[[:space:]]*for:' "$tmp/rules.yml") >/dev/null ||
+  fail "the rules copy differs from the shipped rules beyond the for: lines"
+log "rules: $n_subst 'for:' durations set to $for_override"
+
+# ---- 3. Prometheus -----------------------------------------------------------------------------------
+cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $tmp/rules.yml
+scrape_configs:
+  - job_name: heapwatch
+    static_configs:
+      - targets: ['127.0.0.1:$metrics_port']
+EOF
+promtool check config "$tmp/prometheus.yml" >/dev/null
+prom_url=
+for attempt in 1 2 3 4 5; do
+  prom_port=$(free_port) || fail "no free port"
+  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
+  prom_pid=$!
+  for _ in $(seq 100); do
+    if curl -sf "http://127.0.0.1:$prom_port/-/ready" >/dev/null 2>&1; then prom_url="http://127.0.0.1:$prom_port"; break; fi
+    kill -0 "$prom_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [[ -n $prom_url ]]; then pids+=("$prom_pid"); break; fi
+  kill "$prom_pid" 2>/dev/null || true
+  wait "$prom_pid" 2>/dev/null || true
+  log "prometheus attempt $attempt on port $prom_port failed, retrying"
+done
+[[ -n $prom_url ]] || fail "prometheus did not start"
+log "prometheus ready at $prom_url"
+
+# PromQL instant query; prints the API's JSON.
+query() { curl -sfG "$prom_url/api/v1/query" --data-urlencode "query=$1"; }
+
+# ---- 4. poll the alerts --------------------------------------------------------------------------------
+leaky_agent= healthy_agent= t_agents= t_suspect= t_pending= t_firing= firing_alert=
+deadline=$(($(date +%s) + timeout_s))
+while :; do
+  now=$(date +%s)
+  ((now <= deadline)) || fail "HeapwatchLeakSuspect for $leak_class did not fire within ${timeout_s}s"
+
+  if [[ -z $leaky_agent || -z $healthy_agent ]]; then
+    leaky_agent=$(query "heapwatch_agent_info{pid=\"$leaky_pid\"}" | jq -r '.data.result[0].metric.agent // empty')
+    healthy_agent=$(query "heapwatch_agent_info{pid=\"$healthy_pid\"}" | jq -r '.data.result[0].metric.agent // empty')
+    if [[ -n $leaky_agent && -n $healthy_agent ]]; then
+      t_agents=$(elapsed)
+      log "agents in Prometheus: LeakyApp=$leaky_agent HealthyApp=$healthy_agent"
+    fi
+  fi
+  if [[ -n $leaky_agent && -z $t_suspect ]]; then
+    n=$(query "heapwatch_leak_suspect{agent=\"$leaky_agent\"} == 1" |
+      jq --arg c "$leak_class" '[.data.result[] | select(.metric.class == $c)] | length')
+    if ((n > 0)); then t_suspect=$(elapsed); log "heapwatch_leak_suspect{class=\"$leak_class\"} == 1 scraped"; fi
+  fi
+
+  alerts=$(curl -sf "$prom_url/api/v1/alerts") || fail "GET /api/v1/alerts failed"
+  if [[ -n $healthy_agent ]]; then
+    bad=$(jq -c --arg h "$healthy_agent" '[.data.alerts[] | select(.labels.agent == $h)
+          | select(.labels.alertname | test("^HeapwatchLeak"))]' <<<"$alerts")
+    [[ $bad == "[]" ]] || fail "a leak alert names the healthy JVM: $bad"
+  fi
+  broken=$(jq -c --arg l "$leaky_agent" --arg h "$healthy_agent" '[.data.alerts[] | select(.state == "firing")
+           | select(.labels.alertname == "HeapwatchAgentDown" or .labels.alertname == "HeapwatchCollectionsFailing")
+           | select(.labels.agent == $l or .labels.agent == $h)]' <<<"$alerts")
+  [[ $broken == "[]" ]] || fail "collection alerts fire for the test's JVMs: $broken"
+
+  if [[ -n $leaky_agent ]]; then
+    mine=$(jq -c --arg a "$leaky_agent" --arg c "$leak_class" '[.data.alerts[]
+           | select(.labels.alertname == "HeapwatchLeakSuspect" and .labels.agent == $a and .labels.class == $c)][0] // empty' <<<"$alerts")
+    if [[ -n $mine ]]; then
+      state=$(jq -r .state <<<"$mine")
+      if [[ -z $t_pending ]]; then t_pending=$(elapsed); log "HeapwatchLeakSuspect $state for $leak_class"; fi
+      if [[ $state == firing && -z $t_firing ]]; then
+        t_firing=$(elapsed)
+        firing_alert=$mine
+        log "HeapwatchLeakSuspect firing for $leak_class"
+      fi
+    elif [[ -n $t_firing ]]; then
+      fail "HeapwatchLeakSuspect for $leak_class stopped firing while the JVM still leaks"
+    fi
+  fi
+  if [[ -n $t_firing ]] && ((($(date +%s%3N) - t_start_ms) / 1000 >= min_observe_s)); then break; fi
+  sleep 1
+done
+
+# ---- 5. what fired, and the other views of the same leak -------------------------------------------------
+active_at=$(jq -r .activeAt <<<"$firing_alert")
+held=$(($(date +%s) - $(date -d "$active_at" +%s)))
+for_s=$(sed -E 's/s$//' <<<"$for_override")
+[[ $for_s =~ ^[0-9]+$ ]] && ((held >= for_s)) || fail "alert active since $active_at, held only ${held}s (< $for_override)"
+description=$(jq -r .annotations.description <<<"$firing_alert")
+echo "description: $description"
+grep -q 'LeakyApp' <<<"$description" || fail "description does not name the JVM's main class"
+grep -qE 'grows by [0-9.]+[kMGT]?i?B/s' <<<"$description" || fail "description has no humanized growth rate"
+
+ctl_json=$("$heapwatchctl" --server "127.0.0.1:$grpc_port" suspects --json) || fail "heapwatchctl suspects failed"
+jq -e --arg a "$leaky_agent" --arg c "$leak_class" \
+  '[.. | objects | select(.agent? == $a and .class? == $c)] | length > 0' <<<"$ctl_json" >/dev/null ||
+  fail "heapwatchctl suspects --json does not list $leak_class of $leaky_agent: $ctl_json"
+jq -e --arg h "$healthy_agent" '[.. | objects | select(.agent? == $h and has("class"))] | length == 0' \
+  <<<"$ctl_json" >/dev/null || fail "heapwatchctl lists a suspect of the healthy JVM: $ctl_json"
+log "heapwatchctl suspects --json agrees"
+sleep 2  # let Prometheus scrape the gRPC request counter
+
+# Every dashboard query runs here; the panels the dashboard exists for return data.
+must_have_data='^(Leak suspects|Suspect growth rates|Suspect bytes over time|Top classes by bytes \(\$agent\)|Top classes by instances \(\$agent\)|Collections by result|Collection duration|Agents up|Agents|Store size|Snapshot age|gRPC requests|Suspects)$'
+n_queries=0
+while IFS=$'\t' read -r title expr; do
+  q=$(sed -E -e 's/\$__(rate_interval|interval|range)/15s/g' -e 's/\$\{?(agent|instance)\}?/.*/g' -e 's/\$\{?top\}?/10/g' <<<"$expr")
+  resp=$(query "$q") || fail "panel '$title': query failed: $q"
+  [[ $(jq -r .status <<<"$resp") == success ]] || fail "panel '$title': $resp"
+  if [[ $title =~ $must_have_data ]]; then
+    (($(jq '.data.result | length' <<<"$resp") > 0)) || fail "panel '$title' has no data: $q"
+  fi
+  n_queries=$((n_queries + 1))
+done < <(jq -r '.panels[] | select(.targets) | .title as $t | .targets[] | [$t, .expr] | @tsv' "$dashboard")
+((n_queries >= 20)) || fail "only $n_queries dashboard queries found"
+log "all $n_queries dashboard queries ran on Prometheus"
+
+echo "timeline (seconds since the test started heapwatchd):"
+echo "  both agents visible in Prometheus:        $t_agents"
+echo "  LeakyApp\$Leak suspect series scraped:     $t_suspect"
+echo "  HeapwatchLeakSuspect pending:              $t_pending"
+echo "  HeapwatchLeakSuspect firing (for: $for_override): $t_firing"
+echo "  healthy JVM observed without a leak alert: $(elapsed)"
+ok=1
+echo "PASS"
