@@ -5,7 +5,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   liblmdb-dev lmdb-utils prometheus-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev zlib1g-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
   openjdk-17-jdk-headless prometheus
   jq curl
