@@ -1,0 +1,50 @@
+import java.util.Optional;
+
+/** Lifetime guards shared by the heapwatch test programs, so that no test run leaves a JVM behind. */
+final class TestSupport {
+  private TestSupport() {}
+
+  /** Exits (status 0) within about half a second after the process that started this JVM is gone. */
+  static void exitWhenParentDies() {
+    Optional<ProcessHandle> parent = ProcessHandle.current().parent();
+    if (parent.isEmpty()) {
+      return;
+    }
+    final long parentPid = parent.get().pid();
+    Thread watcher =
+        new Thread(
+            () -> {
+              while (true) {
+                Optional<ProcessHandle> current = ProcessHandle.current().parent();
+                if (current.isEmpty() || current.get().pid() != parentPid || !current.get().isAlive()) {
+                  System.exit(0);
+                }
+                try {
+                  Thread.sleep(500);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+            },
+            "parent-watcher");
+    watcher.setDaemon(true);
+    watcher.start();
+  }
+
+  /** Exits (status 0) after the given number of seconds: the last guard against a leftover JVM. */
+  static void exitAfterSeconds(long seconds) {
+    Thread timer =
+        new Thread(
+            () -> {
+              try {
+                Thread.sleep(seconds * 1000);
+              } catch (InterruptedException e) {
+                return;
+              }
+              System.exit(0);
+            },
+            "max-lifetime");
+    timer.setDaemon(true);
+    timer.start();
+  }
+}
