@@ -134,6 +134,7 @@ struct ObjectLayout {
                                 // or 8
   uint32_t object_header = 16;  // mark word + class pointer: 8 (32-bit), 12 (compressed class pointers), 16
   uint32_t array_length_offset = 16;  // offset of the 32-bit length field (== object_header)
+  uint32_t word_size = 8;       // machine word: 4 on a 32-bit VM, else 8 (array bases align to it)
   uint32_t alignment = 8;       // object alignment (-XX:ObjectAlignmentInBytes)
   // HotSpot field packing: false = the classic layout of JDK 6..14 (classFileParser layout_fields), true =
   // FieldLayoutBuilder of JDK 15+ (fills gaps left in superclass layouts).
@@ -160,6 +161,8 @@ struct DumpInfo {
   uint32_t dump_ordinal = 0;   // which one this graph holds, 0-based
   SizeModel size_model = SizeModel::kHotSpot;  // the model the shallow sizes follow (never kAuto)
   ObjectLayout layout;         // meaningful for kHotSpot
+  // One paragraph on how sizes were computed for this dump (model, layout, the evidence behind inferences).
+  std::string size_model_notes;
   bool instance_class_edges = false;  // see HeapGraphOptions
   // Anomalies that were tolerated (each also described in `warnings`).
   uint64_t dangling_references = 0;  // non-null references to ids with no object in the dump (dropped)
