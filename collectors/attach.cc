@@ -185,29 +185,34 @@ int Handshake(const HandshakePlan& plan, HandshakeResult* result) {
       *result = {Step::kTriggerFile, errno};
       return -1;
     }
-    if (SendQuit(plan) != 0) {
-      *result = {Step::kSignal, errno};
-      if (*trigger != '\0') ::unlink(trigger);
-      return -1;
-    }
-    result->signals_sent = 1;
-    // Poll for the socket like VirtualMachineImpl does, with shorter first steps; give the JVM one more
-    // SIGQUIT at half the timeout.
-    const int64_t start = MonotonicNanos();
-    const int64_t deadline = start + plan.handshake_timeout_ns;
-    int64_t delay = 5 * kNanosPerMilli;
-    for (;;) {
-      if (::lstat(plan.socket_path, &st) == 0) {
-        present = true;
-        break;
+    // Another client may have started the listener meanwhile: then a SIGQUIT would only make the JVM
+    // print a thread dump, so look once more before signalling.
+    present = ::lstat(plan.socket_path, &st) == 0;
+    if (!present) {
+      if (SendQuit(plan) != 0) {
+        *result = {Step::kSignal, errno};
+        if (*trigger != '\0') ::unlink(trigger);
+        return -1;
       }
-      const int64_t now = MonotonicNanos();
-      if (now >= deadline) break;
-      if (result->signals_sent == 1 && now - start > plan.handshake_timeout_ns / 2) {
-        if (SendQuit(plan) == 0) result->signals_sent = 2;
+      result->signals_sent = 1;
+      // Poll for the socket like VirtualMachineImpl does, with shorter first steps; give the JVM one
+      // more SIGQUIT at half the timeout.
+      const int64_t start = MonotonicNanos();
+      const int64_t deadline = start + plan.handshake_timeout_ns;
+      int64_t delay = 5 * kNanosPerMilli;
+      for (;;) {
+        if (::lstat(plan.socket_path, &st) == 0) {
+          present = true;
+          break;
+        }
+        const int64_t now = MonotonicNanos();
+        if (now >= deadline) break;
+        if (result->signals_sent == 1 && now - start > plan.handshake_timeout_ns / 2) {
+          if (SendQuit(plan) == 0) result->signals_sent = 2;
+        }
+        SleepNanos(std::min(delay, deadline - now));
+        delay = std::min<int64_t>(delay * 2, 100 * kNanosPerMilli);
       }
-      SleepNanos(std::min(delay, deadline - now));
-      delay = std::min<int64_t>(delay * 2, 100 * kNanosPerMilli);
     }
     if (*trigger != '\0') ::unlink(trigger);
     if (!present) {
