@@ -212,21 +212,14 @@ struct Block {
 class NewLayout {
  public:
   // Reconstructs the layout of a superclass from the (offset, size) of all its fields.
-  // With `contended_super` (the superclass or one of its ancestors has @Contended fields or is @Contended),
-  // the holes become padding and a padding block of `padding` bytes follows the last field (fill_holes).
-  NewLayout(uint32_t header, const std::vector<std::pair<uint32_t, uint32_t>>& super_fields, bool contended_super,
-            uint32_t padding) {
+  NewLayout(uint32_t header, const std::vector<std::pair<uint32_t, uint32_t>>& super_fields) {
     blocks_.push_back({0, header, false});
     for (const auto& [off, size] : super_fields) {
       uint32_t end = blocks_.back().offset + blocks_.back().size;
-      if (off > end) blocks_.push_back({end, off - end, !contended_super});
+      if (off > end) blocks_.push_back({end, off - end, true});
       blocks_.push_back({off, size, false});
     }
     uint32_t end = blocks_.back().offset + blocks_.back().size;
-    if (contended_super && padding > 0) {
-      blocks_.push_back({end, padding, false});
-      end += padding;
-    }
     blocks_.push_back({end, UINT32_MAX - end, true});
   }
 
@@ -310,7 +303,6 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
   std::vector<uint8_t> state(n, 0);
   std::vector<uint32_t> legacy_end(n, 0);                              // unaligned end of the fields
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> placed(n);  // JDK 15+: all fields incl. supers
-  std::vector<uint8_t> contended(n, 0);  // the class or an ancestor has @Contended annotations
   std::vector<size_t> chain;
   for (size_t root = 0; root < n; ++root) {
     if (state[root] != 0) continue;
@@ -352,11 +344,7 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         sizes[c] = static_cast<uint32_t>(AlignUp(AlignUp(legacy_end[c], l.word_size), l.alignment));
         continue;
       }
-      const bool contended_super = s >= 0 && contended[s];
-      NewLayout layout(l.object_header, s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s],
-                       contended_super, extras.contended_padding);
-      // Fields of a subclass of a @Contended class are appended after the padding (start = last block).
-      const bool append_only = contended_class || (contended_super && !placed[s].empty());
+      NewLayout layout(l.object_header, s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s]);
       std::vector<std::pair<uint32_t, uint32_t>> mine = s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{}
                                                               : placed[s];
       std::vector<std::pair<uint32_t, uint32_t>> added;
@@ -375,8 +363,8 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         }
       }
       std::stable_sort(prims.begin(), prims.end(), std::greater<uint32_t>());
-      layout.Add(prims, append_only, &added);
-      layout.Add(oops, append_only, &added);
+      layout.Add(prims, contended_class, &added);
+      layout.Add(oops, contended_class, &added);
       // @Contended groups: each after a padding block, appended at the end; every field of the default group
       // (0) is a group of its own.
       for (int g : groups) {
@@ -400,7 +388,6 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         tail_padding = true;
       }
       if (tail_padding) layout.Pad(extras.contended_padding);
-      contended[c] = contended_super || contended_class || !groups.empty();
       mine.insert(mine.end(), added.begin(), added.end());
       std::sort(mine.begin(), mine.end());
       placed[c] = std::move(mine);

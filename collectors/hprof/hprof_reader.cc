@@ -822,13 +822,6 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
     extras.knobs = DefaultKnobs(cand);
     std::vector<uint32_t> sizes = HotSpotInstanceSizes(table, cand, extras);
     Score score = ScoreAll(rep, cand, gaps, sizes);
-    if (getenv("HW_DEBUG")) {
-      fprintf(stderr, "cand ref=%u hdr=%u jdk15=%d unal=%d: exact=%lu viol=%lu of %lu\n", cand.reference_size, cand.object_header, cand.jdk15_field_layout, cand.unaligned_array_base, score.exact, score.violations, gaps.total);
-      if (getenv("HW_DEBUG2")) {
-        analysis::DumpInfo info; info.size_model = SizeModel::kHotSpot; info.layout = cand;
-        for (uint32_t c = 0; c < rep.classes.size(); ++c) { Score one; ScoreClass(rep, info, gaps, c, sizes[c], &one); if (one.violations) fprintf(stderr, "   viol %s: %lu/%lu size=%u gap0=%lu\n", rep.classes[c].name.c_str(), one.violations, gaps.by_class[c].size(), sizes[c], gaps.by_class[c][0].second); }
-      }
-    }
     if (!have || score.value() > best_score.value() ||
         (score.value() == best_score.value() && !cand.jdk15_field_layout && st.header.minor == 1)) {
       best = cand;
@@ -837,11 +830,21 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
       have = true;
     }
   }
+  best.inferred = gaps.total > 0 && best_score.exact * 4 >= gaps.total && best_score.violations * 100 <= gaps.total;
+  if (!best.inferred) {
+    // No usable addresses (e.g. the hprof agent's serial ids): a 32-bit VM for 4-byte ids, else 64-bit
+    // without compressed oops, classic field layout.
+    best = CandidateLayouts(id_size)[id_size == 4 ? 0 : 2];
+    best.alignment = 8;
+    Warn(rep, std::string("object addresses do not reveal the VM's object layout; assuming ") +
+                  (id_size == 4 ? "a 32-bit VM" : "a 64-bit VM without compressed oops"));
+  }
   // 2. The knobs, one at a time, by the evidence of the classes whose size they change.
   LayoutExtras extras;
   extras.knobs = DefaultKnobs(best);
+  best_sizes = HotSpotInstanceSizes(table, best, extras);
   std::string knob_notes;
-  {
+  if (best.inferred) {
     analysis::DumpInfo info;
     info.size_model = SizeModel::kHotSpot;
     info.layout = best;
@@ -855,38 +858,19 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
         ScoreClass(rep, info, gaps, c, best_sizes[c], &now);
         ScoreClass(rep, info, gaps, c, other[c], &then);
       }
-      bool flip = then.value() > now.value();
-      if (flip) {
+      if (then.value() > now.value()) {
         extras = flipped;
         best_sizes = std::move(other);
       }
-      const Score& current = flip ? then : now;
-      const Score& other_score = flip ? now : then;
-      const bool is_on = extras.on(static_cast<LayoutKnob>(k));
-      const Score& on = is_on ? current : other_score;
-      const Score& off = is_on ? other_score : current;
       if (now.exact + now.violations + then.exact + then.violations > 0) {
-        absl::StrAppendFormat(&knob_notes, "; %s %s (exact/overlapping objects: on %d/%d, off %d/%d)",
-                              LayoutKnobName(static_cast<LayoutKnob>(k)),
-                              extras.on(static_cast<LayoutKnob>(k)) ? "on" : "off", on.exact, on.violations,
-                              off.exact, off.violations);
+        absl::StrAppendFormat(&knob_notes, "; %s %s (evidence %d/%d vs %d/%d exact/overlap)",
+                              LayoutKnobName(static_cast<LayoutKnob>(k)), extras.on(static_cast<LayoutKnob>(k)) ? "on" : "off",
+                              then.value() > now.value() ? then.exact : now.exact,
+                              then.value() > now.value() ? then.violations : now.violations,
+                              then.value() > now.value() ? now.exact : then.exact,
+                              then.value() > now.value() ? now.violations : then.violations);
       }
     }
-  }
-  // 3. Addresses are evidence only if objects are packed: most sizes match the distance to the next object
-  // and (almost) none overlaps it.
-  Score checked = ScoreAll(rep, best, gaps, best_sizes);
-  best.inferred = gaps.total > 0 && checked.exact * 4 >= gaps.total && checked.violations * 100 <= gaps.total;
-  if (!best.inferred) {
-    // No usable addresses (e.g. the hprof agent's serial ids): a 32-bit VM for 4-byte ids, else 64-bit
-    // without compressed oops, classic field layout.
-    best = CandidateLayouts(id_size)[id_size == 4 ? 0 : 2];
-    best.alignment = 8;
-    extras.knobs = DefaultKnobs(best);
-    best_sizes = HotSpotInstanceSizes(table, best, extras);
-    knob_notes.clear();
-    Warn(rep, std::string("object addresses do not reveal the VM's object layout; assuming ") +
-                  (id_size == 4 ? "a 32-bit VM" : "a 64-bit VM without compressed oops"));
   }
   Score final_score = ScoreAll(rep, best, gaps, best_sizes);
   best.gap_exact = final_score.exact;
