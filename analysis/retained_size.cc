@@ -1,0 +1,179 @@
+#include "analysis/retained_size.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+
+namespace heapwatch::analysis {
+namespace {
+
+Status CheckObject(ObjectIndex v, uint32_t limit, const char* what) {
+  if (v.value <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("retained size: %s %u is out of range (limit %u)", what, v.value, limit));
+}
+
+// Marks every object reachable from `gc_roots` without entering objects flagged in `blocked`
+// (iterative DFS with a stack of at most one entry per object).
+Status Mark(const CsrGraph& graph, std::span<const ObjectIndex> gc_roots,
+            const std::vector<bool>& blocked, const SimulatedGcOptions& options,
+            std::vector<bool>& marked, std::vector<ObjectIndex>& stack) {
+  const uint32_t n = graph.node_count();
+  marked.assign(n, false);
+  stack.clear();
+  for (ObjectIndex r : gc_roots) {
+    if (blocked[r.value] || marked[r.value]) continue;
+    marked[r.value] = true;
+    stack.push_back(r);
+  }
+  while (!stack.empty()) {
+    const ObjectIndex v = stack.back();
+    stack.pop_back();
+    const uint64_t end = graph.offsets[v.value + 1];
+    for (uint64_t e = graph.offsets[v.value]; e < end; ++e) {
+      if (!options.follow_weak_references && graph.is_weak(e)) continue;
+      const ObjectIndex t = graph.targets[e];
+      if (t.value >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("retained size: reference %u of object %u targets object %u, but the "
+                            "graph has %u objects",
+                            e, v.value, t.value, n));
+      }
+      if (marked[t.value] || blocked[t.value]) continue;
+      marked[t.value] = true;
+      stack.push_back(t);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Calls fn(v) for every object of the precise retained set of `set`, in increasing index order.
+template <typename Fn>
+Status ForEachPreciselyRetained(const CsrGraph& graph, std::span<const ObjectIndex> gc_roots,
+                                std::span<const ObjectIndex> set, const SimulatedGcOptions& options,
+                                Fn fn) {
+  if (graph.offsets.empty() || graph.offsets.back() != graph.targets.size()) {
+    return absl::InvalidArgumentError("retained size: malformed CSR graph");
+  }
+  const uint32_t n = graph.node_count();
+  if (n == 0) {
+    if (!gc_roots.empty() || !set.empty()) {
+      return absl::InvalidArgumentError("retained size: objects given for an empty graph");
+    }
+    return absl::OkStatus();
+  }
+  for (ObjectIndex r : gc_roots) HW_RETURN_IF_ERROR(CheckObject(r, n - 1, "GC root"));
+  std::vector<bool> blocked(n, false);
+  for (ObjectIndex v : set) {
+    HW_RETURN_IF_ERROR(CheckObject(v, n - 1, "set member"));
+    blocked[v.value] = true;
+  }
+  std::vector<ObjectIndex> stack;
+  std::vector<bool> after;
+  HW_RETURN_IF_ERROR(Mark(graph, gc_roots, blocked, options, after, stack));
+  // "Before": nothing blocked. Reuse `blocked` as the no-block mask only after `after` is done.
+  std::vector<bool> before;
+  std::fill(blocked.begin(), blocked.end(), false);
+  HW_RETURN_IF_ERROR(Mark(graph, gc_roots, blocked, options, before, stack));
+  for (uint32_t v = 0; v < n; ++v) {
+    if (before[v] && !after[v]) fn(ObjectIndex(v));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<uint64_t> ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size) {
+  std::vector<uint64_t> retained(size_t{tree.object_count()} + 1, 0);
+  const std::vector<ObjectIndex> order = tree.Preorder();
+  // Reverse preorder visits every node after all of its descendants.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const ObjectIndex v = *it;
+    if (v == tree.super_root()) continue;
+    retained[v.value] += shallow_size(v);
+    retained[tree.immediate_dominator(v).value] += retained[v.value];
+  }
+  return retained;
+}
+
+StatusOr<std::vector<ObjectIndex>> RetainedSet(const DominatorTree& tree, ObjectIndex object) {
+  HW_RETURN_IF_ERROR(CheckObject(object, tree.object_count(), "object"));
+  std::vector<ObjectIndex> out;
+  if (!tree.reachable(object)) return out;
+  std::vector<ObjectIndex> stack{object};
+  while (!stack.empty()) {
+    const ObjectIndex v = stack.back();
+    stack.pop_back();
+    if (v != tree.super_root()) out.push_back(v);
+    const auto kids = tree.children(v);
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
+  }
+  return out;
+}
+
+StatusOr<uint64_t> MinimumRetainedSize(const DominatorTree& tree,
+                                       std::span<const uint64_t> retained_sizes,
+                                       std::span<const ObjectIndex> set) {
+  if (retained_sizes.size() != size_t{tree.object_count()} + 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "minimum retained size: %u retained sizes for %u objects (expected objects + 1)",
+        retained_sizes.size(), tree.object_count()));
+  }
+  absl::flat_hash_set<uint32_t> members;
+  members.reserve(set.size());
+  for (ObjectIndex v : set) {
+    HW_RETURN_IF_ERROR(CheckObject(v, tree.object_count(), "set member"));
+    if (tree.reachable(v)) members.insert(v.value);
+  }
+  // has_member_at_or_above[x]: x or one of its dominator-tree ancestors is a member. Memoised for
+  // every non-member examined, so each ancestor is climbed over at most once in total.
+  absl::flat_hash_map<uint32_t, bool> has_member_at_or_above;
+  std::vector<uint32_t> path;
+  uint64_t total = 0;
+  for (uint32_t m : members) {
+    bool dominated = false;
+    path.clear();
+    for (ObjectIndex x = tree.immediate_dominator(ObjectIndex(m)); x != kNoObject;
+         x = tree.immediate_dominator(x)) {
+      if (members.contains(x.value)) {
+        dominated = true;
+        break;
+      }
+      if (auto it = has_member_at_or_above.find(x.value); it != has_member_at_or_above.end()) {
+        dominated = it->second;
+        break;
+      }
+      path.push_back(x.value);
+    }
+    for (uint32_t x : path) has_member_at_or_above.emplace(x, dominated);
+    if (!dominated) total += retained_sizes[m];
+  }
+  return total;
+}
+
+StatusOr<std::vector<ObjectIndex>> PreciseRetainedSet(const CsrGraph& graph,
+                                                      std::span<const ObjectIndex> gc_roots,
+                                                      std::span<const ObjectIndex> set,
+                                                      const SimulatedGcOptions& options) {
+  std::vector<ObjectIndex> out;
+  HW_RETURN_IF_ERROR(ForEachPreciselyRetained(graph, gc_roots, set, options,
+                                              [&](ObjectIndex v) { out.push_back(v); }));
+  return out;
+}
+
+StatusOr<RetainedSetSize> PreciseRetainedSize(const CsrGraph& graph,
+                                              std::span<const ObjectIndex> gc_roots,
+                                              std::span<const ObjectIndex> set,
+                                              ShallowSizeFn shallow_size,
+                                              const SimulatedGcOptions& options) {
+  RetainedSetSize size;
+  HW_RETURN_IF_ERROR(ForEachPreciselyRetained(graph, gc_roots, set, options, [&](ObjectIndex v) {
+    size.bytes += shallow_size(v);
+    ++size.objects;
+  }));
+  return size;
+}
+
+}  // namespace heapwatch::analysis
