@@ -1,0 +1,417 @@
+#include "diff/trend_detector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "diff/trend_stats.h"
+
+namespace heapwatch::diff {
+namespace {
+
+constexpr size_t kMaxWindowSnapshots = 1024;
+constexpr size_t kMaxLookbackSnapshots = 4096;
+constexpr size_t kMaxSegments = 8;
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  const uint64_t sum = a + b;
+  return sum < a ? std::numeric_limits<uint64_t>::max() : sum;
+}
+
+Status Bad(const char* field, const std::string& value, const char* range) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("TrendOptions.%s = %s not in %s", field, value, range));
+}
+
+}  // namespace
+
+Status ValidateTrendOptions(const TrendOptions& o) {
+  if (o.segments < 1 || o.segments > kMaxSegments) {
+    return Bad("segments", absl::StrFormat("%d", o.segments), "[1, 8]");
+  }
+  const size_t min_min = std::max<size_t>(4, 2 * o.segments);
+  if (o.min_snapshots < min_min) {
+    return Bad("min_snapshots", absl::StrFormat("%d", o.min_snapshots),
+               absl::StrFormat("[max(4, 2 * segments) = %d, window_snapshots]", min_min).c_str());
+  }
+  if (o.window_snapshots < o.min_snapshots || o.window_snapshots > kMaxWindowSnapshots) {
+    return Bad("window_snapshots", absl::StrFormat("%d", o.window_snapshots),
+               "[min_snapshots, 1024]");
+  }
+  if (o.recent_snapshots < 1 || o.recent_snapshots > o.min_snapshots / 2) {
+    return Bad("recent_snapshots", absl::StrFormat("%d", o.recent_snapshots),
+               "[1, min_snapshots / 2]");
+  }
+  if (o.peak_lookback_snapshots < o.window_snapshots ||
+      o.peak_lookback_snapshots > kMaxLookbackSnapshots) {
+    return Bad("peak_lookback_snapshots", absl::StrFormat("%d", o.peak_lookback_snapshots),
+               "[window_snapshots, 4096]");
+  }
+  if (o.warmup < absl::ZeroDuration() || o.warmup == absl::InfiniteDuration()) {
+    return Bad("warmup", absl::FormatDuration(o.warmup), "[0, infinity)");
+  }
+  if (!(o.max_p_value > 0 && o.max_p_value <= 0.5)) {
+    return Bad("max_p_value", absl::StrFormat("%g", o.max_p_value), "(0, 0.5]");
+  }
+  if (!(o.min_growth_bytes_per_second >= 0) || !std::isfinite(o.min_growth_bytes_per_second)) {
+    return Bad("min_growth_bytes_per_second", absl::StrFormat("%g", o.min_growth_bytes_per_second),
+               "[0, infinity)");
+  }
+  if (!(o.min_relative_growth >= 0) || !std::isfinite(o.min_relative_growth)) {
+    return Bad("min_relative_growth", absl::StrFormat("%g", o.min_relative_growth), "[0, infinity)");
+  }
+  if (!(o.min_step_fraction >= 0 && o.min_step_fraction <= 1)) {
+    return Bad("min_step_fraction", absl::StrFormat("%g", o.min_step_fraction), "[0, 1]");
+  }
+  if (o.confirm_snapshots < 1) {
+    return Bad("confirm_snapshots", absl::StrFormat("%d", o.confirm_snapshots), "[1, infinity)");
+  }
+  if (o.clear_snapshots < 1) {
+    return Bad("clear_snapshots", absl::StrFormat("%d", o.clear_snapshots), "[1, infinity)");
+  }
+  return absl::OkStatus();
+}
+
+TrendDetector::TrendDetector(TrendOptions options, absl::Time agent_start)
+    : options_(std::move(options)), agent_start_(agent_start) {
+  HW_CHECK(ValidateTrendOptions(options_).ok());
+  capacity_ = std::max(options_.window_snapshots, options_.peak_lookback_snapshots);
+  times_.assign(capacity_, absl::InfinitePast());
+  window_seconds_.reserve(options_.window_snapshots);
+  inverse_dt_.reserve(options_.window_snapshots * (options_.window_snapshots - 1) / 2);
+  y_.reserve(options_.window_snapshots);
+  scratch_.reserve(options_.window_snapshots * (options_.window_snapshots - 1) / 2);
+  boundary_.resize(options_.segments + 2);
+  prefix_max_.resize(options_.segments + 1);
+  prefix_max_t_.resize(options_.segments + 1);
+  part_start_t_.resize(options_.segments + 1);
+  segment_max_.resize(options_.segments + 1);
+  segment_max_t_.resize(options_.segments + 1);
+}
+
+StatusOr<TrendDetector> TrendDetector::Create(TrendOptions options, absl::Time agent_start) {
+  HW_RETURN_IF_ERROR(ValidateTrendOptions(options));
+  return TrendDetector(std::move(options), agent_start);
+}
+
+uint32_t TrendDetector::SlotFor(const std::string& class_name) {
+  auto it = slot_of_.find(class_name);
+  if (it != slot_of_.end()) return it->second;
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(states_.size());
+    states_.emplace_back();
+    bytes_.resize(bytes_.size() + capacity_, 0);
+    instances_.resize(instances_.size() + capacity_, 0);
+  }
+  ClassState& st = states_[slot];
+  st = ClassState{};
+  st.name = class_name;
+  st.in_use = true;
+  // A reused slot's samples were zeroed when it was freed; a new one is zero-initialised.
+  slot_of_.emplace(class_name, slot);
+  return slot;
+}
+
+void TrendDetector::FreeSlot(uint32_t slot) {
+  ClassState& st = states_[slot];
+  slot_of_.erase(st.name);
+  std::fill_n(bytes_.begin() + static_cast<ptrdiff_t>(slot * capacity_), capacity_, 0);
+  std::fill_n(instances_.begin() + static_cast<ptrdiff_t>(slot * capacity_), capacity_, 0);
+  st = ClassState{};
+  free_slots_.push_back(slot);
+}
+
+bool TrendDetector::Observe(const Snapshot& snapshot) {
+  if (seq_ > 0) {
+    if (snapshot.time <= last_time_) return false;
+    if (snapshot.agent != agent_) return false;
+  } else {
+    agent_ = snapshot.agent;
+    first_time_ = snapshot.time;
+  }
+  const size_t pos = static_cast<size_t>(seq_ % static_cast<int64_t>(capacity_));
+  times_[pos] = snapshot.time;
+  // Every class starts this snapshot at zero; rows add to it (duplicate names are summed).
+  for (size_t s = 0; s < states_.size(); ++s) {
+    bytes_[s * capacity_ + pos] = 0;
+    instances_[s * capacity_ + pos] = 0;
+  }
+  for (const ClassHistogramRow& row : snapshot.histogram.rows) {
+    const uint32_t slot = SlotFor(row.class_name);
+    uint64_t& b = bytes_[slot * capacity_ + pos];
+    uint64_t& i = instances_[slot * capacity_ + pos];
+    b = SaturatingAdd(b, row.bytes);
+    i = SaturatingAdd(i, row.instances);
+    if (b > 0 || i > 0) states_[slot].last_nonzero_seq = seq_;
+  }
+  const int64_t current = seq_;
+  ++seq_;
+  last_time_ = snapshot.time;
+
+  if (warmup_end_seq_ < 0) {
+    const absl::Time origin = (agent_start_ != absl::InfinitePast() &&
+                               agent_start_ != absl::InfiniteFuture())
+                                  ? agent_start_
+                                  : first_time_;
+    if (current >= static_cast<int64_t>(options_.warmup_snapshots) &&
+        snapshot.time >= origin + options_.warmup) {
+      warmup_end_seq_ = current;
+    }
+  }
+
+  if (warmup_end_seq_ >= 0) {
+    const size_t post = static_cast<size_t>(seq_ - warmup_end_seq_);
+    window_n_ = std::min(options_.window_snapshots, post);
+    // Test D's earlier maximum also looks at warm-up snapshots: they are real observations of the class,
+    // and a peak seen during warm-up (e.g. a sawtooth's previous tooth) must veto, never flag.
+    lookback_n_ = std::min(options_.peak_lookback_snapshots, static_cast<size_t>(seq_));
+    // Window times in seconds since the window's first snapshot, and the reciprocal pair differences
+    // shared by every class's Theil-Sen slope.
+    const int64_t window_start = seq_ - static_cast<int64_t>(window_n_);
+    const absl::Time t0 = times_[static_cast<size_t>(window_start % static_cast<int64_t>(capacity_))];
+    window_seconds_.resize(window_n_);
+    for (size_t k = 0; k < window_n_; ++k) {
+      const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) %
+                                           static_cast<int64_t>(capacity_));
+      window_seconds_[k] = absl::ToDoubleSeconds(times_[p] - t0);
+    }
+    inverse_dt_.clear();
+    for (size_t i = 0; i + 1 < window_n_; ++i) {
+      for (size_t j = i + 1; j < window_n_; ++j) {
+        inverse_dt_.push_back(1.0 / (window_seconds_[j] - window_seconds_[i]));
+      }
+    }
+
+    for (uint32_t slot = 0; slot < states_.size(); ++slot) {
+      ClassState& st = states_[slot];
+      if (!st.in_use) continue;
+      const bool was_suspect = st.suspect;
+      Evaluation e = Evaluate(slot, /*full=*/was_suspect);
+      // A class with no objects in this snapshot has vanished: it stops being a suspect at once.
+      const bool vanished = st.last_nonzero_seq != current;
+      if (st.suspect) {
+        st.fail_streak = e.pass ? 0 : st.fail_streak + 1;
+        if (st.fail_streak >= options_.clear_snapshots || vanished) {
+          st.suspect = false;
+          st.pass_streak = 0;
+          st.fail_streak = 0;
+        }
+      } else {
+        st.pass_streak = e.pass && !vanished ? st.pass_streak + 1 : 0;
+        if (st.pass_streak >= options_.confirm_snapshots) {
+          st.suspect = true;
+          st.first_seen = snapshot.time;
+          st.pass_streak = 0;
+          st.fail_streak = 0;
+        }
+      }
+      if (st.suspect) {
+        // A class that just became a suspect was evaluated with short-circuiting: complete its figures.
+        const Evaluation full = was_suspect ? e : Evaluate(slot, /*full=*/true);
+        st.score = std::max(0.0, full.tau) *
+                   std::min(1.0, static_cast<double>(window_n_) /
+                                     static_cast<double>(options_.window_snapshots));
+        st.p_value = full.p_value;
+        st.slope_bytes = full.slope_bytes;
+        st.slope_instances = full.slope_instances;
+        st.growth_bytes = full.growth_bytes;
+        st.window = window_n_;
+      }
+    }
+  }
+
+  // Forget classes that had no objects during the whole ring and are not suspects.
+  for (uint32_t slot = 0; slot < states_.size(); ++slot) {
+    const ClassState& st = states_[slot];
+    if (st.in_use && !st.suspect &&
+        st.last_nonzero_seq < seq_ - static_cast<int64_t>(capacity_)) {
+      FreeSlot(slot);
+    }
+  }
+  return true;
+}
+
+TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
+  Evaluation e;
+  const size_t n = window_n_;
+  if (n < options_.min_snapshots) return e;
+  const size_t cap = capacity_;
+  const int64_t icap = static_cast<int64_t>(cap);
+  const uint64_t* samples = bytes_.data() + slot * cap;
+  const int64_t window_start = seq_ - static_cast<int64_t>(n);
+
+  // Gather the window (oldest first) and its range.
+  y_.resize(n);
+  double wmin = std::numeric_limits<double>::infinity();
+  double wmax = -wmin;
+  for (size_t k = 0; k < n; ++k) {
+    const double v =
+        static_cast<double>(samples[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+    y_[k] = v;
+    wmin = std::min(wmin, v);
+    wmax = std::max(wmax, v);
+  }
+  const double range = wmax - wmin;
+  const double min_growth = static_cast<double>(options_.min_growth_bytes);
+  if (!full && range < min_growth) return e;
+
+  // Tests C and D look for records: maxima that beat every earlier snapshot within the lookback (warm-up
+  // included: it can only veto). One forward scan over the lookback collects what both need; times are in
+  // window seconds (negative before the window).
+  //
+  // Test C splits the last m = min_snapshots snapshots into `segments` parts; boundary[g] is the first
+  // sequence number of part g (1-based), and boundary[0] = boundary[1] - |part 1| starts a reference part
+  // just before them. Part g must hold a record over everything before boundary[g - 1]: so growth must
+  // span all parts (a cache that filled only in the last few snapshots, or a one-time step, fails), while
+  // a stall as long as one part in a noisy leak is tolerated.
+  // Test D: the maximum of the last r = recent_snapshots snapshots must beat everything before them.
+  const int64_t lookback_start = seq_ - static_cast<int64_t>(lookback_n_);
+  const absl::Time t0 = times_[static_cast<size_t>(window_start % icap)];
+  const size_t m = options_.min_snapshots;
+  const size_t segments = options_.segments;
+  const int64_t last_m_start = seq_ - static_cast<int64_t>(m);
+  for (size_t g = 1; g <= segments; ++g) {
+    boundary_[g] = last_m_start + static_cast<int64_t>((g - 1) * m / segments);
+  }
+  boundary_[0] = boundary_[1] - static_cast<int64_t>(m / segments);
+  boundary_[segments + 1] = seq_;
+  const int64_t recent_start = seq_ - static_cast<int64_t>(options_.recent_snapshots);
+  double running_max = -std::numeric_limits<double>::infinity();
+  double running_max_t = 0;
+  double before_recent_max = running_max, before_recent_t = 0;
+  double recent_max = running_max;
+  size_t next_boundary = 0;
+  // The reference part may start before the lookback (too little history): nothing before it to beat.
+  while (boundary_[next_boundary] < lookback_start) {
+    prefix_max_[next_boundary] = -std::numeric_limits<double>::infinity();
+    prefix_max_t_[next_boundary] = 0;
+    part_start_t_[next_boundary] = -std::numeric_limits<double>::infinity();
+    ++next_boundary;
+  }
+  for (int64_t q = lookback_start; q < seq_; ++q) {
+    while (next_boundary <= segments && q == boundary_[next_boundary]) {
+      prefix_max_[next_boundary] = running_max;
+      prefix_max_t_[next_boundary] = running_max_t;
+      if (next_boundary >= 1) {
+        segment_max_[next_boundary] = -std::numeric_limits<double>::infinity();
+        segment_max_t_[next_boundary] = 0;
+      }
+      ++next_boundary;
+    }
+    const size_t p = static_cast<size_t>(q % icap);
+    const double v = static_cast<double>(samples[p]);
+    const double t = absl::ToDoubleSeconds(times_[p] - t0);
+    if (next_boundary > 0 && q == boundary_[next_boundary - 1]) part_start_t_[next_boundary - 1] = t;
+    if (q == recent_start) {
+      before_recent_max = running_max;
+      before_recent_t = running_max_t;
+    }
+    if (q >= recent_start) recent_max = std::max(recent_max, v);
+    if (next_boundary >= 2 && v >= segment_max_[next_boundary - 1]) {
+      segment_max_[next_boundary - 1] = v;
+      segment_max_t_[next_boundary - 1] = t;
+    }
+    if (v >= running_max) {
+      running_max = v;
+      running_max_t = t;
+    }
+  }
+  bool records = true;
+  for (size_t g = 1; g <= segments; ++g) {
+    if (!(segment_max_[g] > prefix_max_[g - 1])) records = false;
+  }
+  if (!full && !records) return e;
+  if (!full && !(recent_max > before_recent_max)) return e;
+
+  // Test A: Mann-Kendall.
+  const MannKendallResult mk = MannKendall(y_, &scratch_);
+  e.p_value = mk.p_value;
+  e.tau = mk.tau;
+  const bool pass_a = mk.s > 0 && mk.p_value <= options_.max_p_value;
+  if (!full && !pass_a) return e;
+
+  // Test B: Theil-Sen slope and growth over the window.
+  const double slope = TheilSenSlopePrecomputed(inverse_dt_, y_, &scratch_);
+  const double span = window_seconds_[n - 1];
+  const double growth = std::min(slope * span, range);
+  e.slope_bytes = slope;
+  e.growth_bytes = growth;
+  const double start_level = TheilSenIntercept(window_seconds_, y_, slope, &scratch_);
+  // Relative growth gates becoming a suspect only: a leak of constant rate grows less and less relative
+  // to its own size, and must not be dropped for that once flagged.
+  const bool relative_ok = full || start_level <= 0 ||
+                           growth >= options_.min_relative_growth * start_level;
+  const bool pass_b = slope > 0 && growth >= min_growth &&
+                      slope >= options_.min_growth_bytes_per_second && relative_ok;
+
+  // Tests C and D with their margins: each record must beat the earlier maximum by at least a fraction of
+  // what the slope predicts over the time between the two. For test C that time is counted from no earlier
+  // than the start of the previous part: the earlier maximum may be an old noise peak from before the
+  // growth began, and the slope says nothing about how much a leak grew before it started.
+  const double f = options_.min_step_fraction;
+  bool pass_c = records;
+  for (size_t g = 1; g <= segments && pass_c; ++g) {
+    const double rise = segment_max_[g] - prefix_max_[g - 1];
+    const double since = std::max(prefix_max_t_[g - 1], part_start_t_[g - 1]);
+    if (rise < f * slope * (segment_max_t_[g] - since)) pass_c = false;
+  }
+  const double rise = recent_max - before_recent_max;
+  const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t);
+
+  e.pass = pass_a && pass_b && pass_c && pass_d;
+  if (full) {
+    const uint64_t* inst = instances_.data() + slot * cap;
+    for (size_t k = 0; k < n; ++k) {
+      y_[k] = static_cast<double>(inst[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+    }
+    e.slope_instances = TheilSenSlopePrecomputed(inverse_dt_, y_, &scratch_);
+  }
+  return e;
+}
+
+Suspect TrendDetector::MakeSuspect(const ClassState& st, uint32_t slot) const {
+  const size_t pos = static_cast<size_t>((seq_ - 1) % static_cast<int64_t>(capacity_));
+  Suspect s;
+  s.class_name = st.name;
+  s.score = st.score;
+  s.first_seen = st.first_seen;
+  s.growth_bytes_per_second = st.slope_bytes;
+  s.growth_instances_per_second = st.slope_instances;
+  s.bytes = bytes_[slot * capacity_ + pos];
+  s.instances = instances_[slot * capacity_ + pos];
+  s.p_value = st.p_value;
+  s.window_size = st.window;
+  s.window_growth_bytes = st.growth_bytes;
+  return s;
+}
+
+std::vector<Suspect> TrendDetector::Suspects() const {
+  std::vector<Suspect> out;
+  for (uint32_t slot = 0; slot < states_.size(); ++slot) {
+    const ClassState& st = states_[slot];
+    if (st.in_use && st.suspect) out.push_back(MakeSuspect(st, slot));
+  }
+  std::sort(out.begin(), out.end(), [](const Suspect& a, const Suspect& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.class_name < b.class_name;
+  });
+  return out;
+}
+
+std::optional<Suspect> TrendDetector::SuspectFor(std::string_view class_name) const {
+  // Debian's Abseil has its own string_view type, distinct from std::string_view.
+  auto it = slot_of_.find(absl::string_view(class_name.data(), class_name.size()));
+  if (it == slot_of_.end()) return std::nullopt;
+  const ClassState& st = states_[it->second];
+  if (!st.suspect) return std::nullopt;
+  return MakeSuspect(st, it->second);
+}
+
+}  // namespace heapwatch::diff
