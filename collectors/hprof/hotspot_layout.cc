@@ -25,18 +25,24 @@ struct LField {
 // 'I' = int, 'S' = short, 'B' = byte, 'Z' = boolean. Indexed by LayoutKnob.
 struct KnobInfo {
   std::string_view klass;
-  std::string_view injected;  // empty for @Contended knobs
+  // Injected fields as "<code><name>" separated by spaces; empty for @Contended knobs. A field whose name
+  // the class already declares (a later JDK made it a Java field) is not injected twice.
+  std::string_view injected;
 };
 constexpr KnobInfo kKnobs[kKnobCount] = {
-    {"java.lang.Class", "PPIIOOO"},
-    {"java.lang.ClassLoader", "P"},
-    {"java.lang.String", "B"},
-    {"java.lang.invoke.ResolvedMethodName", "OP"},
-    {"java.lang.invoke.MemberName", "P"},
-    {"java.lang.invoke.MethodHandleNatives$CallSiteContext", "PJ"},
-    {"java.lang.StackFrameInfo", "S"},
-    {"java.lang.Module", "P"},
-    {"java.lang.InternalError", "Z"},
+    {"java.lang.Class",
+     "Pklass Parray_klass Ioop_size Istatic_oop_field_count Oprotection_domain Osigners Osource_file"},
+    {"java.lang.ClassLoader", "Ploader_data"},
+    {"java.lang.String", "Bflags"},
+    {"java.lang.invoke.ResolvedMethodName", "Ovmholder Pvmtarget"},
+    {"java.lang.invoke.MemberName", "Pvmindex"},
+    {"java.lang.invoke.MethodHandleNatives$CallSiteContext", "Pvmdependencies Jlast_cleanup"},
+    {"java.lang.StackFrameInfo", "Sversion"},
+    {"java.lang.Module", "Pmodule_entry"},
+    {"java.lang.InternalError", "Zduring_unsafe_access"},
+    {"java.lang.Thread",
+     "Pjvmti_thread_state Ijvmti_VTMS_transition_disable_count Zjvmti_is_in_VTMS_transition Sjfr_epoch"},
+    {"java.lang.invoke.CallSite", "Pvmdependencies Jlast_cleanup"},
     {"java.lang.Thread", ""},
     {"java.util.concurrent.ConcurrentHashMap$CounterCell", ""},
     {"java.util.concurrent.atomic.Striped64$Cell", ""},
@@ -84,7 +90,15 @@ std::vector<LField> OwnFields(const LayoutClass& c, const ObjectLayout& l, const
   if (c.boot) {
     for (uint32_t k = 0; k < kKnobCount; ++k) {
       if (kKnobs[k].injected.empty() || !extras.on(static_cast<LayoutKnob>(k)) || kKnobs[k].klass != c.name) continue;
-      for (char code : kKnobs[k].injected) out.push_back({InjectedSize(code, l), code == 'O', -1});
+      std::string_view spec = kKnobs[k].injected;
+      while (!spec.empty()) {
+        size_t sp = spec.find(' ');
+        std::string_view item = spec.substr(0, sp);
+        spec = sp == std::string_view::npos ? std::string_view() : spec.substr(sp + 1);
+        std::string_view name = item.substr(1);
+        if (std::find(c.field_names.begin(), c.field_names.end(), name) != c.field_names.end()) continue;
+        out.push_back({InjectedSize(item[0], l), item[0] == 'O', -1});
+      }
     }
   }
   return out;
@@ -212,14 +226,21 @@ struct Block {
 class NewLayout {
  public:
   // Reconstructs the layout of a superclass from the (offset, size) of all its fields.
-  NewLayout(uint32_t header, const std::vector<std::pair<uint32_t, uint32_t>>& super_fields) {
+  // With `contended_super` (the superclass or one of its ancestors has @Contended fields or is @Contended),
+  // the holes become padding and a padding block of `padding` bytes follows the last field (fill_holes).
+  NewLayout(uint32_t header, const std::vector<std::pair<uint32_t, uint32_t>>& super_fields, bool contended_super,
+            uint32_t padding) {
     blocks_.push_back({0, header, false});
     for (const auto& [off, size] : super_fields) {
       uint32_t end = blocks_.back().offset + blocks_.back().size;
-      if (off > end) blocks_.push_back({end, off - end, true});
+      if (off > end) blocks_.push_back({end, off - end, !contended_super});
       blocks_.push_back({off, size, false});
     }
     uint32_t end = blocks_.back().offset + blocks_.back().size;
+    if (contended_super && padding > 0) {
+      blocks_.push_back({end, padding, false});
+      end += padding;
+    }
     blocks_.push_back({end, UINT32_MAX - end, true});
   }
 
@@ -303,6 +324,7 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
   std::vector<uint8_t> state(n, 0);
   std::vector<uint32_t> legacy_end(n, 0);                              // unaligned end of the fields
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> placed(n);  // JDK 15+: all fields incl. supers
+  std::vector<uint8_t> contended(n, 0);  // the class or an ancestor has @Contended annotations
   std::vector<size_t> chain;
   for (size_t root = 0; root < n; ++root) {
     if (state[root] != 0) continue;
@@ -344,7 +366,11 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         sizes[c] = static_cast<uint32_t>(AlignUp(AlignUp(legacy_end[c], l.word_size), l.alignment));
         continue;
       }
-      NewLayout layout(l.object_header, s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s]);
+      const bool contended_super = s >= 0 && contended[s];
+      NewLayout layout(l.object_header, s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s],
+                       contended_super, extras.contended_padding);
+      // Fields of a subclass of a @Contended class are appended after the padding (start = last block).
+      const bool append_only = contended_class || (contended_super && !placed[s].empty());
       std::vector<std::pair<uint32_t, uint32_t>> mine = s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{}
                                                               : placed[s];
       std::vector<std::pair<uint32_t, uint32_t>> added;
@@ -363,8 +389,8 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         }
       }
       std::stable_sort(prims.begin(), prims.end(), std::greater<uint32_t>());
-      layout.Add(prims, contended_class, &added);
-      layout.Add(oops, contended_class, &added);
+      layout.Add(prims, append_only, &added);
+      layout.Add(oops, append_only, &added);
       // @Contended groups: each after a padding block, appended at the end; every field of the default group
       // (0) is a group of its own.
       for (int g : groups) {
@@ -388,6 +414,7 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         tail_padding = true;
       }
       if (tail_padding) layout.Pad(extras.contended_padding);
+      contended[c] = contended_super || contended_class || !groups.empty();
       mine.insert(mine.end(), added.begin(), added.end());
       std::sort(mine.begin(), mine.end());
       placed[c] = std::move(mine);

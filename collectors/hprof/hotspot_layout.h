@@ -44,6 +44,8 @@ enum LayoutKnob : uint32_t {
   kInjectedStackFrameInfo,     // java.lang.StackFrameInfo.version
   kInjectedModule,             // java.lang.Module.module_entry (JDK 9+)
   kInjectedInternalError,      // java.lang.InternalError.during_unsafe_access
+  kInjectedThread,             // java.lang.Thread: jvmti_thread_state, ... (JDK 21+)
+  kInjectedCallSite,           // java.lang.invoke.CallSite: vmdependencies, last_cleanup (later JDKs)
   kContendedThread,            // java.lang.Thread threadLocalRandom* fields, @Contended("tlr")
   kContendedCounterCell,       // java.util.concurrent.ConcurrentHashMap$CounterCell, @Contended class
   kContendedStriped64Cell,     // java.util.concurrent.atomic.Striped64$Cell, @Contended class

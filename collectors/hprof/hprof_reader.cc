@@ -692,7 +692,10 @@ std::vector<LayoutClass> LayoutTable(const Rep& rep, const ReadState& st) {
       l.fields.push_back(f.type);
       l.field_names.push_back(f.name);
     }
-    for (const FieldInfo& f : info.static_fields) l.statics.push_back(f.type);
+    for (const FieldInfo& f : info.static_fields) {
+      // HotSpot writes pseudo statics ("<resolved_references>", "<init_lock>") that are not in the mirror.
+      if (!f.name.starts_with("<")) l.statics.push_back(f.type);
+    }
     l.boot = !info.synthetic && st.raw_classes[c].loader_id == 0;
     l.is_array = info.instance_kind != ObjectKind::kInstance;
   }
@@ -812,65 +815,93 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
   GapSamples gaps = CollectGaps(rep);
   const uint32_t alignment = AddressAlignment(rep);
   // 1. The layout generation: references, header, field packing, array base.
+  std::string candidate_notes;
   analysis::ObjectLayout best;
   std::vector<uint32_t> best_sizes;
   Score best_score;
   bool have = false;
+  // Classes whose size depends on a knob do not vote here (the knobs are settled in step 2).
   for (analysis::ObjectLayout cand : CandidateLayouts(id_size)) {
     cand.alignment = alignment;
-    LayoutExtras extras;
-    extras.knobs = DefaultKnobs(cand);
-    std::vector<uint32_t> sizes = HotSpotInstanceSizes(table, cand, extras);
-    Score score = ScoreAll(rep, cand, gaps, sizes);
+    LayoutExtras all_on, all_off;
+    all_on.knobs = (1u << kKnobCount) - 1;
+    all_off.knobs = 0;
+    std::vector<uint32_t> sizes = HotSpotInstanceSizes(table, cand, all_off);
+    std::vector<uint32_t> with_knobs = HotSpotInstanceSizes(table, cand, all_on);
+    analysis::DumpInfo info;
+    info.size_model = SizeModel::kHotSpot;
+    info.layout = cand;
+    Score score;
+    for (uint32_t c = 0; c < rep.classes.size(); ++c) {
+      if (sizes[c] == with_knobs[c]) ScoreClass(rep, info, gaps, c, sizes[c], &score);
+    }
+    absl::StrAppendFormat(&candidate_notes, "%s%d/%d/%s%s: %d/%d", candidate_notes.empty() ? "" : ", ",
+                          cand.reference_size, cand.object_header, cand.jdk15_field_layout ? "jdk15" : "classic",
+                          cand.unaligned_array_base ? "/jdk22" : "", score.exact, score.violations);
+    // Ties (no object tells the two field layouts apart) go to the classic layout for 1.0.1 files (JDK <= 8).
     if (!have || score.value() > best_score.value() ||
         (score.value() == best_score.value() && !cand.jdk15_field_layout && st.header.minor == 1)) {
       best = cand;
-      best_sizes = std::move(sizes);
       best_score = score;
       have = true;
     }
-  }
-  best.inferred = gaps.total > 0 && best_score.exact * 4 >= gaps.total && best_score.violations * 100 <= gaps.total;
-  if (!best.inferred) {
-    // No usable addresses (e.g. the hprof agent's serial ids): a 32-bit VM for 4-byte ids, else 64-bit
-    // without compressed oops, classic field layout.
-    best = CandidateLayouts(id_size)[id_size == 4 ? 0 : 2];
-    best.alignment = 8;
-    Warn(rep, std::string("object addresses do not reveal the VM's object layout; assuming ") +
-                  (id_size == 4 ? "a 32-bit VM" : "a 64-bit VM without compressed oops"));
   }
   // 2. The knobs, one at a time, by the evidence of the classes whose size they change.
   LayoutExtras extras;
   extras.knobs = DefaultKnobs(best);
   best_sizes = HotSpotInstanceSizes(table, best, extras);
   std::string knob_notes;
-  if (best.inferred) {
+  {
     analysis::DumpInfo info;
     info.size_model = SizeModel::kHotSpot;
     info.layout = best;
-    for (uint32_t k = 0; k < kKnobCount; ++k) {
-      LayoutExtras flipped = extras;
-      flipped.knobs ^= 1u << k;
-      std::vector<uint32_t> other = HotSpotInstanceSizes(table, best, flipped);
-      Score now, then;
-      for (uint32_t c = 0; c < rep.classes.size(); ++c) {
-        if (other[c] == best_sizes[c]) continue;
-        ScoreClass(rep, info, gaps, c, best_sizes[c], &now);
-        ScoreClass(rep, info, gaps, c, other[c], &then);
-      }
-      if (then.value() > now.value()) {
-        extras = flipped;
-        best_sizes = std::move(other);
-      }
-      if (now.exact + now.violations + then.exact + then.violations > 0) {
-        absl::StrAppendFormat(&knob_notes, "; %s %s (evidence %d/%d vs %d/%d exact/overlap)",
-                              LayoutKnobName(static_cast<LayoutKnob>(k)), extras.on(static_cast<LayoutKnob>(k)) ? "on" : "off",
-                              then.value() > now.value() ? then.exact : now.exact,
-                              then.value() > now.value() ? then.violations : now.violations,
-                              then.value() > now.value() ? now.exact : then.exact,
-                              then.value() > now.value() ? now.violations : then.violations);
+    // Two rounds, so that knobs acting on the same class (java.lang.Thread) settle.
+    std::vector<std::string> notes(kKnobCount);
+    for (int round = 0; round < 2; ++round) {
+      for (uint32_t k = 0; k < kKnobCount; ++k) {
+        LayoutExtras flipped = extras;
+        flipped.knobs ^= 1u << k;
+        std::vector<uint32_t> other = HotSpotInstanceSizes(table, best, flipped);
+        Score now, then;
+        for (uint32_t c = 0; c < rep.classes.size(); ++c) {
+          if (other[c] == best_sizes[c]) continue;
+          ScoreClass(rep, info, gaps, c, best_sizes[c], &now);
+          ScoreClass(rep, info, gaps, c, other[c], &then);
+        }
+        bool flip = then.value() > now.value();
+        if (flip) {
+          extras = flipped;
+          best_sizes = std::move(other);
+        }
+        const Score& current = flip ? then : now;
+        const Score& other_score = flip ? now : then;
+        const bool is_on = extras.on(static_cast<LayoutKnob>(k));
+        const Score& on = is_on ? current : other_score;
+        const Score& off = is_on ? other_score : current;
+        notes[k].clear();
+        if (now.exact + now.violations + then.exact + then.violations > 0) {
+          notes[k] = absl::StrFormat("; %s %s (exact/overlapping objects: on %d/%d, off %d/%d)",
+                                     LayoutKnobName(static_cast<LayoutKnob>(k)), is_on ? "on" : "off", on.exact,
+                                     on.violations, off.exact, off.violations);
+        }
       }
     }
+    for (const std::string& n : notes) knob_notes += n;
+  }
+  // 3. Addresses are evidence only if objects are packed: most sizes match the distance to the next object
+  // and (almost) none overlaps it.
+  Score checked = ScoreAll(rep, best, gaps, best_sizes);
+  best.inferred = gaps.total > 0 && checked.exact * 4 >= gaps.total && checked.violations * 100 <= gaps.total;
+  if (!best.inferred) {
+    // No usable addresses (e.g. the hprof agent's serial ids): a 32-bit VM for 4-byte ids, else 64-bit
+    // without compressed oops, classic field layout.
+    best = CandidateLayouts(id_size)[id_size == 4 ? 0 : 2];
+    best.alignment = 8;
+    extras.knobs = DefaultKnobs(best);
+    best_sizes = HotSpotInstanceSizes(table, best, extras);
+    knob_notes.clear();
+    Warn(rep, std::string("object addresses do not reveal the VM's object layout; assuming ") +
+                  (id_size == 4 ? "a 32-bit VM" : "a 64-bit VM without compressed oops"));
   }
   Score final_score = ScoreAll(rep, best, gaps, best_sizes);
   best.gap_exact = final_score.exact;
@@ -882,6 +913,7 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
       best.reference_size, best.object_header, best.jdk15_field_layout ? "JDK 15+" : "JDK 6-14", best.alignment,
       best.inferred ? "inferred from object addresses" : "assumed (addresses are not usable)", final_score.exact,
       gaps.total, final_score.violations, knob_notes);
+  rep.info.size_model_notes += "; candidates (references/header/layout: exact/overlapping): " + candidate_notes;
   std::vector<uint32_t> mirrors =
       HotSpotMirrorSizes(table, best, best_sizes,
                          rep.java_lang_class.valid() ? static_cast<int32_t>(rep.java_lang_class.value) : -1);
