@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The analysis benchmark (called by scripts/bench.sh): dumps of real JVMs made on this machine, analysed by
+# heapwatch stage by stage, compared with reading the file once, Boost.Graph's Lengauer-Tarjan and VisualVM's
+# heap library. Prints one markdown table of figures and one of ratios.
+#
+# Usage: run.sh PATH/TO/heapwatch_analysis_bench
+# Environment (defaults):
+#   HEAPWATCH_BENCH_CACHE=/var/tmp/heapwatch-bench   dumps and compiled Java classes (never in the repo)
+#   HEAPWATCH_BENCH_SIZES="64 256 1024"              MiB of dump to make and analyse
+#   HEAPWATCH_BENCH_BOOST_MAX=256                    largest dump (MiB) Boost runs on: its
+#       lengauer_tarjan_dominator_tree keeps a std::deque per vertex, ~1 KB per object (16 GB for 1 GiB)
+#   HEAPWATCH_BENCH_VISUALVM_MAX=256                 largest dump (MiB) VisualVM's library runs on
+#   HEAPWATCH_BENCH_VISUALVM_TIMEOUT=1800            seconds before VisualVM is stopped (reported as ">T")
+#   HEAPWATCH_BENCH_SKIP_BOOST=1 / HEAPWATCH_BENCH_SKIP_VISUALVM=1 to skip a baseline.
+set -euo pipefail
+bench=$1
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${HEAPWATCH_BENCH_CACHE:-/var/tmp/heapwatch-bench}
+sizes=${HEAPWATCH_BENCH_SIZES:-64 256 1024}
+boost_max=${HEAPWATCH_BENCH_BOOST_MAX:-256}
+visualvm_max=${HEAPWATCH_BENCH_VISUALVM_MAX:-256}
+visualvm_timeout=${HEAPWATCH_BENCH_VISUALVM_TIMEOUT:-1800}
+jar=$(find /usr/share/visualvm -name org-graalvm-visualvm-lib-jfluid-heap.jar 2>/dev/null | head -1 || true)
+mkdir -p "$cache/classes" "$cache/results"
+
+if [[ -n "$jar" && "${HEAPWATCH_BENCH_SKIP_VISUALVM:-0}" != 1 ]]; then
+  javac -cp "$jar" -d "$cache/classes" "$here/java/VisualVmRetained.java"
+fi
+
+# field NAME FILE: the value after "NAME" on the "stage"/"check" lines of a result file.
+stage() { awk -v s="$2" -v f="$3" '$1=="stage" && $2==s { for (i=3;i<NF;i++) if ($i==f) print $(i+1) }' "$1"; }
+
+for size in $sizes; do
+  dump="$cache/heap-${size}m.hprof"
+  bash "$here/make_dump.sh" "$size" "$dump"
+  out="$cache/results/heapwatch-${size}m.txt"
+  args=(--class 'HeapBuilder$LeakedSession')
+  if [[ "${HEAPWATCH_BENCH_SKIP_BOOST:-0}" != 1 && $size -le $boost_max ]]; then args+=(--boost); fi
+  echo "analysis bench: heapwatch on $dump ${args[*]}" >&2
+  "$bench" "${args[@]}" "$dump" | tee "$out" >&2
+  vout="$cache/results/visualvm-${size}m.txt"
+  rm -f "$vout"
+  if [[ -n "$jar" && "${HEAPWATCH_BENCH_SKIP_VISUALVM:-0}" != 1 && $size -le $visualvm_max ]]; then
+    rm -rf "$dump.hwcache"
+    echo "analysis bench: VisualVM heap library on $dump" >&2
+    xmx=$(( size * 12 < 4096 ? 4096 : size * 12 ))
+    if ! timeout "$visualvm_timeout" /usr/bin/time -f "visualvm peak_rss_kb %M cpu_seconds %U %S" \
+        java -Xmx${xmx}m -cp "$jar:$cache/classes" VisualVmRetained "$dump" >"$vout" 2>&1; then
+      echo "visualvm timeout $visualvm_timeout" >>"$vout"
+    fi
+    cat "$vout" >&2
+    rm -rf "$dump.hwcache"
+  fi
+done
+
+echo
+echo "### Analysis stages (seconds wall / CPU; peak RSS of the stage in MiB)"
+echo
+echo "| dump | objects | references | read file | parse | dominators | retained sizes | GC-root paths (5) | report + suspect | total | peak RSS | RSS / dump |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+for size in $sizes; do
+  out="$cache/results/heapwatch-${size}m.txt"
+  [[ -s "$out" ]] || continue
+  bytes=$(awk '$1=="file" {print $4}' "$out")
+  objects=$(awk '$1=="check" && $2=="objects" {print $3}' "$out")
+  refs=$(awk '$1=="check" && $2=="objects" {print $5}' "$out")
+  row="| $(awk -v b="$bytes" 'BEGIN{printf "%.0f MiB", b/1048576}') | $objects | $refs"
+  peak=0
+  total=0
+  for s in read parse dominators retained paths report; do
+    w=$(stage "$out" $s seconds); c=$(stage "$out" $s cpu_seconds); p=$(stage "$out" $s peak_rss_bytes)
+    row+=" | $w / $c"
+    (( p > peak )) && peak=$p
+    if [[ $s != read && $s != paths ]]; then total=$(awk -v a="$total" -v b="$w" 'BEGIN{print a+b}'); fi
+  done
+  row+=" | $(printf %.2f "$total") | $(awk -v p="$peak" 'BEGIN{printf "%.0f", p/1048576}') | $(awk -v p="$peak" -v b="$bytes" 'BEGIN{printf "%.2f", p/b}') |"
+  echo "$row"
+done
+
+echo
+echo "### Ratios (wall clock; > 1 means heapwatch is faster)"
+echo
+echo "| dump | total / read file | Boost LT / our dominators | Boost build+LT / our dominators | VisualVM retained sizes / our total | VisualVM peak RSS |"
+echo "|---|---|---|---|---|---|"
+for size in $sizes; do
+  out="$cache/results/heapwatch-${size}m.txt"
+  [[ -s "$out" ]] || continue
+  bytes=$(awk '$1=="file" {print $4}' "$out")
+  read_s=$(stage "$out" read seconds)
+  total=0
+  for s in parse dominators retained report; do total=$(awk -v a="$total" -v b="$(stage "$out" $s seconds)" 'BEGIN{print a+b}'); done
+  dom=$(stage "$out" dominators seconds)
+  lt=$(stage "$out" boost_lt seconds); build=$(stage "$out" boost_build seconds)
+  mism=$(awk '$1=="check" && $2=="boost_idom_mismatches" {print $3, $5}' "$out")
+  if [[ -n "$lt" ]]; then
+    r_lt=$(awk -v a="$lt" -v b="$dom" 'BEGIN{printf "%.1f", a/b}')
+    r_blt=$(awk -v a="$lt" -v c="$build" -v b="$dom" 'BEGIN{printf "%.1f", (a+c)/b}')
+    set -- $mism
+    r_lt+=" (idoms differ on $1 objects, Boost gives none for $2 reachable ones)"
+  else
+    r_lt="not run"; r_blt="not run"
+  fi
+  vout="$cache/results/visualvm-${size}m.txt"
+  if [[ -s "$vout" ]] && grep -q "visualvm total" "$vout"; then
+    vt=$(awk '$1=="visualvm" && $2=="total" {print $3}' "$vout")
+    vcpu=$(awk '$1=="visualvm" && $2=="peak_rss_kb" {print $5+$6}' "$vout")
+    r_v=$(awk -v a="$vt" -v b="$total" -v c="$vcpu" 'BEGIN{printf "%.0f (%.1f s wall, %.1f s CPU)", a/b, a, c}')
+    v_rss=$(awk '$1=="visualvm" && $2=="peak_rss_kb" {printf "%.0f MiB", $3/1024}' "$vout")
+  elif [[ -s "$vout" ]] && grep -q "visualvm timeout" "$vout"; then
+    r_v=$(awk -v a="$visualvm_timeout" -v b="$total" 'BEGIN{printf "> %.0f (stopped after %d s)", a/b, a}')
+    v_rss="-"
+  else
+    r_v="not run"; v_rss="-"
+  fi
+  echo "| $(awk -v b="$bytes" 'BEGIN{printf "%.0f MiB", b/1048576}') | $(awk -v a="$total" -v b="$read_s" 'BEGIN{printf "%.1f", a/b}') | $r_lt | $r_blt | $r_v | $v_rss |"
+done

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every heapwatch benchmark and prints its figures: `bash scripts/bench.sh` (as root on Debian 12).
+#
+# Steps (one line each below; each step prints its own table):
+#   1. deps: the project's packages (scripts/deps.sh) plus what only the benchmarks need:
+#      visualvm (VisualVM's heap library, the analysis baseline) and openjdk-17-jdk-headless (javac/jcmd).
+#   2. build: a Release build of the benchmark binaries in $HEAPWATCH_BENCH_BUILD_DIR (default build-bench/).
+#   3. analysis: bench/analysis/run.sh — dumps of real JVMs made on this machine (64 MiB, 256 MiB and
+#      about 1 GiB by default; cached in $HEAPWATCH_BENCH_CACHE, default /var/tmp/heapwatch-bench, never in
+#      the repo), then parse / dominators / retained sizes / GC-root paths (seconds, peak RSS) and the
+#      ratios against reading the file, Boost.Graph's Lengauer-Tarjan and VisualVM's heap library.
+# Environment: HEAPWATCH_BENCH_SIZES="64 256 1024" (MiB of dump), HEAPWATCH_BENCH_SKIP_VISUALVM=1 to skip
+# the (slow) VisualVM baseline, HEAPWATCH_BENCH_SKIP_BOOST=1 to skip the Boost baseline.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${HEAPWATCH_BENCH_BUILD_DIR:-$root/build-bench}
+export HEAPWATCH_BENCH_CACHE=${HEAPWATCH_BENCH_CACHE:-/var/tmp/heapwatch-bench}
+
+step_deps() {
+  bash "$root/scripts/deps.sh"
+  local extra=(visualvm openjdk-17-jdk-headless)
+  local missing=()
+  for p in "${extra[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  fi
+}
+
+step_build() {
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEAPWATCH_BUILD_TESTS=OFF \
+    -DHEAPWATCH_BUILD_BENCH=ON >/dev/null
+  cmake --build "$build" -j2 --target heapwatch_analysis_bench
+}
+
+step_analysis() {
+  bash "$root/bench/analysis/run.sh" "$build/bench/analysis/heapwatch_analysis_bench"
+}
+
+step_deps
+step_build
+step_analysis
