@@ -1,6 +1,6 @@
-// Debian 12's Abseil is built with its own absl::string_view (ABSL_OPTION_USE_STD_STRING_VIEW 0), distinct
-// from std::string_view. heapwatch's public headers use std::string_view; these two conversions are the
-// only bridge, used inside collectors/*.cc. Internal to heapwatch::collectors.
+// Debian 12's Abseil is built with its own absl::string_view (ABSL_OPTION_USE_STD_STRING_VIEW 0),
+// distinct from std::string_view. heapwatch's public headers use std::string_view; these two
+// conversions are the only bridge, used inside collectors/*.cc. Internal to heapwatch::collectors.
 #ifndef HEAPWATCH_COLLECTORS_ABSL_COMPAT_H_
 #define HEAPWATCH_COLLECTORS_ABSL_COMPAT_H_
 

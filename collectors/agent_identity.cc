@@ -70,11 +70,21 @@ std::string Unescape(std::string_view s) {
       continue;
     }
     switch (c) {
-      case 't': out.push_back('\t'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 'f': out.push_back('\f'); break;
-      default: out.push_back(c); break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      default:
+        out.push_back(c);
+        break;
     }
   }
   return out;
@@ -85,7 +95,8 @@ std::string Unescape(std::string_view s) {
 AgentId MakeAgentId(std::string_view host, int64_t pid, absl::Time start_time) {
   std::string h;
   for (char c : host.substr(0, kMaxHostLength)) {
-    h.push_back(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '-');
+    h.push_back(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c
+                                                                                           : '-');
   }
   if (h.empty()) h = "localhost";
   uint64_t ms = 0;
@@ -167,12 +178,12 @@ std::optional<std::string> FindJavaProperty(std::string_view text, std::string_v
 StatusOr<AgentInfo> CompleteAgentInfoViaAttach(const LocalJvm& jvm, AgentInfo info,
                                                const AttachOptions& options) {
   if (!info.main_class.empty() && !info.jvm_version.empty()) return info;
-  HW_ASSIGN_OR_RETURN(AttachReply reply, ExecuteAttachOperation(jvm, "properties", {"", "", ""},
-                                                                options));
+  HW_ASSIGN_OR_RETURN(AttachReply reply,
+                      ExecuteAttachOperation(jvm, "properties", {"", "", ""}, options));
   if (reply.status != 0) {
-    return absl::InternalError(absl::StrCat("JVM ", jvm.pid, " failed 'properties' (status ",
-                                            reply.status, "): ",
-                                            absl::StripAsciiWhitespace(reply.output).substr(0, 500)));
+    return absl::InternalError(
+        absl::StrCat("JVM ", jvm.pid, " failed 'properties' (status ", reply.status,
+                     "): ", absl::StripAsciiWhitespace(reply.output).substr(0, 500)));
   }
   if (info.main_class.empty()) {
     info.main_class =

@@ -30,7 +30,8 @@
 namespace heapwatch::collectors {
 namespace {
 
-// Limits of protocol version 1 (AttachOperation::name_length_max / arg_length_max in attachListener.hpp).
+// Limits of protocol version 1 (AttachOperation::name_length_max / arg_length_max in
+// attachListener.hpp).
 constexpr size_t kMaxOperationLength = 16;
 constexpr size_t kMaxArgLength = 1024;
 constexpr int32_t kStatusBadVersion = 101;  // ATTACH_ERROR_BADVERSION
@@ -38,10 +39,10 @@ constexpr int32_t kStatusBadVersion = 101;  // ATTACH_ERROR_BADVERSION
 constexpr int64_t kNanosPerMilli = 1'000'000;
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
-// ---------------------------------------------------------------------------------------------------------
-// The handshake (trigger file, SIGQUIT, wait for the socket, owner check, connect). It runs either in the
-// calling thread or in a forked child, so everything from here to Handshake() only makes async-signal-safe
-// system calls on pre-computed plain data: no allocation, no locks, no logging.
+// -----------------------------------------------------------------------------------------------
+// The handshake (trigger file, SIGQUIT, wait for the socket, owner check, connect). It runs either
+// in the calling thread or in a forked child, so everything from here to Handshake() only makes
+// async-signal-safe system calls on pre-computed plain data: no allocation, no locks, no logging.
 
 int64_t MonotonicNanos() {
   timespec ts;
@@ -74,8 +75,8 @@ enum class Step : int32_t {
 
 struct HandshakeResult {
   Step step = Step::kOk;
-  int32_t err = 0;          // errno of the failing call, if any
-  uint32_t socket_uid = 0;  // for kWrongOwner
+  int32_t err = 0;           // errno of the failing call, if any
+  uint32_t socket_uid = 0;   // for kWrongOwner
   uint32_t socket_mode = 0;  // for kBadMode
   int32_t signals_sent = 0;  // SIGQUITs sent (0, 1 or 2)
 };
@@ -185,8 +186,8 @@ int Handshake(const HandshakePlan& plan, HandshakeResult* result) {
       *result = {Step::kTriggerFile, errno};
       return -1;
     }
-    // Another client may have started the listener meanwhile: then a SIGQUIT would only make the JVM
-    // print a thread dump, so look once more before signalling.
+    // Another client may have started the listener meanwhile: then a SIGQUIT would only make the
+    // JVM print a thread dump, so look once more before signalling.
     present = ::lstat(plan.socket_path, &st) == 0;
     if (!present) {
       if (SendQuit(plan) != 0) {
@@ -195,8 +196,8 @@ int Handshake(const HandshakePlan& plan, HandshakeResult* result) {
         return -1;
       }
       result->signals_sent = 1;
-      // Poll for the socket like VirtualMachineImpl does, with shorter first steps; give the JVM one
-      // more SIGQUIT at half the timeout.
+      // Poll for the socket like VirtualMachineImpl does, with shorter first steps; give the JVM
+      // one more SIGQUIT at half the timeout.
       const int64_t start = MonotonicNanos();
       const int64_t deadline = start + plan.handshake_timeout_ns;
       int64_t delay = 5 * kNanosPerMilli;
@@ -238,7 +239,7 @@ int Handshake(const HandshakePlan& plan, HandshakeResult* result) {
   return -1;
 }
 
-// ---------------------------------------------------------------------------------------------------------
+// -----------------------------------------------------------------------------------------------
 // Parent side.
 
 // Runs Handshake() in a forked child with the JVM's credentials and receives the connected socket.
@@ -293,6 +294,10 @@ StatusOr<UniqueFd> HandshakeInChild(const HandshakePlan& plan, HandshakeResult* 
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       reap(true);
+      // The helper died before it could delete its trigger file; a stale trigger would turn the
+      // JVM's next SIGQUIT (meant as a thread-dump request) into a listener start.
+      ::unlink(plan.trigger_cwd);
+      ::unlink(plan.trigger_tmp);
       return absl::DeadlineExceededError("attach helper process did not finish in time");
     }
     break;
@@ -338,16 +343,16 @@ Status HandshakeStatus(const HandshakeResult& r, const LocalJvm& jvm, const Hand
     case Step::kOk:
       return absl::OkStatus();
     case Step::kSetCredentials:
-      return procfs::ErrnoToStatus(
-          r.err, absl::StrCat("switching to uid ", plan.uid, " gid ", plan.gid, " to attach to ", who));
+      return procfs::ErrnoToStatus(r.err, absl::StrCat("switching to uid ", plan.uid, " gid ",
+                                                       plan.gid, " to attach to ", who));
     case Step::kTriggerFile:
       return procfs::ErrnoToStatus(r.err, absl::StrCat("creating attach trigger file ",
                                                        plan.trigger_cwd, " or ", plan.trigger_tmp));
     case Step::kSignal:
       return procfs::ErrnoToStatus(r.err, absl::StrCat("sending SIGQUIT to ", who));
     case Step::kNoQuitHandler:
-      return absl::FailedPreconditionError(absl::StrCat(
-          who, " does not handle SIGQUIT (still starting, or -Xrs); no signal sent"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(who, " does not handle SIGQUIT (still starting, or -Xrs); no signal sent"));
     case Step::kHandshakeTimeout:
       return absl::DeadlineExceededError(absl::StrCat(
           who, " did not open its attach socket ", plan.socket_path, " within ",
@@ -361,17 +366,17 @@ Status HandshakeStatus(const HandshakeResult& r, const LocalJvm& jvm, const Hand
                                                       r.socket_uid, ", not by the JVM's uid ",
                                                       plan.uid, "; not connecting"));
     case Step::kBadMode:
-      return absl::PermissionDeniedError(absl::StrCat(
-          plan.socket_path, " has mode 0", absl::Hex(r.socket_mode),
-          " (group/other access); not connecting"));
+      return absl::PermissionDeniedError(absl::StrCat(plan.socket_path, " has mode 0",
+                                                      absl::Hex(r.socket_mode),
+                                                      " (group/other access); not connecting"));
     case Step::kSocket:
       return procfs::ErrnoToStatus(r.err, "socket(AF_UNIX)");
     case Step::kConnect:
       return procfs::ErrnoToStatus(r.err, absl::StrCat("connecting to ", plan.socket_path));
     case Step::kConnectTimeout:
-      return absl::DeadlineExceededError(absl::StrCat("connecting to ", plan.socket_path,
-                                                      " took longer than ",
-                                                      absl::FormatDuration(options.connect_timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("connecting to ", plan.socket_path, " took longer than ",
+                       absl::FormatDuration(options.connect_timeout)));
   }
   return absl::InternalError("unknown handshake step");
 }
@@ -382,9 +387,7 @@ bool CopyPath(char* dst, size_t cap, const std::string& src) {
   return true;
 }
 
-int64_t ToNanos(absl::Duration d) {
-  return std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
-}
+int64_t ToNanos(absl::Duration d) { return std::max<int64_t>(0, absl::ToInt64Nanoseconds(d)); }
 
 Status SendAll(int fd, std::string_view data, int64_t deadline) {
   while (!data.empty()) {
@@ -414,9 +417,9 @@ StatusOr<std::string> ReceiveAll(int fd, int64_t deadline, size_t max_bytes,
   for (;;) {
     const int64_t left_ms = (deadline - MonotonicNanos()) / kNanosPerMilli;
     if (left_ms <= 0) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the JVM did not finish its reply within ", absl::FormatDuration(io_timeout),
-                       " (", out.size(), " bytes received)"));
+      return absl::DeadlineExceededError(absl::StrCat("the JVM did not finish its reply within ",
+                                                      absl::FormatDuration(io_timeout), " (",
+                                                      out.size(), " bytes received)"));
     }
     pollfd p{fd, POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms, INT_MAX)));
@@ -442,14 +445,14 @@ StatusOr<std::string> ReceiveAll(int fd, int64_t deadline, size_t max_bytes,
 Status ValidateRequest(std::string_view operation, const std::array<std::string_view, 3>& args) {
   if (operation.empty() || operation.size() > kMaxOperationLength ||
       operation.find('\0') != std::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attach operation must be 1..", kMaxOperationLength, " bytes without NUL: '",
-        absl::CEscape(Av(operation)), "'"));
+    return absl::InvalidArgumentError(absl::StrCat("attach operation must be 1..",
+                                                   kMaxOperationLength, " bytes without NUL: '",
+                                                   absl::CEscape(Av(operation)), "'"));
   }
   for (std::string_view a : args) {
     if (a.size() > kMaxArgLength || a.find('\0') != std::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("attach argument must be at most ",
-                                                     kMaxArgLength, " bytes without NUL"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attach argument must be at most ", kMaxArgLength, " bytes without NUL"));
     }
   }
   return absl::OkStatus();
@@ -463,8 +466,9 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
   HW_RETURN_IF_ERROR(ValidateRequest(operation, args));
   HW_RETURN_IF_ERROR(VerifyLocalJvm(jvm));
 
-  // -XX:+DisableAttachMechanism: PerfData "sun.rt.jvmCapabilities" starts with '0' (what jcmd checks in
-  // HotSpotAttachProvider.testAttachable). Unreadable PerfData is not fatal: the other checks still apply.
+  // -XX:+DisableAttachMechanism: PerfData "sun.rt.jvmCapabilities" starts with '0' (what jcmd
+  // checks in HotSpotAttachProvider.testAttachable). Unreadable PerfData is not fatal: the other
+  // checks still apply.
   if (auto perf = PerfData::ReadFile(jvm.perfdata_path); perf.ok()) {
     auto caps = perf->GetString("sun.rt.jvmCapabilities");
     if (caps && !caps->empty() && (*caps)[0] == '0') {
@@ -499,8 +503,8 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
         absl::StrCat("attach socket path too long for a UNIX socket: ", socket_path));
   }
 
-  // Pin the process with a pidfd, then re-check it is still the JVM we verified: from here on a SIGQUIT
-  // can only reach this process.
+  // Pin the process with a pidfd, then re-check it is still the JVM we verified: from here on a
+  // SIGQUIT can only reach this process.
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(jvm.pid), 0)));
   if (!pidfd.valid() && errno != ENOSYS) {
     return procfs::ErrnoToStatus(errno, absl::StrCat("pidfd_open(", jvm.pid, ")"));
@@ -521,8 +525,8 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
   HW_RETURN_IF_ERROR(HandshakeStatus(result, jvm, plan, options));
   if (!sock.valid()) return absl::InternalError("attach handshake returned no socket");
 
-  // The listening socket's credentials (SO_PEERCRED on a connected UNIX socket: the process that called
-  // listen(), its pid translated into our pid namespace) must be the JVM's.
+  // The listening socket's credentials (SO_PEERCRED on a connected UNIX socket: the process that
+  // called listen(), its pid translated into our pid namespace) must be the JVM's.
   ucred peer{};
   socklen_t peer_len = sizeof(peer);
   if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0) {
@@ -546,9 +550,10 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
   HW_ASSIGN_OR_RETURN(std::string raw, ReceiveAll(sock.get(), io_deadline, options.max_reply_bytes,
                                                   options.io_timeout));
   if (raw.empty()) {
-    return absl::UnavailableError(absl::StrCat(
-        "JVM ", jvm.pid, " closed the attach connection without a reply (it rejected the request or "
-        "our credentials, or it is exiting)"));
+    return absl::UnavailableError(
+        absl::StrCat("JVM ", jvm.pid,
+                     " closed the attach connection without a reply (it rejected the request or "
+                     "our credentials, or it is exiting)"));
   }
   const size_t eol = raw.find('\n');
   AttachReply reply;
@@ -569,8 +574,8 @@ StatusOr<std::string> ExecuteJcmd(const LocalJvm& jvm, std::string_view command_
   if (reply.status == 0) return std::move(reply.output);
   absl::string_view text = absl::StripAsciiWhitespace(reply.output);
   const std::string message =
-      absl::StrCat("JVM ", jvm.pid, " failed '", Av(command_line), "' (attach status ", reply.status,
-                   "): ", text.substr(0, 1000));
+      absl::StrCat("JVM ", jvm.pid, " failed '", Av(command_line), "' (attach status ",
+                   reply.status, "): ", text.substr(0, 1000));
   if (reply.status == kStatusBadVersion) {
     return absl::UnimplementedError(absl::StrCat(message, " [attach protocol version mismatch]"));
   }

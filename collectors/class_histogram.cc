@@ -7,24 +7,33 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "collectors/absl_compat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collectors/absl_compat.h"
 
 namespace heapwatch::collectors {
 namespace {
 
 absl::string_view PrimitiveName(char code) {
   switch (code) {
-    case 'Z': return "boolean";
-    case 'B': return "byte";
-    case 'C': return "char";
-    case 'S': return "short";
-    case 'I': return "int";
-    case 'J': return "long";
-    case 'F': return "float";
-    case 'D': return "double";
-    default: return {};
+    case 'Z':
+      return "boolean";
+    case 'B':
+      return "byte";
+    case 'C':
+      return "char";
+    case 'S':
+      return "short";
+    case 'I':
+      return "int";
+    case 'J':
+      return "long";
+    case 'F':
+      return "float";
+    case 'D':
+      return "double";
+    default:
+      return {};
   }
 }
 
@@ -53,7 +62,9 @@ bool IsModuleName(absl::string_view m) {
   return true;
 }
 
-bool AddOverflows(uint64_t a, uint64_t b, uint64_t* sum) { return __builtin_add_overflow(a, b, sum); }
+bool AddOverflows(uint64_t a, uint64_t b, uint64_t* sum) {
+  return __builtin_add_overflow(a, b, sum);
+}
 
 }  // namespace
 
@@ -123,9 +134,8 @@ StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text_in) {
     absl::string_view s = absl::StripLeadingAsciiWhitespace(raw);
     if (total_seen) {
       if (!absl::StripAsciiWhitespace(s).empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("class histogram: text after the Total line, line ", i + 1, ": ",
-                         Quote(raw)));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "class histogram: text after the Total line, line ", i + 1, ": ", Quote(raw)));
       }
       continue;
     }
@@ -168,9 +178,9 @@ StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text_in) {
           absl::StrCat("class histogram: malformed row at line ", i + 1, ": ", Quote(raw)));
     }
     if (num != h.rows.size() + 1) {
-      return absl::InvalidArgumentError(absl::StrCat("class histogram: row number ", num,
-                                                     " where ", h.rows.size() + 1,
-                                                     " was expected, line ", i + 1));
+      return absl::InvalidArgumentError(absl::StrCat("class histogram: row number ", num, " where ",
+                                                     h.rows.size() + 1, " was expected, line ",
+                                                     i + 1));
     }
     ClassHistogramRow row;
     absl::string_view name = rest;
@@ -198,8 +208,8 @@ StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text_in) {
     h.rows.push_back(std::move(row));
   }
   if (!total_seen) {
-    return absl::DataLossError(absl::StrCat("class histogram: truncated, no Total line after ",
-                                            h.rows.size(), " rows"));
+    return absl::DataLossError(
+        absl::StrCat("class histogram: truncated, no Total line after ", h.rows.size(), " rows"));
   }
   if (sum_instances != h.total_instances || sum_bytes != h.total_bytes) {
     return absl::DataLossError(absl::StrCat(

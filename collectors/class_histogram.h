@@ -1,8 +1,8 @@
 // Class histograms ("simple dumps") from HotSpot's GC.class_histogram diagnostic command.
 //
 // Text format (HotSpot src/hotspot/share/memory/heapInspection.cpp, KlassInfoHisto::print_histo_on,
-// print_elements and KlassInfoEntry::print_on; identical in JDK 9 to 25, checked on captured JDK 17 and
-// JDK 25 output in tests/collectors/data/):
+// print_elements and KlassInfoEntry::print_on; identical in JDK 9 to 25, checked on captured JDK 17
+// and JDK 25 output in tests/collectors/data/):
 //
 //    num     #instances         #bytes  class name (module)
 //   -------------------------------------------------------
@@ -11,10 +11,10 @@
 //   ...
 //   Total         26945        1197784
 //
-// Row: "%4d: " then "%13ld  %13lu  %s" and, only for classes of a named module, " (%s@%s)" or " (%s)".
-// JDK 8 prints the same rows without the module column and the header " num     #instances
-// #bytes  class name". The `jcmd` tool prefixes "<pid>:" on a line of its own; that line is accepted and
-// skipped so that captured jcmd output parses too.
+// Row: "%4d: " then "%13ld  %13lu  %s" and, only for classes of a named module, the module as
+// " (name@version)" or " (name)". JDK 8 prints the same rows without the module column, under the
+// header " num     #instances         #bytes  class name". The `jcmd` tool prints "<pid>:" on a
+// line of its own first; that line is accepted and skipped so that captured jcmd output parses.
 //
 // Class names: HotSpot prints the JVM's external name, which for arrays is the descriptor ("[B",
 // "[[I", "[Ljava.lang.String;") on every JDK checked (17 and 25). heapwatch stores the source form
@@ -35,26 +35,28 @@
 namespace heapwatch::collectors {
 
 // Parses the output of GC.class_histogram (the attach reply's output, or what `jcmd` printed).
-// Checks: the header and dashed separator come first (after an optional "<pid>:" line); rows are numbered
-// 1, 2, 3, ... with decimal counts; the "Total" line is present, nothing but blank lines follows it, and
-// its totals equal the sums over the rows. The last row and the Total line must end with a newline: a reply
-// cut inside a line may have lost digits.
-// Errors: InvalidArgument for empty input, text that is not a class histogram (its first line is quoted,
-// e.g. "java.lang.IllegalArgumentException: Unknown diagnostic command" or "Exception in thread ..."),
-// a malformed row (the line number and text are quoted), or numbers out of range; DataLoss for a
-// histogram that ends before its "Total" line (truncated reply) or whose totals do not match the rows.
-// Complexity: O(text size) time; one string per row. Thread-safety: pure function.
+// Checks: the header and dashed separator come first (after an optional "<pid>:" line); rows are
+// numbered 1, 2, 3, ... with decimal counts; the "Total" line is present, nothing but blank lines
+// follows it, and its totals equal the sums over the rows. The last row and the Total line must end
+// with a newline: a reply cut inside a line may have lost digits.
+// Errors: InvalidArgument for empty input, text that is not a class histogram (its first line is
+// quoted, e.g. "java.lang.IllegalArgumentException: Unknown diagnostic command" or "Exception in
+// thread ..."), a malformed row (the line number and text are quoted), or numbers out of range;
+// DataLoss for a histogram that ends before its "Total" line (truncated reply) or whose totals do
+// not match the rows. Complexity: O(text size) time; one string per row. Thread-safety: pure
+// function.
 StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text);
 
-// The source-form name of a class as printed by HotSpot: array descriptors become element type + "[]"
-// per dimension ("[B" -> "byte[]", "[[Ljava.lang.Object;" -> "java.lang.Object[][]"); any other name,
-// and a malformed descriptor, is returned unchanged. Thread-safety: pure function.
+// The source-form name of a class as printed by HotSpot: array descriptors become element type +
+// "[]" per dimension ("[B" -> "byte[]", "[[Ljava.lang.Object;" -> "java.lang.Object[][]"); any
+// other name, and a malformed descriptor, is returned unchanged. Thread-safety: pure function.
 std::string NormalizeClassName(std::string_view jvm_name);
 
-// Takes a class histogram of a local JVM: runs "GC.class_histogram" (live objects only; the JVM runs a
-// full GC first) or, with `all_objects`, "GC.class_histogram -all" (every object on the heap, no GC) through
-// ExecuteJcmd, and parses it. Errors: those of ExecuteJcmd and ParseClassHistogram. Blocking: see
-// ExecuteJcmd; the full GC pauses the JVM. Thread-safety: thread-safe.
+// Takes a class histogram of a local JVM: runs "GC.class_histogram" (live objects only; the JVM
+// runs a full GC first) or, with `all_objects`, "GC.class_histogram -all" (every object on the
+// heap, no GC) through ExecuteJcmd, and parses it. Errors: those of ExecuteJcmd and
+// ParseClassHistogram. Blocking: see ExecuteJcmd; the full GC pauses the JVM. Thread-safety:
+// thread-safe.
 StatusOr<ClassHistogram> CollectClassHistogram(const LocalJvm& jvm, bool all_objects,
                                                const AttachOptions& options);
 

@@ -37,8 +37,8 @@ std::vector<int64_t> NumericEntries(const std::string& dir) {
   return out;
 }
 
-// hsperfdata files of one /tmp: namespace-local pid -> paths (one per hsperfdata_<user> directory that
-// has a file of that name; normally exactly one).
+// hsperfdata files of one /tmp: namespace-local pid -> paths (one per hsperfdata_<user> directory
+// that has a file of that name; normally exactly one).
 using PerfdataListing = absl::flat_hash_map<int64_t, std::vector<std::string>>;
 
 PerfdataListing ListPerfdataFiles(const std::string& tmp_dir) {
@@ -70,7 +70,8 @@ std::vector<LocalJvm> DiscoverLocalJvms(const DiscoveryOptions& options) {
   const std::string& proc = options.proc_root;
   const std::string self_mnt = procfs::ReadLink(proc + "/self/ns/mnt").value_or("");
   const std::string self_pidns = procfs::ReadLink(proc + "/self/ns/pid").value_or("");
-  // Listings per mount namespace ("" = ours), made lazily: most processes share the daemon's namespace.
+  // Listings per mount namespace ("" = ours), made lazily: most processes share the daemon's
+  // namespace.
   std::map<std::string, PerfdataListing> listings;
   std::vector<LocalJvm> found;
 
@@ -101,13 +102,14 @@ std::vector<LocalJvm> DiscoverLocalJvms(const DiscoveryOptions& options) {
     auto ticks_before = procfs::ReadStartTicks(proc, pid);
     if (!ticks_before.ok()) continue;
     for (const std::string& file : files->second) {
-      // In another mount namespace, reach the file through this process's root rather than through the
-      // root of whichever process first listed the namespace.
+      // In another mount namespace, reach the file through this process's root rather than through
+      // the root of whichever process first listed the namespace.
       std::string path = file;
       if (!same_mnt) path = absl::StrCat(tmp, file.substr(file.find("/hsperfdata_")));
       if (!ProcessMapsFile(proc, pid, path)) continue;
       auto ticks_after = procfs::ReadStartTicks(proc, pid);
-      if (!ticks_after.ok() || *ticks_after != *ticks_before) break;  // the pid changed hands meanwhile
+      // The pid changed hands meanwhile: not this process's file.
+      if (!ticks_after.ok() || *ticks_after != *ticks_before) break;
       LocalJvm jvm;
       jvm.pid = pid;
       jvm.ns_pid = ns_pid;
@@ -159,9 +161,9 @@ Status VerifyLocalJvm(const LocalJvm& jvm) {
     if (!again.ok() || *again != jvm.start_ticks) {
       return absl::UnavailableError(absl::StrCat("JVM process ", jvm.pid, " is gone"));
     }
-    return absl::FailedPreconditionError(
-        absl::StrCat("process ", jvm.pid, " does not map ", jvm.perfdata_path,
-                     ": not a HotSpot JVM with shared PerfData"));
+    return absl::FailedPreconditionError(absl::StrCat("process ", jvm.pid, " does not map ",
+                                                      jvm.perfdata_path,
+                                                      ": not a HotSpot JVM with shared PerfData"));
   }
   return absl::OkStatus();
 }

@@ -52,9 +52,9 @@ StatusOr<PerfData> PerfData::Parse(std::string_view bytes_in) {
   if (byte_order > 1) return Corrupt(4, absl::StrCat("bad byte order ", byte_order));
   const uint8_t major = static_cast<uint8_t>(bytes[5]);
   if (major != 2) {
-    return absl::UnimplementedError(
-        absl::StrCat("hsperfdata: format version ", major, ".", static_cast<int>(bytes[6]),
-                     " is not supported (only 2.x)"));
+    return absl::UnimplementedError(absl::StrCat("hsperfdata: format version ", major, ".",
+                                                 static_cast<int>(bytes[6]),
+                                                 " is not supported (only 2.x)"));
   }
   if (bytes[7] == 0) return absl::UnavailableError("hsperfdata: region not yet accessible");
   const ByteReader r(bytes, byte_order == 0);

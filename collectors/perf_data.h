@@ -1,7 +1,7 @@
-// Reader for HotSpot's PerfData instrumentation memory: the "hsperfdata" file that every HotSpot JVM
-// (unless started with -XX:-UsePerfData or -XX:+PerfDisableSharedMem) maps at /tmp/hsperfdata_<user>/<pid>
-// and that `jps` and `jstat` read. heapwatch reads it to find JVMs and to label them (main class, version,
-// start time) without attaching.
+// Reader for HotSpot's PerfData instrumentation memory: the "hsperfdata" file that every HotSpot
+// JVM (unless started with -XX:-UsePerfData or -XX:+PerfDisableSharedMem) maps at
+// /tmp/hsperfdata_<user>/<pid> and that `jps` and `jstat` read. heapwatch reads it to find JVMs and
+// to label them (main class, version, start time) without attaching.
 //
 // Source: OpenJDK src/hotspot/share/runtime/perfMemory.hpp (PerfDataPrologue) and perfData.hpp
 // (PerfDataEntry), and the reader in jdk.internal.jvmstat
@@ -9,7 +9,7 @@
 //
 //   prologue (32 bytes):
 //     u4 magic            0xcafec0c0, always big-endian
-//     u1 byte_order       0 = big-endian, 1 = little-endian; every following multi-byte field uses it
+//     u1 byte_order       0 = big-endian, 1 = little-endian (for every multi-byte field below)
 //     u1 major_version    2
 //     u1 minor_version    0
 //     u1 accessible       1 once the JVM has finished initialising the region
@@ -26,8 +26,9 @@
 //     u1 flags, u1 data_units, u1 data_variability
 //     i4 data_offset      from the start of the entry
 //
-// The JVM updates the region while it runs; a reader may see a new entry half written. Parse() checks every
-// offset against the buffer and `used`, never reads outside the buffer and stops at num_entries.
+// The JVM updates the region while it runs; a reader may see a new entry half written. Parse()
+// checks every offset against the buffer and `used`, never reads outside the buffer and stops at
+// num_entries.
 #ifndef HEAPWATCH_COLLECTORS_PERF_DATA_H_
 #define HEAPWATCH_COLLECTORS_PERF_DATA_H_
 
@@ -41,18 +42,18 @@
 
 namespace heapwatch::collectors {
 
-// The counters of one PerfData snapshot that heapwatch can use: jlong scalars and byte-vector strings.
-// Thread-safety: immutable after Parse(); const methods may be called from any thread.
+// The counters of one PerfData snapshot that heapwatch can use: jlong scalars and byte-vector
+// strings. Thread-safety: immutable after Parse(); const methods may be called from any thread.
 class PerfData {
  public:
-  // Parses a copy of the region. Errors: DataLoss when the prologue or an entry is malformed or points
-  // outside the buffer (the message names the offset), Unimplemented for another major version than 2,
-  // Unavailable when the JVM has not yet marked the region accessible (it is still starting).
-  // Complexity: O(bytes.size()) time, O(number of counters) memory.
+  // Parses a copy of the region. Errors: DataLoss when the prologue or an entry is malformed or
+  // points outside the buffer (the message names the offset), Unimplemented for another major
+  // version than 2, Unavailable when the JVM has not yet marked the region accessible (it is still
+  // starting). Complexity: O(bytes.size()) time, O(number of counters) memory.
   static StatusOr<PerfData> Parse(std::string_view bytes);
 
-  // Reads the file at `path` (at most 64 MiB) and parses it. Errors: those of Parse, and Unavailable
-  // (file gone), PermissionDenied, ResourceExhausted from reading.
+  // Reads the file at `path` (at most 64 MiB) and parses it. Errors: those of Parse, and
+  // Unavailable (file gone), PermissionDenied, ResourceExhausted from reading.
   static StatusOr<PerfData> ReadFile(const std::string& path);
 
   // A 'J' scalar counter, e.g. "sun.rt.createVmBeginTime" (milliseconds since the Unix epoch).

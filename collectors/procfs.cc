@@ -10,9 +10,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "collectors/absl_compat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collectors/absl_compat.h"
 #include "collectors/unique_fd.h"
 
 namespace heapwatch::collectors::procfs {
@@ -30,7 +30,8 @@ std::optional<absl::string_view> StatusField(absl::string_view text, absl::strin
 
 // The n-th (0-based) whitespace-separated decimal number of a status field.
 bool NthNumber(absl::string_view value, size_t n, uint64_t* out) {
-  std::vector<absl::string_view> parts = absl::StrSplit(value, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(value, absl::ByAnyChar(" \t"), absl::SkipEmpty());
   return n < parts.size() && absl::SimpleAtoi(parts[n], out);
 }
 
@@ -69,10 +70,12 @@ StatusOr<ProcStatus> ParseProcStatus(std::string_view text_in, int64_t fallback_
     return absl::InvalidArgumentError("/proc status: malformed SigIgn line");
   }
   if (auto nspid = StatusField(text, "NSpid")) {
-    for (absl::string_view part : absl::StrSplit(*nspid, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    for (absl::string_view part :
+         absl::StrSplit(*nspid, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
       int64_t pid = 0;
       if (!absl::SimpleAtoi(part, &pid) || pid <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("/proc status: malformed NSpid line: ", *nspid));
+        return absl::InvalidArgumentError(
+            absl::StrCat("/proc status: malformed NSpid line: ", *nspid));
       }
       st.ns_pids.push_back(pid);
     }
@@ -83,8 +86,8 @@ StatusOr<ProcStatus> ParseProcStatus(std::string_view text_in, int64_t fallback_
 
 StatusOr<ProcStatus> ReadProcStatus(std::string_view proc_root_in, int64_t pid) {
   const absl::string_view proc_root = Av(proc_root_in);
-  HW_ASSIGN_OR_RETURN(std::string text,
-                      ReadSmallFile(absl::StrCat(proc_root, "/", pid, "/status"), 64 * 1024));
+  HW_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(absl::StrCat(proc_root, "/", pid, "/status"),
+                                                      size_t{64} * 1024));
   return ParseProcStatus(Sv(text), pid);
 }
 

@@ -33,8 +33,8 @@ TEST(AgentIdTest, SanitisesHost) {
   const AgentId long_host = MakeAgentId(std::string(500, 'a'), 2147483647, absl::Now());
   EXPECT_LE(long_host.value.size(), 128u);
   const std::regex allowed("[A-Za-z0-9._:-]+");
-  for (const std::string& host : {std::string("a b\tc\n"), std::string("\xff\x01"),
-                                  std::string("x:y/z")}) {
+  for (const std::string& host :
+       {std::string("a b\tc\n"), std::string("\xff\x01"), std::string("x:y/z")}) {
     EXPECT_TRUE(std::regex_match(MakeAgentId(host, 1, absl::Now()).value, allowed)) << host;
   }
 }
@@ -43,10 +43,12 @@ TEST(MainClassTest, FromJavaCommand) {
   EXPECT_EQ(MainClassFromJavaCommand("HwTestApp"), "HwTestApp");
   EXPECT_EQ(MainClassFromJavaCommand("com.example.Main --port 8080"), "com.example.Main");
   EXPECT_EQ(MainClassFromJavaCommand("/opt/app/app.jar serve"), "/opt/app/app.jar");
-  EXPECT_EQ(MainClassFromJavaCommand("app.module/com.example.Main x"), "app.module/com.example.Main");
+  EXPECT_EQ(MainClassFromJavaCommand("app.module/com.example.Main x"),
+            "app.module/com.example.Main");
   // Source-file launcher, as captured from JDK 17 and JDK 25.
-  EXPECT_EQ(MainClassFromJavaCommand("jdk.compiler/com.sun.tools.javac.launcher.Main HwTestApp.java"),
-            "HwTestApp.java");
+  EXPECT_EQ(
+      MainClassFromJavaCommand("jdk.compiler/com.sun.tools.javac.launcher.Main HwTestApp.java"),
+      "HwTestApp.java");
   EXPECT_EQ(MainClassFromJavaCommand(
                 "jdk.compiler/com.sun.tools.javac.launcher.SourceLauncher HwTestApp.java a b"),
             "HwTestApp.java");

@@ -1,5 +1,5 @@
-// The attach protocol against real JVMs (JDK 17 from PATH, JDK 25 when installed), and the safety rules
-// against processes that are not JVMs or cannot be attached to.
+// The attach protocol against real JVMs (JDK 17 from PATH, JDK 25 when installed), and the safety
+// rules against processes that are not JVMs or cannot be attached to.
 #include "collectors/attach.h"
 
 #include <gmock/gmock.h>
@@ -21,9 +21,9 @@
 namespace heapwatch::collectors {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeJvm;
 using testing::FileExists;
+using ::testing::HasSubstr;
 using testing::JvmLaunch;
 using testing::SleepProcess;
 using testing::TempDir;
@@ -47,13 +47,12 @@ std::string SocketPath(const LocalJvm& jvm) {
   return jvm.root_tmp_dir + "/.java_pid" + std::to_string(jvm.ns_pid);
 }
 
-// Other heapwatch daemons on the machine (e.g. the end-to-end test running in parallel) attach to every
-// local JVM, including the tests' own, so a test JVM's attach listener may already be up. Deleting its
-// socket file makes the next attach go through the full handshake again: on SIGQUIT with a trigger file,
-// HotSpot notices the missing socket (AttachListener::check_socket_file) and restarts the listener.
-void DropListenerSocket(const LocalJvm& jvm) {
-  ::unlink(SocketPath(jvm).c_str());
-}
+// Other heapwatch daemons on the machine (e.g. the end-to-end test running in parallel) attach to
+// every local JVM, including the tests' own, so a test JVM's attach listener may already be up.
+// Deleting its socket file makes the next attach go through the full handshake again: on SIGQUIT
+// with a trigger file, HotSpot notices the missing socket (AttachListener::check_socket_file) and
+// restarts the listener.
+void DropListenerSocket(const LocalJvm& jvm) { ::unlink(SocketPath(jvm).c_str()); }
 
 // SIGSTOP, then wait until every thread of the process has stopped (delivery is asynchronous).
 bool StopProcess(int64_t pid) {
@@ -84,10 +83,8 @@ const ClassHistogramRow* Row(const ClassHistogram& h, std::string_view name) {
 void ExerciseJvm(const std::string& java, const std::string& version_fragment,
                  std::vector<std::string> program, const std::string& main_class) {
   program.push_back("stdin");
-  TestJvm jvm(JvmLaunch{.java = java,
-                        .jvm_args = {"-XX:+UseSerialGC"},
-                        .program = program,
-                        .stdin_pipe = true});
+  TestJvm jvm(JvmLaunch{
+      .java = java, .jvm_args = {"-XX:+UseSerialGC"}, .program = program, .stdin_pipe = true});
   ASSERT_EQ(jvm.error(), "");
   auto local = jvm.Discover();
   ASSERT_TRUE(local.has_value());
@@ -106,8 +103,9 @@ void ExerciseJvm(const std::string& java, const std::string& version_fragment,
   EXPECT_FALSE(FileExists(jvm.cwd() + "/" + trigger));
   EXPECT_FALSE(FileExists(local->root_tmp_dir + "/" + trigger));
 
-  // Fresh garbage right before the -all histogram (another heapwatchd on the machine may have run a full
-  // GC on this JVM already): -all neither collects nor runs a GC, so the objects are still there.
+  // Fresh garbage right before the -all histogram (another heapwatchd on the machine may have run a
+  // full GC on this JVM already): -all neither collects nor runs a GC, so the objects are still
+  // there.
   ASSERT_TRUE(jvm.DropGarbage());
   auto all = CollectClassHistogram(*local, /*all_objects=*/true, AttachOptions{});
   ASSERT_TRUE(all.ok()) << all.status();
@@ -176,8 +174,8 @@ TEST(AttachTest, Jdk25SourceLauncher) {
   ExerciseJvm(testing::Java25Path(), "JDK 25", {source}, source);
 }
 
-// -XX:+DisableAttachMechanism: refused from PerfData alone, at once, without any signal (a SIGQUIT would
-// make this JVM print a thread dump).
+// -XX:+DisableAttachMechanism: refused from PerfData alone, at once, without any signal (a SIGQUIT
+// would make this JVM print a thread dump).
 TEST(AttachTest, AttachDisabledIsRefusedWithoutSignal) {
   TestJvm jvm(JvmLaunch{.jvm_args = {"-XX:+DisableAttachMechanism"}});
   ASSERT_EQ(jvm.error(), "");
@@ -194,8 +192,8 @@ TEST(AttachTest, AttachDisabledIsRefusedWithoutSignal) {
   EXPECT_TRUE(jvm.Alive());
 }
 
-// -Xrs: the JVM does not handle SIGQUIT, so it must never receive one; it starts its attach listener at
-// startup instead, so attaching works without the handshake.
+// -Xrs: the JVM does not handle SIGQUIT, so it must never receive one; it starts its attach
+// listener at startup instead, so attaching works without the handshake.
 TEST(AttachTest, ReducedSignalUsageJvmWorksWithoutSignal) {
   TestJvm jvm(JvmLaunch{.jvm_args = {"-Xrs"}});
   ASSERT_EQ(jvm.error(), "");
@@ -228,7 +226,8 @@ TEST(AttachTest, NonJvmProcessIsNeverSignalled) {
   EXPECT_TRUE(sleeper.Alive());  // SIGQUIT's default action would have killed it
 }
 
-// A process that maps an hsperfdata-like file but has no SIGQUIT handler: refused at the SigCgt check.
+// A process that maps an hsperfdata-like file but has no SIGQUIT handler: refused at the SigCgt
+// check.
 TEST(AttachTest, ProcessWithoutQuitHandlerIsNeverSignalled) {
   TempDir tmp;
   FakeJvm fake(tmp.path(), /*handle_sigquit=*/false);
@@ -276,8 +275,8 @@ TEST(AttachTest, UnresponsiveJvmTimesOut) {
   EXPECT_LT(SecondsSince(start), 3.0);
   ASSERT_EQ(::kill(static_cast<pid_t>(jvm.pid()), SIGCONT), 0);
 
-  // The pending SIGQUITs arrive after SIGCONT, without a trigger file: HotSpot prints a thread dump and
-  // carries on. Attaching works.
+  // The pending SIGQUITs arrive after SIGCONT, without a trigger file: HotSpot prints a thread dump
+  // and carries on. Attaching works.
   auto ok = ExecuteJcmd(*local, "VM.version", AttachOptions{});
   ASSERT_TRUE(ok.ok()) << ok.status();
 

@@ -13,8 +13,8 @@
 namespace heapwatch::collectors {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DataDir;
+using ::testing::HasSubstr;
 using testing::ReadFileOrDie;
 
 std::string Fixture(const std::string& name) { return ReadFileOrDie(DataDir() + "/" + name); }
@@ -110,15 +110,14 @@ TEST_P(RealFixtureTest, ParsesEveryRowAndTotals) {
 
 INSTANTIATE_TEST_SUITE_P(
     Jdk17And25, RealFixtureTest,
-    ::testing::Values(
-        FixtureCase{"jdk17_live.txt", 229, 12012, 564496, "java.base@17.0.15", 0,
-                    "HwTestApp$$Lambda$1/0x"},
-        FixtureCase{"jdk17_all.txt", 293, 21657, 6346568, "java.base@17.0.15", 6000,
-                    "HwTestApp$$Lambda$1/0x"},
-        FixtureCase{"jdk25_live.txt", 287, 30480, 1365232, "java.base@25.0.3", 0,
-                    "HwTestApp$$Lambda/0x"},
-        FixtureCase{"jdk25_all.txt", 350, 38114, 9656744, "java.base@25.0.3", 6000,
-                    "HwTestApp$$Lambda/0x"}),
+    ::testing::Values(FixtureCase{"jdk17_live.txt", 229, 12012, 564496, "java.base@17.0.15", 0,
+                                  "HwTestApp$$Lambda$1/0x"},
+                      FixtureCase{"jdk17_all.txt", 293, 21657, 6346568, "java.base@17.0.15", 6000,
+                                  "HwTestApp$$Lambda$1/0x"},
+                      FixtureCase{"jdk25_live.txt", 287, 30480, 1365232, "java.base@25.0.3", 0,
+                                  "HwTestApp$$Lambda/0x"},
+                      FixtureCase{"jdk25_all.txt", 350, 38114, 9656744, "java.base@25.0.3", 6000,
+                                  "HwTestApp$$Lambda/0x"}),
     [](const ::testing::TestParamInfo<FixtureCase>& info) {
       std::string name = info.param.file;
       return name.substr(0, name.find('.'));
@@ -206,7 +205,8 @@ TEST(ClassHistogramTest, NormalizeClassName) {
   EXPECT_EQ(NormalizeClassName("byte[]"), "byte[]");
 }
 
-// --- error replies -------------------------------------------------------------------------------------
+// --- error replies
+// -------------------------------------------------------------------------------------
 
 void ExpectError(const std::string& text, absl::StatusCode code, const std::string& fragment) {
   auto h = ParseClassHistogram(text);
@@ -294,13 +294,14 @@ TEST(ClassHistogramTest, HeaderOnlyAndNoTotal) {
   EXPECT_TRUE(empty->rows.empty());
 }
 
-// Every prefix of a real reply that is shorter than the whole is rejected (never accepted as a smaller
-// histogram, never a crash), with DataLoss or InvalidArgument.
+// Every prefix of a real reply that is shorter than the whole is rejected (never accepted as a
+// smaller histogram, never a crash), with DataLoss or InvalidArgument.
 TEST(ClassHistogramTest, EveryTruncationOfARealReplyIsRejected) {
   const std::string text = Fixture("jdk25_live.txt");
   ASSERT_TRUE(ParseClassHistogram(text).ok());
   size_t data_loss = 0;
-  // Every cut in the first and last 2 KiB (header, first rows, last rows, Total line), every 7th between.
+  // Every cut in the first and last 2 KiB (header, first rows, last rows, Total line), every 7th
+  // between.
   for (size_t len = 0; len < text.size(); len += (len < 2048 || len + 2048 > text.size()) ? 1 : 7) {
     auto h = ParseClassHistogram(std::string_view(text).substr(0, len));
     ASSERT_FALSE(h.ok()) << "prefix of " << len << " bytes was accepted";

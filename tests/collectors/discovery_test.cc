@@ -48,8 +48,7 @@ TEST(DiscoveryTest, FindsAJvmAndNoticesItExiting) {
   EXPECT_EQ(found.uid, ::geteuid());
   EXPECT_EQ(found.gid, ::getegid());
   EXPECT_EQ(found.root_tmp_dir, "/tmp");
-  EXPECT_EQ(found.perfdata_path,
-            "/tmp/hsperfdata_" + UserName() + "/" + std::to_string(jvm.pid()));
+  EXPECT_EQ(found.perfdata_path, "/tmp/hsperfdata_" + UserName() + "/" + std::to_string(jvm.pid()));
   EXPECT_EQ(found.start_ticks, testing::StartTicksOf(jvm.pid()));
   EXPECT_TRUE(VerifyLocalJvm(found).ok());
   EXPECT_TRUE(std::is_sorted(during.begin(), during.end(),
@@ -154,8 +153,8 @@ TEST(DiscoveryTest, OtherUsersJvm) {
   auto version = ExecuteJcmd(*found, "VM.version", AttachOptions{});
   ASSERT_TRUE(version.ok()) << version.status();
   EXPECT_NE(version->find("JDK 17"), std::string::npos) << *version;
-  // The JVM created its socket as nobody, and we connected as nobody (it accepts root too on JDK 17; the
-  // trigger file in its cwd was created as nobody and removed).
+  // The JVM created its socket as nobody, and we connected as nobody (it accepts root too on JDK
+  // 17; the trigger file in its cwd was created as nobody and removed).
   struct stat st;
   ASSERT_EQ(::stat(("/tmp/.java_pid" + std::to_string(jvm.pid())).c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kNobody);

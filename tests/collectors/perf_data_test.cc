@@ -1,5 +1,5 @@
-// PerfData (hsperfdata) parsing: synthetic regions in both byte orders, corrupt regions, and the file of
-// a real running JVM.
+// PerfData (hsperfdata) parsing: synthetic regions in both byte orders, corrupt regions, and the
+// file of a real running JVM.
 #include "collectors/perf_data.h"
 
 #include <gmock/gmock.h>
@@ -38,10 +38,10 @@ class RegionBuilder {
     out[5] = static_cast<char>(major);
     out[6] = 0;
     out[7] = static_cast<char>(accessible);
-    out.replace(8, 4, Encode(out.size(), 4));      // used
-    out.replace(24, 4, Encode(32, 4));              // entry_offset
-    out.replace(28, 4, Encode(entries_, 4));        // num_entries
-    out.resize(out.size() + 64, '\0');              // unused capacity after `used`
+    out.replace(8, 4, Encode(out.size(), 4));  // used
+    out.replace(24, 4, Encode(32, 4));         // entry_offset
+    out.replace(28, 4, Encode(entries_, 4));   // num_entries
+    out.resize(out.size() + 64, '\0');         // unused capacity after `used`
     return out;
   }
 
@@ -130,17 +130,18 @@ TEST(PerfDataTest, RejectsBadPrologue) {
 
 TEST(PerfDataTest, RejectsEntriesPointingOutside) {
   const std::string good = Sample(true).Build();
-  // First entry starts at 32: entry_length, name_offset, vector_length, ..., data_offset (big-endian).
+  // First entry starts at 32: entry_length, name_offset, vector_length, ..., data_offset
+  // (big-endian).
   auto with = [&](size_t offset, uint32_t v) {
     std::string b = good;
     for (int i = 0; i < 4; ++i) b[offset + i] = static_cast<char>(v >> (8 * (3 - i)));
     return PerfData::Parse(b).status();
   };
-  EXPECT_EQ(with(32, 0xffff).code(), absl::StatusCode::kDataLoss);      // entry_length too long
-  EXPECT_EQ(with(32, 4).code(), absl::StatusCode::kDataLoss);           // shorter than the header
-  EXPECT_EQ(with(36, 10000).code(), absl::StatusCode::kDataLoss);       // name_offset outside
-  EXPECT_EQ(with(48, 100000).code(), absl::StatusCode::kDataLoss);      // data_offset outside
-  EXPECT_EQ(with(28, 1000).code(), absl::StatusCode::kDataLoss);        // too many entries
+  EXPECT_EQ(with(32, 0xffff).code(), absl::StatusCode::kDataLoss);  // entry_length too long
+  EXPECT_EQ(with(32, 4).code(), absl::StatusCode::kDataLoss);       // shorter than the header
+  EXPECT_EQ(with(36, 10000).code(), absl::StatusCode::kDataLoss);   // name_offset outside
+  EXPECT_EQ(with(48, 100000).code(), absl::StatusCode::kDataLoss);  // data_offset outside
+  EXPECT_EQ(with(28, 1000).code(), absl::StatusCode::kDataLoss);    // too many entries
   std::string unterminated = good;
   const size_t name = good.find("sun.rt.createVmBeginTime");
   for (size_t i = name; i < 32 + 56; ++i) unterminated[i] = 'x';  // name, padding and data

@@ -28,9 +28,9 @@ TEST(ProcfsTest, ParsesStatus) {
   EXPECT_EQ(st->egid, 2001u);
   EXPECT_EQ(st->ns_pids, (std::vector<int64_t>{4242, 17, 1}));
   EXPECT_EQ(st->innermost_pid(), 1);
-  EXPECT_TRUE(st->catches(SIGQUIT));   // bit 2 of 0x...5ccd
+  EXPECT_TRUE(st->catches(SIGQUIT));  // bit 2 of 0x...5ccd
   EXPECT_TRUE(st->catches(SIGHUP));
-  EXPECT_FALSE(st->catches(SIGINT));   // caught? no: bit 1 is clear in SigCgt, set in SigIgn
+  EXPECT_FALSE(st->catches(SIGINT));  // caught? no: bit 1 is clear in SigCgt, set in SigIgn
   EXPECT_FALSE(st->catches(SIGKILL));
   EXPECT_FALSE(st->catches(0));
   EXPECT_FALSE(st->catches(65));

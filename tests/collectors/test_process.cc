@@ -120,8 +120,9 @@ TestJvm::TestJvm(JvmLaunch launch) : launch_(std::move(launch)) {
   }
   std::vector<std::string> args;
   if (launch_.new_namespaces) {
-    args = {"unshare", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child",
-            "sh",      "-c",    "mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\""};
+    args = {"unshare", "--pid",        "--fork",
+            "--mount", "--mount-proc", "--kill-child",
+            "sh",      "-c",           "mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\""};
   }
   args.push_back(launch_.java);
   for (const std::string& a : launch_.jvm_args) args.push_back(a);
@@ -207,7 +208,8 @@ bool TestJvm::DropGarbage() {
   auto count = [this] {
     const std::string out = Stdout();
     size_t n = 0;
-    for (size_t pos = out.find("garbage"); pos != std::string::npos; pos = out.find("garbage", pos + 1)) {
+    for (size_t pos = out.find("garbage"); pos != std::string::npos;
+         pos = out.find("garbage", pos + 1)) {
       ++n;
     }
     return n;

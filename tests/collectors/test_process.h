@@ -1,5 +1,5 @@
-// Test helpers: real JVMs (HwTestApp from tests/collectors/data) and small fake processes, started and
-// killed by pid. Every process a helper starts is SIGKILLed and reaped in its destructor.
+// Test helpers: real JVMs (HwTestApp from tests/collectors/data) and small fake processes, started
+// and killed by pid. Every process a helper starts is SIGKILLed and reaped in its destructor.
 #ifndef HEAPWATCH_TESTS_COLLECTORS_TEST_PROCESS_H_
 #define HEAPWATCH_TESTS_COLLECTORS_TEST_PROCESS_H_
 
@@ -15,10 +15,10 @@
 namespace heapwatch::collectors::testing {
 
 // Paths given by CMake.
-std::string JavaPath();     // JDK 17 `java` (from PATH at configure time)
-std::string Java25Path();   // JDK 25 `java`, may not exist
-std::string ClassesDir();   // HwTestApp.class compiled by the build
-std::string DataDir();      // tests/collectors/data
+std::string JavaPath();    // JDK 17 `java` (from PATH at configure time)
+std::string Java25Path();  // JDK 25 `java`, may not exist
+std::string ClassesDir();  // HwTestApp.class compiled by the build
+std::string DataDir();     // tests/collectors/data
 bool FileExists(const std::string& path);
 std::string ReadFileOrDie(const std::string& path);
 
@@ -37,19 +37,20 @@ class TempDir {
 
 struct JvmLaunch {
   std::string java = JavaPath();
-  std::vector<std::string> jvm_args;             // e.g. {"-XX:+DisableAttachMechanism"}
+  std::vector<std::string> jvm_args;  // e.g. {"-XX:+DisableAttachMechanism"}
   std::vector<std::string> program = {"-cp", ClassesDir(), "HwTestApp"};  // after jvm_args
-  std::optional<uint32_t> run_as_uid;            // setgid/setuid before exec (needs root)
+  std::optional<uint32_t> run_as_uid;  // setgid/setuid before exec (needs root)
   std::optional<uint32_t> run_as_gid;
-  std::string cwd;                               // working directory; "" = a new TempDir
-  // Run inside new pid and mount namespaces with a private tmpfs on /tmp (needs root and unshare(1)).
+  std::string cwd;  // working directory; "" = a new TempDir
+  // Run inside new pid and mount namespaces with a private tmpfs on /tmp (needs root and
+  // unshare(1)).
   bool new_namespaces = false;
   // Connect the JVM's stdin to a pipe that CloseStdin() closes (else stdin is /dev/null).
   bool stdin_pipe = false;
 };
 
-// A running HwTestApp JVM. Start() waits until it has printed "ready" (its SIGQUIT handler and PerfData are
-// set up by then).
+// A running HwTestApp JVM. Start() waits until it has printed "ready" (its SIGQUIT handler and
+// PerfData are set up by then).
 class TestJvm {
  public:
   explicit TestJvm(JvmLaunch launch);
@@ -61,22 +62,22 @@ class TestJvm {
   const std::string& error() const { return error_; }
   int64_t pid() const { return jvm_pid_; }  // the JVM's pid here (for namespaced JVMs: host pid)
   const std::string& cwd() const { return cwd_; }
-  std::string Stdout() const;               // everything the JVM printed so far (stdout + stderr)
-  bool Alive() const;                       // process exists and is not a zombie
-  void Kill();                              // SIGKILL and reap (idempotent)
-  void CloseStdin();                        // EOF on the JVM's stdin (with stdin_pipe)
-  // With stdin_pipe and the "stdin" argument: makes HwTestApp drop 3000 fresh garbage objects and waits
-  // until it has. False on timeout.
+  std::string Stdout() const;  // everything the JVM printed so far (stdout + stderr)
+  bool Alive() const;          // process exists and is not a zombie
+  void Kill();                 // SIGKILL and reap (idempotent)
+  void CloseStdin();           // EOF on the JVM's stdin (with stdin_pipe)
+  // With stdin_pipe and the "stdin" argument: makes HwTestApp drop 3000 fresh garbage objects and
+  // waits until it has. False on timeout.
   bool DropGarbage();
-  bool WaitForExit(int timeout_ms);         // reaps the JVM if it exits in time
+  bool WaitForExit(int timeout_ms);  // reaps the JVM if it exits in time
   // The LocalJvm record discovered for this JVM, or nullopt.
   std::optional<LocalJvm> Discover(const DiscoveryOptions& options = {}) const;
 
  private:
   JvmLaunch launch_;
   std::string error_;
-  pid_t child_ = -1;       // what we forked (the JVM itself, or unshare(1))
-  int64_t jvm_pid_ = -1;   // the JVM
+  pid_t child_ = -1;      // what we forked (the JVM itself, or unshare(1))
+  int64_t jvm_pid_ = -1;  // the JVM
   std::optional<TempDir> own_dir_;
   std::string cwd_;
   std::string out_path_;

@@ -21,6 +21,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 javac -d "$work" "$here/HwTestApp.java"
+cd "$work"  # the JVMs' working directory (where attach clients put their trigger files)
 
 start() {  # start JAVA [OPTIONS...]: starts HwTestApp in "stdin" mode, waits for "ready", sets $pid, $out, $cmd
   local java=$1; shift
