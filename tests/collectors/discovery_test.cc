@@ -2,6 +2,7 @@
 // hsperfdata file behind), stale and look-alike files ignored, other users and other namespaces.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,9 +30,9 @@ bool Contains(const std::vector<LocalJvm>& jvms, int64_t pid) {
 }
 
 std::string UserName() {
-  // hsperfdata_<user> of the effective user, as HotSpot names it.
-  const char* u = ::getenv("USER");
-  return ::geteuid() == 0 ? "root" : (u != nullptr ? u : "");
+  // hsperfdata_<user> is named after the JVM's effective user (HotSpot's get_user_name).
+  const passwd* pw = ::getpwuid(::geteuid());
+  return pw != nullptr ? pw->pw_name : "";
 }
 
 TEST(DiscoveryTest, FindsAJvmAndNoticesItExiting) {
