@@ -6,9 +6,9 @@
 #   JAVA_SRC_DIR holds LeakyApp.java, HealthyApp.java and TestSupport.java (tests/e2e/java).
 #
 # Steps:
-#  1. compile the two Java programs; start heapwatchd on a temporary data dir with ephemeral ports (learned
-#     from --grpc-port-file / --metrics-port-file), a 1 s collection interval, watching only these two main
-#     classes (so that other JVMs on the machine are never attached to), and start both JVMs;
+#  1. compile the two Java programs into jars; start heapwatchd on a temporary data dir with ephemeral ports (learned
+#     from --grpc-port-file / --metrics-port-file), a 1 s collection interval, watching only these two jars
+#     (so that other JVMs on the machine are never attached to), and start both JVMs;
 #  2. copy the shipped rules with one documented substitution: every `for: <duration>` line becomes
 #     `for: $HEAPWATCH_E2E_FOR` (default 10s). Expressions, labels and annotations are the shipped ones;
 #  3. start Prometheus on 127.0.0.1:<free port> with scrape_interval and evaluation_interval 1s, the
@@ -93,17 +93,24 @@ free_port() {
 # ---- 1. JVMs and heapwatchd -------------------------------------------------------------------------
 mkdir -p "$tmp/classes" "$tmp/data"
 javac -d "$tmp/classes" "$java_src/LeakyApp.java" "$java_src/HealthyApp.java" "$java_src/TestSupport.java"
+# Each program runs from a jar in this run's directory, so its main class as heapwatchd sees it (the jar's
+# path) is unique to this run: the daemon's watch filter then ignores every other JVM on the machine,
+# including other tests' LeakyApp and HealthyApp.
+for app in LeakyApp HealthyApp; do
+  jar --create --file "$tmp/$app.jar" --main-class "$app" -C "$tmp/classes" .
+done
 
 cat >"$tmp/heapwatchd.yml" <<EOF
-# Only the test's own JVMs: other JVMs on the machine are never attached to.
+# Only the test's own JVMs (their main class is a jar under $tmp): other JVMs are never attached to.
 watch:
   agents:
-    include: ["LeakyApp", "HealthyApp"]
+    include: ["$tmp/*.jar"]
 collection:
   discovery_interval: 1s
 retention:
   check_interval: 5s
 EOF
+t_start_ms=$(date +%s%3N)  # the timeline counts from heapwatchd's start
 "$heapwatchd" --config "$tmp/heapwatchd.yml" --data-dir "$tmp/data" \
   --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
   --grpc-port-file "$tmp/grpc.port" --metrics-port-file "$tmp/metrics.port" \
@@ -113,10 +120,10 @@ metrics_port=$(wait_port_file "$tmp/metrics.port" 30) || fail "heapwatchd wrote 
 grpc_port=$(wait_port_file "$tmp/grpc.port" 30) || fail "heapwatchd wrote no gRPC port"
 log "heapwatchd up: metrics 127.0.0.1:$metrics_port, gRPC 127.0.0.1:$grpc_port"
 
-java -Xmx256m -cp "$tmp/classes" LeakyApp --max-seconds $((timeout_s + 120)) >"$tmp/leaky.log" 2>&1 &
+java -Xmx256m -jar "$tmp/LeakyApp.jar" --max-seconds $((timeout_s + 120)) >"$tmp/leaky.log" 2>&1 &
 leaky_pid=$!
 pids+=("$leaky_pid")
-java -Xmx256m -cp "$tmp/classes" HealthyApp --max-seconds $((timeout_s + 120)) >"$tmp/healthy.log" 2>&1 &
+java -Xmx256m -jar "$tmp/HealthyApp.jar" --max-seconds $((timeout_s + 120)) >"$tmp/healthy.log" 2>&1 &
 healthy_pid=$!
 pids+=("$healthy_pid")
 log "LeakyApp pid $leaky_pid, HealthyApp pid $healthy_pid"
@@ -192,12 +199,14 @@ while :; do
   alerts=$(curl -sf "$prom_url/api/v1/alerts") || fail "GET /api/v1/alerts failed"
   if [[ -n $healthy_agent ]]; then
     bad=$(jq -c --arg h "$healthy_agent" '[.data.alerts[] | select(.labels.agent == $h)
-          | select(.labels.alertname | test("^HeapwatchLeak"))]' <<<"$alerts")
+          | select(.labels.alertname | test("^HeapwatchLeak"))
+          | {alertname: .labels.alertname, class: .labels.class, state}]' <<<"$alerts")
     [[ $bad == "[]" ]] || fail "a leak alert names the healthy JVM: $bad"
   fi
   broken=$(jq -c --arg l "$leaky_agent" --arg h "$healthy_agent" '[.data.alerts[] | select(.state == "firing")
            | select(.labels.alertname == "HeapwatchAgentDown" or .labels.alertname == "HeapwatchCollectionsFailing")
-           | select(.labels.agent == $l or .labels.agent == $h)]' <<<"$alerts")
+           | select(.labels.agent == $l or .labels.agent == $h)
+           | {alertname: .labels.alertname, agent: .labels.agent, description: .annotations.description}]' <<<"$alerts")
   [[ $broken == "[]" ]] || fail "collection alerts fire for the test's JVMs: $broken"
 
   if [[ -n $leaky_agent ]]; then
@@ -226,7 +235,7 @@ for_s=$(sed -E 's/s$//' <<<"$for_override")
 [[ $for_s =~ ^[0-9]+$ ]] && ((held >= for_s)) || fail "alert active since $active_at, held only ${held}s (< $for_override)"
 description=$(jq -r .annotations.description <<<"$firing_alert")
 echo "description: $description"
-grep -q 'LeakyApp' <<<"$description" || fail "description does not name the JVM's main class"
+grep -qF "$tmp/LeakyApp.jar" <<<"$description" || fail "description does not name the JVM's main class"
 grep -qE 'grows by [0-9.]+[kMGT]?i?B/s' <<<"$description" || fail "description has no humanized growth rate"
 
 ctl_json=$("$heapwatchctl" --server "127.0.0.1:$grpc_port" suspects --json) || fail "heapwatchctl suspects failed"
@@ -253,7 +262,7 @@ done < <(jq -r '.panels[] | select(.targets) | .title as $t | .targets[] | [$t, 
 ((n_queries >= 20)) || fail "only $n_queries dashboard queries found"
 log "all $n_queries dashboard queries ran on Prometheus"
 
-echo "timeline (seconds since the test started heapwatchd):"
+echo "timeline (seconds since heapwatchd started; the JVMs start right after it):"
 echo "  both agents visible in Prometheus:        $t_agents"
 echo "  LeakyApp\$Leak suspect series scraped:     $t_suspect"
 echo "  HeapwatchLeakSuspect pending:              $t_pending"
