@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "storage/detail/store_impl.h"
 #include "storage/snapshot_store.h"
@@ -114,40 +115,65 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
   std::lock_guard<std::mutex> lock(s.write_mu);
   HW_ASSIGN_OR_RETURN(AgentCache * cache, s.CacheFor(id));
 
-  // Intern: the k-th row with a given (name, module) is class (name, module, k).
-  absl::flat_hash_map<std::pair<std::string_view, std::string_view>, uint32_t> seen;
-  seen.reserve(rows.size());
+  // Intern: the k-th row with a given (name, module) is class (name, module, k). Rows are unique in
+  // almost every histogram, so the first pass numbers every row as duplicate 0 and checks the assumption
+  // (two rows on one known class, or two new rows with one name and module); only then does a second pass
+  // count duplicates.
   NumberedHistogram next;
   next.total_instances = snapshot.histogram.total_instances;
   next.total_bytes = snapshot.histogram.total_bytes;
-  next.rows.reserve(rows.size());
   std::vector<std::pair<ClassNo, const ClassHistogramRow*>> new_classes;
   std::vector<uint32_t> new_duplicates;
-  uint64_t next_class = cache != nullptr ? cache->next_class.value : 0;
-  for (const ClassHistogramRow& r : rows) {
-    uint32_t dup = seen[{r.class_name, r.module}]++;
-    ClassNo cls;
-    bool known = false;
-    if (cache != nullptr) {
-      auto found = cache->ids.find(ClassIdentityView{r.class_name, r.module, dup});
-      if (found != cache->ids.end()) {
-        cls = found->second;
-        known = true;
+  uint64_t next_class = 0;
+  auto number = [&](bool count_duplicates) -> Status {
+    absl::flat_hash_map<std::pair<std::string_view, std::string_view>, uint32_t> seen;
+    if (count_duplicates) seen.reserve(rows.size());
+    next.rows.clear();
+    next.rows.reserve(rows.size());
+    new_classes.clear();
+    new_duplicates.clear();
+    next_class = cache != nullptr ? cache->next_class.value : 0;
+    for (const ClassHistogramRow& r : rows) {
+      uint32_t dup = count_duplicates ? seen[{r.class_name, r.module}]++ : 0;
+      ClassNo cls;
+      bool known = false;
+      if (cache != nullptr) {
+        auto found = cache->ids.find(ClassIdentityView{r.class_name, r.module, dup});
+        if (found != cache->ids.end()) {
+          cls = found->second;
+          known = true;
+        }
+      }
+      if (!known) {
+        if (next_class > UINT32_MAX - 1) {
+          return absl::ResourceExhaustedError("heapwatch store: agent " + id.value +
+                                              " has exhausted its 2^32-1 class numbers");
+        }
+        cls = ClassNo{static_cast<uint32_t>(next_class++)};
+        new_classes.emplace_back(cls, &r);
+        new_duplicates.push_back(dup);
+      }
+      next.rows.push_back(NumberedRow{cls, r.instances, r.bytes});
+    }
+    std::sort(next.rows.begin(), next.rows.end(),
+              [](const NumberedRow& a, const NumberedRow& b) { return a.cls < b.cls; });
+    return absl::OkStatus();
+  };
+  HW_RETURN_IF_ERROR(number(/*count_duplicates=*/false));
+  bool duplicates = std::adjacent_find(next.rows.begin(), next.rows.end(),
+                                       [](const NumberedRow& a, const NumberedRow& b) {
+                                         return a.cls == b.cls;
+                                       }) != next.rows.end();
+  if (!duplicates && new_classes.size() > 1) {
+    absl::flat_hash_set<std::pair<std::string_view, std::string_view>> fresh;
+    for (const auto& [cls, row] : new_classes) {
+      if (!fresh.insert({row->class_name, row->module}).second) {
+        duplicates = true;
+        break;
       }
     }
-    if (!known) {
-      if (next_class > UINT32_MAX - 1) {
-        return absl::ResourceExhaustedError("heapwatch store: agent " + id.value +
-                                            " has exhausted its 2^32-1 class numbers");
-      }
-      cls = ClassNo{static_cast<uint32_t>(next_class++)};
-      new_classes.emplace_back(cls, &r);
-      new_duplicates.push_back(dup);
-    }
-    next.rows.push_back(NumberedRow{cls, r.instances, r.bytes});
   }
-  std::sort(next.rows.begin(), next.rows.end(),
-            [](const NumberedRow& a, const NumberedRow& b) { return a.cls < b.cls; });
+  if (duplicates) HW_RETURN_IF_ERROR(number(/*count_duplicates=*/true));
 
   // Key frame or delta (docs/storage-format.md, "Delta chains").
   const bool in_order = cache == nullptr || !cache->has_latest || micros > cache->latest_micros;
@@ -156,8 +182,9 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
                      cache->latest_depth + 1 < s.options.keyframe_interval;
   const uint32_t depth = delta ? cache->latest_depth + 1 : 0;
   const std::string value =
-      delta ? detail::EncodeDeltaSnapshot(cache->latest, next, micros - cache->latest_micros, depth)
-            : detail::EncodeFullSnapshot(next);
+      delta ? detail::EncodeDeltaSnapshot(cache->latest, next, micros - cache->latest_micros, depth,
+                                          s.options.compress_snapshots)
+            : detail::EncodeFullSnapshot(next, s.options.compress_snapshots);
   const int64_t now_micros = absl::ToUnixMicros(s.options.clock->Now());
 
   AgentNo agent_no;
@@ -196,7 +223,7 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
         NumberedHistogram h;
         HW_RETURN_IF_ERROR(s.DecodeAt(txn, id, agent_no, *after, &h));
         HW_RETURN_IF_ERROR(txn.Put(s.snapshots, detail::SnapshotKey(agent_no, *after),
-                                   detail::EncodeFullSnapshot(h)));
+                                   detail::EncodeFullSnapshot(h, s.options.compress_snapshots)));
         rewritten = *after;
       }
     }

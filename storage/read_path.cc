@@ -94,7 +94,7 @@ Status SnapshotStore::Impl::DecodeAt(LmdbTxn& txn, const AgentId& id, AgentNo ag
     t = prev;
   }
   if (depth != nullptr) *depth = chain.front().value.depth;
-  std::vector<NumberedRow> scratch;
+  detail::DecodeScratch scratch;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     HW_RETURN_IF_ERROR(detail::ApplySnapshotValue(it->value, detail::DescribeSnapshot(id, it->micros),
                                                   out, &scratch));
@@ -114,7 +114,7 @@ Status SnapshotStore::Impl::ForEachSnapshot(
   NumberedHistogram h;
   HW_RETURN_IF_ERROR(DecodeAt(txn, id, agent, t, &h));
   HW_RETURN_IF_ERROR(fn(t, h));
-  std::vector<NumberedRow> scratch;
+  detail::DecodeScratch scratch;
   int64_t prev = t;
   for (;;) {
     HW_ASSIGN_OR_RETURN(ok, c.Move(MDB_NEXT, &k, &v));

@@ -77,7 +77,7 @@ StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn
   for (int64_t t : times) HW_RETURN_IF_ERROR(txn.Del(snapshots, detail::SnapshotKey(agent, t)).status());
   if (key_frame.has_value()) {
     HW_RETURN_IF_ERROR(txn.Put(snapshots, detail::SnapshotKey(agent, *remaining),
-                               detail::EncodeFullSnapshot(*key_frame)));
+                               detail::EncodeFullSnapshot(*key_frame, options.compress_snapshots)));
     d.rewritten_micros = remaining;
   }
   d.deleted = times.size();

@@ -626,9 +626,15 @@ StatusOr<StoreStats> SnapshotStore::Stats() const {
     HW_ASSIGN_OR_RETURN(MDB_stat a, txn.Stat(impl_->agents));
     HW_ASSIGN_OR_RETURN(MDB_stat c, txn.Stat(impl_->classes));
     HW_ASSIGN_OR_RETURN(MDB_stat s, txn.Stat(impl_->snapshots));
+    HW_ASSIGN_OR_RETURN(MDB_stat n, txn.Stat(impl_->class_names));
+    auto bytes = [](const MDB_stat& st) {
+      return (st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * uint64_t{st.ms_psize};
+    };
     stats.agents = a.ms_entries;
     stats.classes = c.ms_entries;
     stats.snapshots = s.ms_entries;
+    stats.snapshot_bytes = bytes(s);
+    stats.dictionary_bytes = bytes(c) + bytes(n);
     HW_ASSIGN_OR_RETURN(stats.used_bytes, impl_->UsedBytesIn(txn));
   }
   HW_ASSIGN_OR_RETURN(stats.disk_bytes, DiskBytes());

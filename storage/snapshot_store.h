@@ -88,6 +88,9 @@ struct StoreOptions {
   bool background_retention = true;
   // Every keyframe_interval-th snapshot of an agent is stored whole; the others as deltas. 1 = no deltas.
   uint32_t keyframe_interval = 32;
+  // Compress snapshot values with zlib (deflate) when that makes them smaller. Costs CPU on Append (about
+  // 0.1-0.3 ms per 3,000-class snapshot) and on reads (inflate); saves 2-4x on disk for typical drift.
+  bool compress_snapshots = true;
   // Number of agents whose class dictionary and latest snapshot Append keeps in memory (each costs about
   // 100 bytes per class). Others are reloaded from the store on their next Append.
   size_t max_cached_agents = 64;
@@ -107,6 +110,8 @@ struct StoreStats {
   uint64_t classes = 0;      // dictionary entries over all agents
   uint64_t snapshots = 0;
   uint64_t used_bytes = 0;   // UsedBytes()
+  uint64_t snapshot_bytes = 0;    // pages of the snapshots table, bytes
+  uint64_t dictionary_bytes = 0;  // pages of the class dictionaries (classes + class_names), bytes
   uint64_t disk_bytes = 0;   // DiskBytes()
   uint64_t map_bytes = 0;    // MapBytes()
 };

@@ -50,6 +50,35 @@ StatusOr<std::string_view> CheckCrc(std::string_view value, std::string_view wha
   return payload;
 }
 
+// Builds a snapshot value: crc, tag, `header` (uncompressed), then `body`, deflated (as
+// raw_size:varint zlib_stream) when `compress` and that is smaller.
+std::string Seal(SnapshotTag plain, SnapshotTag deflated, std::string_view header, std::string_view body,
+                 bool compress) {
+  std::string p;
+  if (compress && body.size() > 64) {
+    uLongf bound = compressBound(static_cast<uLong>(body.size()));
+    std::string z(bound, '\0');
+    int rc = compress2(reinterpret_cast<Bytef*>(z.data()), &bound,
+                       reinterpret_cast<const Bytef*>(body.data()), static_cast<uLong>(body.size()),
+                       Z_DEFAULT_COMPRESSION);
+    HW_CHECK(rc == Z_OK);  // only Z_MEM_ERROR / Z_BUF_ERROR, impossible with compressBound
+    z.resize(bound);
+    if (z.size() + 10 < body.size()) {
+      p.reserve(1 + header.size() + 10 + z.size());
+      p.push_back(static_cast<char>(deflated));
+      p.append(header);
+      PutVarint64(&p, body.size());
+      p.append(z);
+      return WithCrc(p);
+    }
+  }
+  p.reserve(1 + header.size() + body.size());
+  p.push_back(static_cast<char>(plain));
+  p.append(header);
+  p.append(body);
+  return WithCrc(p);
+}
+
 // Predicted bytes of a class whose base row had (i0, b0) and now has i1 instances: the base's bytes per
 // instance times i1, in 128-bit arithmetic, truncated to 64 bits. Exact for classes of fixed instance size.
 uint64_t PredictBytes(uint64_t i0, uint64_t b0, uint64_t i1) {
@@ -378,10 +407,9 @@ StatusOr<std::string> DecodeRecordValue(std::string_view value, std::string_view
 
 // ---- snapshots
 
-std::string EncodeFullSnapshot(const NumberedHistogram& h) {
+std::string EncodeFullSnapshot(const NumberedHistogram& h, bool compress) {
   std::string p;
   p.reserve(16 + h.rows.size() * 8);
-  p.push_back(static_cast<char>(SnapshotKind::kFull));
   PutVarint64(&p, h.total_instances);
   PutVarint64(&p, h.total_bytes);
   PutVarint64(&p, h.rows.size());
@@ -394,11 +422,11 @@ std::string EncodeFullSnapshot(const NumberedHistogram& h) {
     prev = r.cls.value;
     first = false;
   }
-  return WithCrc(p);
+  return Seal(SnapshotTag::kFullVarint, SnapshotTag::kFullDeflate, "", p, compress);
 }
 
 std::string EncodeDeltaSnapshot(const NumberedHistogram& base, const NumberedHistogram& next,
-                                int64_t base_gap_micros, uint32_t depth) {
+                                int64_t base_gap_micros, uint32_t depth, bool compress) {
   HW_CHECK(base_gap_micros > 0 && depth >= 1);
   std::string removed, changed;
   size_t removed_count = 0, changed_count = 0;
@@ -433,30 +461,34 @@ std::string EncodeDeltaSnapshot(const NumberedHistogram& base, const NumberedHis
       ++j;
     }
   }
+  std::string header;
+  PutVarint64(&header, static_cast<uint64_t>(base_gap_micros));
+  PutVarint64(&header, depth);
   std::string p;
   p.reserve(32 + removed.size() + changed.size());
-  p.push_back(static_cast<char>(SnapshotKind::kDelta));
-  PutVarint64(&p, static_cast<uint64_t>(base_gap_micros));
-  PutVarint64(&p, depth);
   PutVarint64(&p, ZigZag(static_cast<int64_t>(next.total_instances - base.total_instances)));
   PutVarint64(&p, ZigZag(static_cast<int64_t>(next.total_bytes - base.total_bytes)));
   PutVarint64(&p, removed_count);
   p += removed;
   PutVarint64(&p, changed_count);
   p += changed;
-  return WithCrc(p);
+  return Seal(SnapshotTag::kDeltaVarint, SnapshotTag::kDeltaDeflate, header, p, compress);
 }
 
 StatusOr<SnapshotValue> ParseSnapshotValue(std::string_view value, std::string_view what) {
   HW_ASSIGN_OR_RETURN(std::string_view in, CheckCrc(value, what));
   if (in.empty()) return Corrupt(what, "missing kind");
   SnapshotValue v;
-  uint8_t kind = static_cast<uint8_t>(in[0]);
+  uint8_t tag = static_cast<uint8_t>(in[0]);
   in.remove_prefix(1);
-  if (kind == static_cast<uint8_t>(SnapshotKind::kFull)) {
+  if (tag == static_cast<uint8_t>(SnapshotTag::kFullVarint) ||
+      tag == static_cast<uint8_t>(SnapshotTag::kFullDeflate)) {
     v.kind = SnapshotKind::kFull;
-  } else if (kind == static_cast<uint8_t>(SnapshotKind::kDelta)) {
+    v.compressed = tag == static_cast<uint8_t>(SnapshotTag::kFullDeflate);
+  } else if (tag == static_cast<uint8_t>(SnapshotTag::kDeltaVarint) ||
+             tag == static_cast<uint8_t>(SnapshotTag::kDeltaDeflate)) {
     v.kind = SnapshotKind::kDelta;
+    v.compressed = tag == static_cast<uint8_t>(SnapshotTag::kDeltaDeflate);
     uint64_t gap, depth;
     if (!GetVarint64(&in, &gap) || !GetVarint64(&in, &depth)) return Corrupt(what, "bad delta header");
     if (gap == 0 || gap > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || depth == 0 ||
@@ -466,15 +498,32 @@ StatusOr<SnapshotValue> ParseSnapshotValue(std::string_view value, std::string_v
     v.base_gap_micros = static_cast<int64_t>(gap);
     v.depth = static_cast<uint32_t>(depth);
   } else {
-    return Corrupt(what, absl::StrFormat("unknown snapshot kind %d", kind));
+    return Corrupt(what, absl::StrFormat("unknown snapshot tag %d", tag));
   }
   v.body = in;
   return v;
 }
 
 Status ApplySnapshotValue(const SnapshotValue& value, std::string_view what, NumberedHistogram* h,
-                          std::vector<NumberedRow>* scratch) {
+                          DecodeScratch* scratch) {
   std::string_view in = value.body;
+  if (value.compressed) {
+    uint64_t raw_size;
+    if (!GetVarint64(&in, &raw_size)) return Corrupt(what, "bad inflated size");
+    // Deflate cannot expand more than 1032:1; refuse sizes a corrupt value could declare to make us
+    // allocate without bound.
+    if (raw_size > kMaxInflatedBody || raw_size > in.size() * 1032 + 64) {
+      return Corrupt(what, absl::StrFormat("implausible inflated size %d", raw_size));
+    }
+    scratch->inflated.resize(raw_size);
+    uLongf out_len = static_cast<uLongf>(raw_size);
+    int rc = uncompress(reinterpret_cast<Bytef*>(scratch->inflated.data()), &out_len,
+                        reinterpret_cast<const Bytef*>(in.data()), static_cast<uLong>(in.size()));
+    if (rc != Z_OK || out_len != raw_size) {
+      return Corrupt(what, absl::StrFormat("zlib stream does not inflate (zlib code %d)", rc));
+    }
+    in = scratch->inflated;
+  }
   if (value.kind == SnapshotKind::kFull) {
     uint64_t ti, tb, count;
     if (!GetVarint64(&in, &ti) || !GetVarint64(&in, &tb) || !GetVarint64(&in, &count)) {
@@ -519,7 +568,7 @@ Status ApplySnapshotValue(const SnapshotValue& value, std::string_view what, Num
   if (!GetVarint64(&in, &changed_count)) return Corrupt(what, "bad changed count");
   if (changed_count > in.size() / 3) return Corrupt(what, "changed count exceeds value size");
 
-  std::vector<NumberedRow>& out = *scratch;
+  std::vector<NumberedRow>& out = scratch->rows;
   out.clear();
   out.reserve(h->rows.size() + changed_count);
   const std::vector<NumberedRow>& base = h->rows;

@@ -121,11 +121,22 @@ StatusOr<std::string> DecodeRecordValue(std::string_view value, std::string_view
 
 // ---- Values of the snapshots table.
 
-// Snapshot value kinds. DO NOT CHANGE.
+// What a snapshot value holds.
 enum class SnapshotKind : uint8_t {
-  kFull = 1,   // a self-contained histogram (a key frame)
-  kDelta = 2,  // changes against the snapshot immediately before it (same agent, previous key)
+  kFull,   // a self-contained histogram (a key frame)
+  kDelta,  // changes against the snapshot immediately before it (same agent, previous key)
 };
+
+// The tag byte of a snapshot value: its kind and whether its body is zlib-compressed. DO NOT CHANGE.
+enum class SnapshotTag : uint8_t {
+  kFullVarint = 1,
+  kDeltaVarint = 2,
+  kFullDeflate = 3,
+  kDeltaDeflate = 4,
+};
+
+// Largest uncompressed body a compressed value may declare (a histogram of millions of classes).
+inline constexpr uint64_t kMaxInflatedBody = uint64_t{256} << 20;
 
 // One row of a numbered histogram: a class of the agent's dictionary and its counts.
 struct NumberedRow {
@@ -144,16 +155,18 @@ struct NumberedHistogram {
   friend bool operator==(const NumberedHistogram&, const NumberedHistogram&) = default;
 };
 
-// Encodes `h` as a self-contained (kFull) snapshot value.
-std::string EncodeFullSnapshot(const NumberedHistogram& h);
+// Encodes `h` as a self-contained (kFull) snapshot value. With `compress`, the body is zlib-compressed
+// (deflate, zlib format) when that makes the value smaller.
+std::string EncodeFullSnapshot(const NumberedHistogram& h, bool compress);
 // Encodes `next` as changes against `base`, the snapshot `base_gap_micros` (> 0) earlier; `depth` is the
 // number of deltas between this value and the key frame it builds on (1 for a delta on a key frame).
 std::string EncodeDeltaSnapshot(const NumberedHistogram& base, const NumberedHistogram& next,
-                                int64_t base_gap_micros, uint32_t depth);
+                                int64_t base_gap_micros, uint32_t depth, bool compress);
 
 // A snapshot value whose checksum and header have been verified; `body` points into the value.
 struct SnapshotValue {
   SnapshotKind kind = SnapshotKind::kFull;
+  bool compressed = false;      // body = raw_size:varint zlib_stream
   int64_t base_gap_micros = 0;  // kDelta: this time minus the base snapshot's time (> 0)
   uint32_t depth = 0;           // kDelta: >= 1; kFull: 0
   std::string_view body;
@@ -161,11 +174,17 @@ struct SnapshotValue {
 // Verifies the CRC and parses the header. DataLoss (naming `what`) on a bad checksum, unknown kind or
 // truncation.
 StatusOr<SnapshotValue> ParseSnapshotValue(std::string_view value, std::string_view what);
+// Memory reused across ApplySnapshotValue calls.
+struct DecodeScratch {
+  std::vector<NumberedRow> rows;
+  std::string inflated;
+};
 // kFull: replaces *h with the decoded histogram. kDelta: REQUIRES *h to be the decoded base snapshot; applies
-// the changes in place (`scratch` is reused memory). DataLoss on malformed bodies (bad varint, a class
-// number out of order or above 2^32-1, removal of a class the base does not have, trailing bytes).
+// the changes in place. DataLoss on malformed bodies (bad varint, a class number out of order or above
+// 2^32-1, removal of a class the base does not have, trailing bytes, a zlib stream that does not inflate
+// to exactly its declared size or declares more than kMaxInflatedBody or 1032 times its own size).
 Status ApplySnapshotValue(const SnapshotValue& value, std::string_view what, NumberedHistogram* h,
-                          std::vector<NumberedRow>* scratch);
+                          DecodeScratch* scratch);
 
 }  // namespace heapwatch::storage::detail
 

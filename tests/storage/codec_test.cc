@@ -165,24 +165,34 @@ NumberedHistogram Drift(std::mt19937_64& rng, const NumberedHistogram& base) {
 StatusOr<NumberedHistogram> Decode(const std::string& value, const NumberedHistogram& base) {
   HW_ASSIGN_OR_RETURN(SnapshotValue sv, ParseSnapshotValue(value, "snapshots[test]"));
   NumberedHistogram h = base;
-  std::vector<NumberedRow> scratch;
+  DecodeScratch scratch;
   HW_RETURN_IF_ERROR(ApplySnapshotValue(sv, "snapshots[test]", &h, &scratch));
   return h;
 }
 
-TEST(SnapshotValueTest, FullAndDeltaRoundTrip) {
+class SnapshotValueTest : public ::testing::TestWithParam<bool> {
+ protected:
+  bool compress() const { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(PlainAndDeflated, SnapshotValueTest, ::testing::Bool());
+
+TEST_P(SnapshotValueTest, FullAndDeltaRoundTrip) {
   std::mt19937_64 rng(1);
   NumberedHistogram h = RandomHistogram(rng, 3000, 0.9);
-  std::string full = EncodeFullSnapshot(h);
+  std::string full = EncodeFullSnapshot(h, compress());
+  EXPECT_EQ(ParseSnapshotValue(full, "x")->compressed, compress());
   auto got = Decode(full, NumberedHistogram());
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, h);
   for (int step = 1; step <= 50; ++step) {
     NumberedHistogram next = Drift(rng, h);
-    std::string delta = EncodeDeltaSnapshot(h, next, 60'000'000, step);
+    std::string delta = EncodeDeltaSnapshot(h, next, 60'000'000, step, compress());
     auto sv = ParseSnapshotValue(delta, "x");
     ASSERT_TRUE(sv.ok());
     EXPECT_EQ(sv->kind, SnapshotKind::kDelta);
+    if (!compress()) {
+      EXPECT_FALSE(sv->compressed);  // (with compression on, random drift may not be worth it)
+    }
     EXPECT_EQ(sv->base_gap_micros, 60'000'000);
     EXPECT_EQ(sv->depth, static_cast<uint32_t>(step));
     auto decoded = Decode(delta, h);
@@ -192,35 +202,59 @@ TEST(SnapshotValueTest, FullAndDeltaRoundTrip) {
   }
 }
 
-TEST(SnapshotValueTest, DeltaOfUnchangedHistogramIsTiny) {
+TEST_P(SnapshotValueTest, DeltaOfUnchangedHistogramIsTiny) {
   std::mt19937_64 rng(2);
   NumberedHistogram h = RandomHistogram(rng, 3000, 1.0);
-  std::string delta = EncodeDeltaSnapshot(h, h, 1, 1);
-  EXPECT_LT(delta.size(), 16u);  // crc, kind, gap, depth, two zero totals, two empty lists
+  std::string delta = EncodeDeltaSnapshot(h, h, 1, 1, compress());
+  EXPECT_LT(delta.size(), 16u);  // crc, tag, gap, depth, two zero totals, two empty lists
+  EXPECT_FALSE(ParseSnapshotValue(delta, "x")->compressed);  // not worth it
 }
 
-TEST(SnapshotValueTest, FixedSizeClassesCostOneByteForBytes) {
+TEST(SnapshotValueDeflateTest, CompressesRepetitiveBodies) {
+  std::mt19937_64 rng(5);
+  NumberedHistogram h = RandomHistogram(rng, 3000, 1.0);
+  EXPECT_LT(EncodeFullSnapshot(h, true).size(), EncodeFullSnapshot(h, false).size());
+}
+
+TEST(SnapshotValueDeflateTest, ImplausibleInflatedSizeIsDataLoss) {
+  std::string payload;
+  payload.push_back(static_cast<char>(SnapshotTag::kFullDeflate));
+  PutVarint64(&payload, uint64_t{1} << 40);  // 1 TiB from a few bytes
+  payload += "xyz";
+  std::string v;
+  PutFixed32BE(&v, Crc32(payload));
+  v += payload;
+  auto sv = ParseSnapshotValue(v, "snapshots[test]");
+  ASSERT_TRUE(sv.ok());
+  NumberedHistogram h;
+  DecodeScratch scratch;
+  Status st = ApplySnapshotValue(*sv, "snapshots[test]", &h, &scratch);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), testing::HasSubstr("implausible inflated size"));
+}
+
+TEST(SnapshotValuePlainTest, FixedSizeClassesCostOneByteForBytes) {
   // Growth of a fixed-size class: the byte count is predicted from the base's bytes per instance.
   NumberedHistogram a, b;
   a.rows = {{ClassNo{5}, 1000, 24000}};
   b.rows = {{ClassNo{5}, 1100, 26400}};
-  std::string delta = EncodeDeltaSnapshot(a, b, 1, 1);
-  // crc(4) kind gap depth dti dtb removed_count changed_count (1 each) + class gap(1) + di(2) + residual(1)
+  std::string delta = EncodeDeltaSnapshot(a, b, 1, 1, false);
+  // crc(4) tag gap depth dti dtb removed_count changed_count (1 each) + class gap(1) + di(2) + residual(1)
   EXPECT_EQ(delta.size(), 4u + 7u + 1u + 2u + 1u);
   auto got = Decode(delta, a);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(*got, b);
 }
 
-TEST(SnapshotValueTest, ExtremeCountsWrapCorrectly) {
+TEST_P(SnapshotValueTest, ExtremeCountsWrapCorrectly) {
   NumberedHistogram a, b;
   a.rows = {{ClassNo{0}, ~uint64_t{0}, 1}, {ClassNo{UINT32_MAX}, 0, ~uint64_t{0}}};
   b.rows = {{ClassNo{0}, 0, ~uint64_t{0}}, {ClassNo{UINT32_MAX}, ~uint64_t{0}, 0}};
   a.total_bytes = ~uint64_t{0};
-  auto got = Decode(EncodeDeltaSnapshot(a, b, 1, 1), a);
+  auto got = Decode(EncodeDeltaSnapshot(a, b, 1, 1, compress()), a);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, b);
-  auto full = Decode(EncodeFullSnapshot(b), NumberedHistogram());
+  auto full = Decode(EncodeFullSnapshot(b, compress()), NumberedHistogram());
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(*full, b);
 }
@@ -233,12 +267,17 @@ std::string Resealed(std::string_view payload) {
   return v;
 }
 
-TEST(SnapshotValueTest, EveryCorruptionIsDataLoss) {
+TEST_P(SnapshotValueTest, EveryCorruptionIsDataLoss) {
   std::mt19937_64 rng(3);
-  NumberedHistogram base = RandomHistogram(rng, 200, 0.8);
-  NumberedHistogram next = Drift(rng, base);
-  for (const std::string& value :
-       {EncodeFullSnapshot(base), EncodeDeltaSnapshot(base, next, 5, 1)}) {
+  // Regular counts, so that both values are worth compressing when compression is on.
+  NumberedHistogram base, next;
+  for (uint32_t c = 0; c < 200; ++c) {
+    base.rows.push_back({ClassNo{c}, 100 + c % 7, (100 + c % 7) * 24});
+    if (c % 9 != 4) next.rows.push_back({ClassNo{c}, 101 + c % 7, (101 + c % 7) * 24});
+  }
+  for (const std::string& value : {EncodeFullSnapshot(base, compress()),
+                                   EncodeDeltaSnapshot(base, next, 5, 1, compress())}) {
+    ASSERT_EQ(ParseSnapshotValue(value, "x")->compressed, compress());
     // Any flipped byte: the checksum catches it.
     for (size_t i = 0; i < value.size(); i += 7) {
       std::string bad = value;
@@ -267,16 +306,18 @@ TEST(SnapshotValueTest, EveryCorruptionIsDataLoss) {
   }
 }
 
-TEST(SnapshotValueTest, UnknownKindAndBadDeltaAreDataLoss) {
+TEST_P(SnapshotValueTest, UnknownTagAndBadDeltaAreDataLoss) {
   std::string p("\x07", 1);
   auto got = Decode(Resealed(p), NumberedHistogram());
   ASSERT_FALSE(got.ok());
-  EXPECT_THAT(got.status().message(), testing::HasSubstr("unknown snapshot kind 7"));
+  EXPECT_THAT(got.status().message(), testing::HasSubstr("unknown snapshot tag 7"));
 
   // A delta that removes class 9 from a base that lacks it.
   NumberedHistogram base;
   base.rows = {{ClassNo{9}, 1, 1}};
-  std::string delta = EncodeDeltaSnapshot(base, NumberedHistogram(), 1, 1);
+  base.rows.push_back({ClassNo{100}, 5, 5});  // enough rows for compression to apply
+  for (uint32_t c = 200; c < 400; ++c) base.rows.push_back({ClassNo{c}, c, c});
+  std::string delta = EncodeDeltaSnapshot(base, NumberedHistogram(), 1, 1, compress());
   got = Decode(delta, NumberedHistogram());
   ASSERT_FALSE(got.ok());
   EXPECT_THAT(got.status().message(), testing::HasSubstr("removes class 9"));

@@ -127,8 +127,10 @@ TEST(RetentionTest, BySizeDeletesTheGloballyOldestFirst) {
     }
   }
   ASSERT_TRUE(store->PutRecord("reports", "kept", std::string(10000, 'r')).ok());
-  uint64_t before = *store->UsedBytes();
-  uint64_t target = before / 3;
+  auto stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  // About two thirds of the snapshots must go (dictionaries and records are a fixed cost).
+  uint64_t target = stats->used_bytes - stats->snapshot_bytes * 2 / 3;
   store.reset();
   o.retention_bytes = target;
   store = *SnapshotStore::Open(o);
@@ -142,7 +144,6 @@ TEST(RetentionTest, BySizeDeletesTheGloballyOldestFirst) {
   ASSERT_TRUE(store->EnforceRetention().ok());
   uint64_t after = *store->UsedBytes();
   EXPECT_LE(after, target);
-  EXPECT_GT(after, target / 2);  // it deleted what it had to, not everything
   // Whatever remains is a suffix of the global time order: every kept snapshot is newer than every
   // deleted one.
   absl::Time oldest_kept = absl::InfiniteFuture(), newest_deleted = absl::InfinitePast();
@@ -158,8 +159,9 @@ TEST(RetentionTest, BySizeDeletesTheGloballyOldestFirst) {
       newest_deleted = std::max(newest_deleted, s.time);
     }
   }
-  EXPECT_GT(kept, 0u);
-  EXPECT_LT(kept, written.size());
+  // It deleted what it had to, not everything.
+  EXPECT_GT(kept, written.size() / 6);
+  EXPECT_LT(kept, written.size() * 2 / 3);
   EXPECT_LT(newest_deleted, oldest_kept);
   EXPECT_EQ(store->GetRecord("reports", "kept")->size(), 10000u);  // records are not retained
   // The cache stayed consistent: appends go on and read back.

@@ -86,6 +86,36 @@ TEST(SnapshotStoreTest, RowsComeBackInCanonicalOrderWithDuplicates) {
   EXPECT_EQ((*history)[0].bytes, 240u);
 }
 
+TEST(SnapshotStoreTest, DuplicateRowsAppearingAndVanishingLater) {
+  TempDir tmp;
+  auto store = OpenOrDie(TestOptions(tmp.path()));
+  std::vector<std::vector<ClassHistogramRow>> steps = {
+      {Row("x.A", 1, 16), Row("x.B", 2, 32)},
+      {Row("x.A", 1, 16), Row("x.A", 3, 48), Row("x.B", 2, 32)},  // a second loader of x.A
+      {Row("x.A", 4, 64), Row("x.B", 2, 32), Row("x.B", 1, 16), Row("x.New", 1, 16), Row("x.New", 2, 32)},
+      {Row("x.A", 5, 80)},
+  };
+  std::vector<Snapshot> written;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = T0() + absl::Minutes(i);
+    s.histogram.rows = steps[i];
+    written.push_back(s);
+    ASSERT_TRUE(store->Append(s).ok());
+  }
+  for (const Snapshot& w : written) {
+    auto got = store->ReadSnapshot(w.agent, w.time);
+    ASSERT_TRUE(got.ok());
+    ExpectSameSnapshot(*got, w);
+  }
+  EXPECT_EQ(store->Stats()->classes, 6u);  // A#0 A#1 B#0 B#1 New#0 New#1
+  auto h = store->ClassHistory(AgentId("a"), "x.A", T0(), absl::InfiniteFuture());
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ((*h)[1].instances, 4u);
+  EXPECT_EQ((*h)[3].instances, 5u);
+}
+
 TEST(SnapshotStoreTest, InternsClassesOncePerAgentAcrossSnapshots) {
   TempDir tmp;
   auto o = TestOptions(tmp.path());
