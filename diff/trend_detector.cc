@@ -80,6 +80,7 @@ TrendDetector::TrendDetector(TrendOptions options, absl::Time agent_start)
   HW_CHECK(ValidateTrendOptions(options_).ok());
   capacity_ = std::max(options_.window_snapshots, options_.peak_lookback_snapshots);
   times_.assign(capacity_, absl::InfinitePast());
+  ring_seconds_.assign(capacity_, 0.0);
   window_seconds_.reserve(options_.window_snapshots);
   inverse_dt_.reserve(options_.window_snapshots * (options_.window_snapshots - 1) / 2);
   y_.reserve(options_.window_snapshots);
@@ -176,11 +177,14 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
     // shared by every class's Theil-Sen slope.
     const int64_t window_start = seq_ - static_cast<int64_t>(window_n_);
     const absl::Time t0 = times_[static_cast<size_t>(window_start % static_cast<int64_t>(capacity_))];
+    // Seconds since the window start of every snapshot in the ring (negative before the window), shared by
+    // every class's evaluation.
+    for (size_t p = 0; p < capacity_; ++p) ring_seconds_[p] = absl::ToDoubleSeconds(times_[p] - t0);
     window_seconds_.resize(window_n_);
     for (size_t k = 0; k < window_n_; ++k) {
       const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) %
                                            static_cast<int64_t>(capacity_));
-      window_seconds_[k] = absl::ToDoubleSeconds(times_[p] - t0);
+      window_seconds_[k] = ring_seconds_[p];
     }
     inverse_dt_.clear();
     for (size_t i = 0; i + 1 < window_n_; ++i) {
@@ -273,7 +277,6 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   // a stall as long as one part in a noisy leak is tolerated.
   // Test D: the maximum of the last r = recent_snapshots snapshots must beat everything before them.
   const int64_t lookback_start = seq_ - static_cast<int64_t>(lookback_n_);
-  const absl::Time t0 = times_[static_cast<size_t>(window_start % icap)];
   const size_t m = options_.min_snapshots;
   const size_t segments = options_.segments;
   const int64_t last_m_start = seq_ - static_cast<int64_t>(m);
@@ -307,7 +310,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
     }
     const size_t p = static_cast<size_t>(q % icap);
     const double v = static_cast<double>(samples[p]);
-    const double t = absl::ToDoubleSeconds(times_[p] - t0);
+    const double t = ring_seconds_[p];
     if (next_boundary > 0 && q == boundary_[next_boundary - 1]) part_start_t_[next_boundary - 1] = t;
     if (q == recent_start) {
       before_recent_max = running_max;
@@ -367,11 +370,31 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
 
   e.pass = pass_a && pass_b && pass_c && pass_d;
   if (full) {
+    // Instances slope. Theil-Sen is scale-equivariant, so when bytes are the same multiple of instances in
+    // every snapshot of the window (every class whose objects all have one size, i.e. every non-array
+    // class), it is the bytes slope divided by that size; only arrays need their own pass.
     const uint64_t* inst = instances_.data() + slot * cap;
-    for (size_t k = 0; k < n; ++k) {
-      y_[k] = static_cast<double>(inst[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+    uint64_t object_size = 0;
+    bool proportional = true;
+    for (size_t k = 0; k < n && proportional; ++k) {
+      const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap);
+      if (inst[p] == 0) {
+        proportional = samples[p] == 0;
+      } else if (object_size == 0) {
+        proportional = samples[p] % inst[p] == 0;
+        object_size = samples[p] / inst[p];
+      } else {
+        proportional = samples[p] == object_size * inst[p];
+      }
     }
-    e.slope_instances = TheilSenSlopePrecomputed(inverse_dt_, y_, &scratch_);
+    if (proportional && object_size > 0) {
+      e.slope_instances = slope / static_cast<double>(object_size);
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        y_[k] = static_cast<double>(inst[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+      }
+      e.slope_instances = TheilSenSlopePrecomputed(inverse_dt_, y_, &scratch_);
+    }
   }
   return e;
 }

@@ -227,6 +227,7 @@ class TrendDetector {
   absl::flat_hash_map<std::string, uint32_t> slot_of_;
 
   // Scratch space reused by every evaluation (no allocation per class once grown).
+  std::vector<double> ring_seconds_;    // per ring position: seconds since the window start (this snapshot)
   std::vector<double> window_seconds_;  // times of the window's snapshots, seconds since the window start
   std::vector<double> inverse_dt_;      // 1 / (t[j] - t[i]) for window pairs i < j
   std::vector<double> y_;               // the class's bytes (or instances) over the window

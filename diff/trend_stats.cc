@@ -81,13 +81,64 @@ double TieTerm(std::span<const double> sorted) {
   return term;
 }
 
+// Returns the k-th smallest value of v (0-based) and leaves v partitioned around it: every element before
+// index k is <= v[k] (like std::nth_element). Quickselect with a median-of-3 pivot and a branchless
+// three-way partition through `buffer`: each element is written to both ends of the buffer and the write
+// cursors advance by the comparison results, so the loop has no data-dependent branch (std::nth_element's
+// mispredicted branches dominated Theil-Sen's cost: about 2x slower on 435 slopes). After 64 rounds
+// (adversarial input) it hands over to std::nth_element, so the worst case stays O(n log n).
+double SelectKth(std::vector<double>& v, size_t k, std::vector<double>& buffer) {
+  double* a = v.data();
+  size_t lo = 0, hi = v.size();
+  buffer.resize(v.size());
+  double* b = buffer.data();
+  for (int round = 0; hi - lo > 32; ++round) {
+    if (round == 64) {
+      std::nth_element(a + lo, a + k, a + hi);
+      return a[k];
+    }
+    const double x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
+    const double pivot = std::max(std::min(x, y), std::min(std::max(x, y), z));
+    const size_t len = hi - lo;
+    size_t nl = 0, ng = 0;
+    for (size_t i = lo; i < hi; ++i) {
+      const double t = a[i];
+      b[nl] = t;
+      nl += static_cast<size_t>(t < pivot);
+      b[len - 1 - ng] = t;
+      ng += static_cast<size_t>(t > pivot);
+    }
+    // Lay the range out as [less | equal | greater].
+    std::copy(b, b + nl, a + lo);
+    std::fill(a + lo + nl, a + hi - ng, pivot);
+    std::copy(b + len - ng, b + len, a + hi - ng);
+    if (k < lo + nl) {
+      hi = lo + nl;
+    } else if (k < hi - ng) {
+      return pivot;
+    } else {
+      lo = hi - ng;
+    }
+  }
+  // Small range: insertion sort.
+  for (size_t i = lo + 1; i < hi; ++i) {
+    const double t = a[i];
+    size_t j = i;
+    for (; j > lo && a[j - 1] > t; --j) a[j] = a[j - 1];
+    a[j] = t;
+  }
+  return a[k];
+}
+
 double MedianInPlace(std::vector<double>& v) {
   if (v.empty()) return 0.0;
+  // The partition buffer is per thread: no allocation per call once it has grown, and the functions stay
+  // safe to call concurrently.
+  thread_local std::vector<double> buffer;
   const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
+  const double upper = SelectKth(v, mid, buffer);
   if (v.size() % 2 == 1) return upper;
-  // The lower middle is the largest element of the first half after nth_element.
+  // The lower middle is the largest element of the first half after selection.
   const double lower = *std::max_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(mid));
   return lower + (upper - lower) / 2;
 }

@@ -250,7 +250,9 @@ TEST_P(PatternTest, VanishingClassIsClearedAndForgotten) {
     TrendDetector detector(options_);
     for (size_t i = 0; i < n; ++i) {
       detector.Observe(snapshots[i]);
-      if (i == vanish - 1) ASSERT_TRUE(detector.SuspectFor(kTarget).has_value()) << "seed " << seed;
+      if (i == vanish - 1) {
+        ASSERT_TRUE(detector.SuspectFor(kTarget).has_value()) << "seed " << seed;
+      }
       if (i >= vanish) {  // a class with no live objects is not a suspect, hysteresis or not
         ASSERT_FALSE(detector.SuspectFor(kTarget).has_value()) << "seed " << seed << " at " << i;
       }

@@ -236,6 +236,32 @@ TEST(TheilSenTest, MatchesSortedMedianOnRandomData) {
   }
 }
 
+TEST(MedianTest, MatchesSortOnLargeInputsWithDuplicatesAndAdversarialOrders) {
+  // Exercises the quickselect (ranges above 32 elements), its three-way partition (many equal values)
+  // and its fallback (sorted, reversed and organ-pipe orders).
+  std::mt19937_64 rng(99);
+  std::vector<double> scratch;
+  for (int iter = 0; iter < 2000; ++iter) {
+    const size_t n = 1 + rng() % 700;
+    std::vector<double> v(n);
+    const int kind = iter % 5;
+    for (size_t i = 0; i < n; ++i) {
+      switch (kind) {
+        case 0: v[i] = static_cast<double>(rng() % 1000000); break;
+        case 1: v[i] = static_cast<double>(rng() % 3); break;  // heavy ties
+        case 2: v[i] = static_cast<double>(i); break;          // sorted
+        case 3: v[i] = static_cast<double>(n - i); break;      // reversed
+        default: v[i] = static_cast<double>(std::min(i, n - i)); break;  // organ pipe
+      }
+    }
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const double expected =
+        n % 2 ? sorted[n / 2] : sorted[n / 2 - 1] + (sorted[n / 2] - sorted[n / 2 - 1]) / 2;
+    EXPECT_EQ(Median(v, &scratch), expected) << "n=" << n << " kind=" << kind;
+  }
+}
+
 TEST(MedianTest, EvenOddEmpty) {
   std::vector<double> scratch;
   EXPECT_EQ(Median(std::vector<double>{}, &scratch), 0.0);
