@@ -1,5 +1,5 @@
-// SnapshotStore::Append: interning class names into the agent's dictionary, choosing key frame or delta,
-// and the per-agent cache that makes both O(rows) without reading the store.
+// SnapshotStore::Append: interning class names into the agent's dictionary, choosing key frame or
+// delta, and the per-agent cache that makes both O(rows) without reading the store.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -49,15 +49,17 @@ StatusOr<AgentCache*> SnapshotStore::Impl::CacheFor(const AgentId& id) {
       }
       std::string what = absl::StrFormat("classes[%s #%d]", id.value, cls.value);
       if (cls >= c->next_class) {
-        return absl::DataLossError("heapwatch store: " + what + " is beyond the agent's class counter");
+        return absl::DataLossError("heapwatch store: " + what +
+                                   " is beyond the agent's class counter");
       }
-      // A corrupt entry is skipped: its class gets a new number when it is next seen (numbers are never
-      // reused), so new snapshots stay correct; reads of old ones report the DataLoss.
+      // A corrupt entry is skipped: its class gets a new number when it is next seen (numbers are
+      // never reused), so new snapshots stay correct; reads of old ones report the DataLoss.
       StatusOr<ClassEntry> e = detail::DecodeClassEntry(v, what);
       if (e.ok()) {
         c->ids.emplace(ClassIdentity{std::move(e->name), std::move(e->module), e->duplicate}, cls);
       } else {
-        spdlog::error("heapwatch store {}: {}; the class will be re-interned", dir, e.status().ToString());
+        spdlog::error("heapwatch store {}: {}; the class will be re-interned", dir,
+                      e.status().ToString());
       }
       HW_ASSIGN_OR_RETURN(ok, cur.Move(MDB_NEXT, &k, &v));
     }
@@ -71,7 +73,8 @@ StatusOr<AgentCache*> SnapshotStore::Impl::CacheFor(const AgentId& id) {
     if (st.ok()) {
       c->latest_decoded = true;
     } else if (absl::IsDataLoss(st)) {
-      // Keep collecting: the next snapshot becomes a key frame instead of a delta on a corrupt chain.
+      // Keep collecting: the next snapshot becomes a key frame instead of a delta on a corrupt
+      // chain.
       spdlog::error("heapwatch store {}: {}; the next snapshot of {} is stored as a key frame", dir,
                     st.ToString(), id.value);
       c->latest = NumberedHistogram();
@@ -108,7 +111,8 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
   }
   const std::vector<ClassHistogramRow>& rows = snapshot.histogram.rows;
   for (const ClassHistogramRow& r : rows) {
-    if (r.class_name.empty()) return absl::InvalidArgumentError("histogram row with empty class name");
+    if (r.class_name.empty())
+      return absl::InvalidArgumentError("histogram row with empty class name");
   }
 
   Impl& s = *impl_;
@@ -116,9 +120,9 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
   HW_ASSIGN_OR_RETURN(AgentCache * cache, s.CacheFor(id));
 
   // Intern: the k-th row with a given (name, module) is class (name, module, k). Rows are unique in
-  // almost every histogram, so the first pass numbers every row as duplicate 0 and checks the assumption
-  // (two rows on one known class, or two new rows with one name and module); only then does a second pass
-  // count duplicates.
+  // almost every histogram, so the first pass numbers every row as duplicate 0 and checks the
+  // assumption (two rows on one known class, or two new rows with one name and module); only then
+  // does a second pass count duplicates.
   NumberedHistogram next;
   next.total_instances = snapshot.histogram.total_instances;
   next.total_bytes = snapshot.histogram.total_bytes;
@@ -210,15 +214,17 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
                                       detail::DescribeSnapshot(id, micros));
     }
     if (!in_order) {
-      // The next snapshot's delta was against this one's predecessor: make it a key frame first (decoded
-      // before the insert, while its chain is intact).
+      // The next snapshot's delta was against this one's predecessor: make it a key frame first
+      // (decoded before the insert, while its chain is intact).
       HW_ASSIGN_OR_RETURN(std::optional<int64_t> after, s.FirstAtOrAfter(txn, agent_no, micros));
       HW_CHECK(after.has_value());  // the cached latest snapshot is after `micros`
       HW_ASSIGN_OR_RETURN(auto after_value,
                           txn.Get(s.snapshots, detail::SnapshotKey(agent_no, *after)));
-      HW_ASSIGN_OR_RETURN(detail::SnapshotValue sv,
-                          detail::ParseSnapshotValue(*after_value, detail::DescribeSnapshot(id, *after)));
-      // (A corrupt next snapshot fails the append: inserting before it would hide which base it had.)
+      HW_ASSIGN_OR_RETURN(
+          detail::SnapshotValue sv,
+          detail::ParseSnapshotValue(*after_value, detail::DescribeSnapshot(id, *after)));
+      // (A corrupt next snapshot fails the append: inserting before it would hide which base it
+      // had.)
       if (sv.kind == SnapshotKind::kDelta) {
         NumberedHistogram h;
         HW_RETURN_IF_ERROR(s.DecodeAt(txn, id, agent_no, *after, &h));
@@ -229,12 +235,12 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
     }
     for (size_t i = 0; i < new_classes.size(); ++i) {
       const auto& [cls, row] = new_classes[i];
-      HW_RETURN_IF_ERROR(txn.Put(s.classes, detail::ClassKey(agent_no, cls),
-                                 detail::EncodeClassEntry(ClassEntry{row->class_name, row->module,
-                                                                     new_duplicates[i]})));
       HW_RETURN_IF_ERROR(txn.Put(
-          s.class_names,
-          detail::ClassNameKey(agent_no, detail::ClassNameHash(row->class_name), cls), ""));
+          s.classes, detail::ClassKey(agent_no, cls),
+          detail::EncodeClassEntry(ClassEntry{row->class_name, row->module, new_duplicates[i]})));
+      HW_RETURN_IF_ERROR(
+          txn.Put(s.class_names,
+                  detail::ClassNameKey(agent_no, detail::ClassNameHash(row->class_name), cls), ""));
     }
     if (!new_classes.empty()) {
       record->next_class = ClassNo{static_cast<uint32_t>(next_class)};
@@ -247,8 +253,8 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
     return absl::OkStatus();
   });
   if (!st.ok()) {
-    // The cache still equals the committed store (nothing was applied), except that a failed commit could
-    // leave us unsure; reload next time to be safe.
+    // The cache still equals the committed store (nothing was applied), except that a failed commit
+    // could leave us unsure; reload next time to be safe.
     if (cache != nullptr && !absl::IsAlreadyExists(st)) s.cache.erase(id);
     return st;
   }
@@ -263,7 +269,8 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
   cache->last_use = ++s.cache_tick;
   for (size_t i = 0; i < new_classes.size(); ++i) {
     const ClassHistogramRow* row = new_classes[i].second;
-    cache->ids.emplace(ClassIdentity{row->class_name, row->module, new_duplicates[i]}, new_classes[i].first);
+    cache->ids.emplace(ClassIdentity{row->class_name, row->module, new_duplicates[i]},
+                       new_classes[i].first);
   }
   cache->next_class = ClassNo{static_cast<uint32_t>(next_class)};
   if (in_order) {

@@ -1,5 +1,5 @@
-// Reading snapshots back: positioning on an agent's keys, decoding delta chains, and turning numbered
-// histograms into Snapshots with class names.
+// Reading snapshots back: positioning on an agent's keys, decoding delta chains, and turning
+// numbered histograms into Snapshots with class names.
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
@@ -28,7 +28,8 @@ bool KeyOfAgent(bool positioned, std::string_view k, AgentNo agent, int64_t* mic
 
 Status BrokenChain(const AgentId& id, int64_t micros, int64_t base_micros) {
   return absl::DataLossError(absl::StrFormat(
-      "heapwatch store: corrupt value at %s: its base snapshot (%s) is missing (delta chain broken)",
+      "heapwatch store: corrupt value at %s: its base snapshot (%s) is missing (delta chain "
+      "broken)",
       detail::DescribeSnapshot(id, micros), detail::DescribeSnapshot(id, base_micros)));
 }
 
@@ -72,10 +73,11 @@ Status SnapshotStore::Impl::DecodeAt(LmdbTxn& txn, const AgentId& id, AgentNo ag
   std::string_view k, v;
   HW_ASSIGN_OR_RETURN(bool ok, c.SeekExact(detail::SnapshotKey(agent, micros), &v));
   if (!ok) {
-    return absl::NotFoundError("heapwatch store: no snapshot " + detail::DescribeSnapshot(id, micros));
+    return absl::NotFoundError("heapwatch store: no snapshot " +
+                               detail::DescribeSnapshot(id, micros));
   }
-  // Walk back to the key frame, then apply the values forward. Each delta's base is the previous key
-  // (docs/storage-format.md, "Delta chains"); the stored gap double-checks it.
+  // Walk back to the key frame, then apply the values forward. Each delta's base is the previous
+  // key (docs/storage-format.md, "Delta chains"); the stored gap double-checks it.
   struct Link {
     int64_t micros;
     SnapshotValue value;
@@ -96,8 +98,8 @@ Status SnapshotStore::Impl::DecodeAt(LmdbTxn& txn, const AgentId& id, AgentNo ag
   if (depth != nullptr) *depth = chain.front().value.depth;
   detail::DecodeScratch scratch;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    HW_RETURN_IF_ERROR(detail::ApplySnapshotValue(it->value, detail::DescribeSnapshot(id, it->micros),
-                                                  out, &scratch));
+    HW_RETURN_IF_ERROR(detail::ApplySnapshotValue(
+        it->value, detail::DescribeSnapshot(id, it->micros), out, &scratch));
   }
   return absl::OkStatus();
 }
@@ -161,8 +163,8 @@ StatusOr<std::vector<Snapshot>> SnapshotStore::Impl::Materialize(
       }
       std::string what = absl::StrFormat("classes[%s #%d]", id.value, cls.value);
       if (!ok) {
-        return absl::DataLossError("heapwatch store: a snapshot refers to missing dictionary entry " +
-                                   what);
+        return absl::DataLossError(
+            "heapwatch store: a snapshot refers to missing dictionary entry " + what);
       }
       positioned = true;
       at = cls;

@@ -1,6 +1,7 @@
-// Retention (by age, then by size) and deletion of agents. Deleting the oldest snapshots of an agent may
-// remove the base of the first remaining snapshot's delta: that snapshot is rewritten as a key frame in the
-// same transaction (decoded before the deletion), so every chain stays intact after every commit.
+// Retention (by age, then by size) and deletion of agents. Deleting the oldest snapshots of an
+// agent may remove the base of the first remaining snapshot's delta: that snapshot is rewritten as
+// a key frame in the same transaction (decoded before the deletion), so every chain stays intact
+// after every commit.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,8 +21,8 @@ using detail::LmdbTxn;
 using detail::NumberedHistogram;
 using detail::PrefixDeletion;
 
-StatusOr<size_t> SnapshotStore::Impl::DeletePrefix(LmdbTxn& txn, MDB_dbi dbi, std::string_view prefix,
-                                                   size_t max_count) {
+StatusOr<size_t> SnapshotStore::Impl::DeletePrefix(LmdbTxn& txn, MDB_dbi dbi,
+                                                   std::string_view prefix, size_t max_count) {
   std::vector<std::string> keys;
   {
     HW_ASSIGN_OR_RETURN(LmdbCursor c, LmdbCursor::Open(&txn, dbi));
@@ -74,7 +75,8 @@ StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn
       HW_RETURN_IF_ERROR(DecodeAt(txn, id, agent, *remaining, &*key_frame));
     }
   }
-  for (int64_t t : times) HW_RETURN_IF_ERROR(txn.Del(snapshots, detail::SnapshotKey(agent, t)).status());
+  for (int64_t t : times)
+    HW_RETURN_IF_ERROR(txn.Del(snapshots, detail::SnapshotKey(agent, t)).status());
   if (key_frame.has_value()) {
     HW_RETURN_IF_ERROR(txn.Put(snapshots, detail::SnapshotKey(agent, *remaining),
                                detail::EncodeFullSnapshot(*key_frame, options.compress_snapshots)));
@@ -135,15 +137,15 @@ Status SnapshotStore::Impl::RetainByAge(int64_t cutoff_micros) {
       deleted += d.deleted;
       if (d.deleted < detail::kDeleteBatch) {
         if (d.now_empty) {
-          // No snapshots left: drop the dictionary, and the agent itself once it has been idle too long.
+          // No snapshots left: drop the dictionary, and the agent itself once it has been idle too
+          // long.
           HW_RETURN_IF_ERROR(DeleteDictionary(listed.agent_no));
           cache.erase(id);
           HW_ASSIGN_OR_RETURN(LmdbTxn txn, BeginRead());
           HW_ASSIGN_OR_RETURN(auto r, FindAgent(txn, id));
           txn.Abort();
           if (r.has_value() && r->updated_micros < cutoff_micros) {
-            HW_RETURN_IF_ERROR(
-                Write([&](LmdbTxn& w) { return w.Del(agents, id.value).status(); }));
+            HW_RETURN_IF_ERROR(Write([&](LmdbTxn& w) { return w.Del(agents, id.value).status(); }));
             ++agents_deleted;
           }
         }
@@ -152,8 +154,8 @@ Status SnapshotStore::Impl::RetainByAge(int64_t cutoff_micros) {
     }
   }
   if (deleted > 0 || agents_deleted > 0) {
-    spdlog::info("heapwatch store {}: retention by age deleted {} snapshots and {} idle agents", dir,
-                 deleted, agents_deleted);
+    spdlog::info("heapwatch store {}: retention by age deleted {} snapshots and {} idle agents",
+                 dir, deleted, agents_deleted);
   }
   return absl::OkStatus();
 }
@@ -177,14 +179,15 @@ Status SnapshotStore::Impl::RetainBySize(uint64_t target_bytes) {
       uint64_t snapshot_bytes =
           (st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * uint64_t{st.ms_psize};
       uint64_t avg = std::max<uint64_t>(1, snapshot_bytes / st.ms_entries);
-      uint64_t n = std::clamp<uint64_t>((used - target_bytes + avg - 1) / avg, 1, detail::kDeleteBatch);
+      uint64_t n =
+          std::clamp<uint64_t>((used - target_bytes + avg - 1) / avg, 1, detail::kDeleteBatch);
       // The n globally oldest snapshots: a k-way merge over the agents' time-ordered keys.
       HW_ASSIGN_OR_RETURN(std::vector<AgentRecord> all, AllAgents(txn));
       using Item = std::pair<int64_t, size_t>;  // (time, index into all)
       std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
       for (size_t i = 0; i < all.size(); ++i) {
-        HW_ASSIGN_OR_RETURN(auto first,
-                            FirstAtOrAfter(txn, all[i].agent_no, std::numeric_limits<int64_t>::min()));
+        HW_ASSIGN_OR_RETURN(
+            auto first, FirstAtOrAfter(txn, all[i].agent_no, std::numeric_limits<int64_t>::min()));
         if (first.has_value()) heap.emplace(*first, i);
       }
       std::vector<size_t> count(all.size(), 0);
@@ -199,9 +202,9 @@ Status SnapshotStore::Impl::RetainBySize(uint64_t target_bytes) {
       }
       for (size_t i = 0; i < all.size(); ++i) {
         if (count[i] == 0) continue;
-        HW_ASSIGN_OR_RETURN(PrefixDeletion d, DeleteOldestSnapshots(txn, all[i].info.id,
-                                                                    all[i].agent_no, last[i] + 1,
-                                                                    count[i]));
+        HW_ASSIGN_OR_RETURN(
+            PrefixDeletion d,
+            DeleteOldestSnapshots(txn, all[i].info.id, all[i].agent_no, last[i] + 1, count[i]));
         effects.emplace_back(all[i], d);
       }
       if (effects.empty()) done = true;  // nothing deletable (cannot happen with snapshots present)
@@ -251,8 +254,8 @@ Status SnapshotStore::DeleteAgent(const AgentId& id) {
   for (;;) {
     PrefixDeletion d;
     HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
-      HW_ASSIGN_OR_RETURN(d, s.DeleteOldestSnapshots(txn, id, record.agent_no, detail::kMaxAbsMicros,
-                                                     detail::kDeleteBatch));
+      HW_ASSIGN_OR_RETURN(d, s.DeleteOldestSnapshots(txn, id, record.agent_no,
+                                                     detail::kMaxAbsMicros, detail::kDeleteBatch));
       return absl::OkStatus();
     }));
     if (d.now_empty) break;

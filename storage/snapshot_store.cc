@@ -1,6 +1,6 @@
-// SnapshotStore: opening, transactions and map growth, agents, records, reads of snapshots, sizes and the
-// retention thread. Append lives in append.cc, retention and deletion in retention.cc, delta-chain decoding
-// in read_path.cc.
+// SnapshotStore: opening, transactions and map growth, agents, records, reads of snapshots, sizes
+// and the retention thread. Append lives in append.cc, retention and deletion in retention.cc,
+// delta-chain decoding in read_path.cc.
 #include "storage/snapshot_store.h"
 
 #include <fcntl.h>
@@ -51,11 +51,11 @@ Status ValidateAgentId(const AgentId& id) {
         absl::StrFormat("agent id must be 1..%d bytes, got %d", kMaxAgentIdBytes, id.value.size()));
   }
   for (char c : id.value) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == ':' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-';
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("agent id %s has a character outside [A-Za-z0-9._:-]", absl::CHexEscape(id.value)));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "agent id %s has a character outside [A-Za-z0-9._:-]", absl::CHexEscape(id.value)));
     }
   }
   return absl::OkStatus();
@@ -67,9 +67,9 @@ Status ValidateRecordKey(std::string_view table, std::string_view key) {
         absl::StrFormat("record table name must be 1..255 bytes, got %d", table.size()));
   }
   if (1 + table.size() + key.size() > kMaxLmdbKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "record table + key must be at most %d bytes, got %d", kMaxLmdbKeyBytes - 1,
-        table.size() + key.size()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("record table + key must be at most %d bytes, got %d", kMaxLmdbKeyBytes - 1,
+                        table.size() + key.size()));
   }
   return absl::OkStatus();
 }
@@ -79,7 +79,8 @@ StatusOr<AgentNo> AllocateAgentNo(LmdbTxn& txn, MDB_dbi meta) {
   HW_ASSIGN_OR_RETURN(auto v, txn.Get(meta, kNextAgentNoKey));
   uint32_t next = 0;
   if (v.has_value()) {
-    if (v->size() != 4) return absl::DataLossError("heapwatch store: corrupt value at meta/next_agent_no");
+    if (v->size() != 4)
+      return absl::DataLossError("heapwatch store: corrupt value at meta/next_agent_no");
     next = DecodeFixed32BE(v->data());
   }
   if (next == UINT32_MAX) {
@@ -148,9 +149,8 @@ StatusOr<LmdbTxn> SnapshotStore::Impl::BeginRead() const {
 Status SnapshotStore::Impl::Write(absl::FunctionRef<Status(LmdbTxn&)> body) {
   for (;;) {
     {
-      HW_ASSIGN_OR_RETURN(
-          LmdbTxn txn,
-          LmdbTxn::Begin(env.get(), /*read_only=*/false, std::shared_lock<std::shared_mutex>(map_mu)));
+      HW_ASSIGN_OR_RETURN(LmdbTxn txn, LmdbTxn::Begin(env.get(), /*read_only=*/false,
+                                                      std::shared_lock<std::shared_mutex>(map_mu)));
       Status s = body(txn);
       if (s.ok() && !txn.map_full()) s = txn.Commit();
       if (txn.last_error() == EIO) return ExplainIoError(s);
@@ -161,8 +161,9 @@ Status SnapshotStore::Impl::Write(absl::FunctionRef<Status(LmdbTxn&)> body) {
 }
 
 Status SnapshotStore::Impl::ExplainIoError(const Status& s) const {
-  // LMDB reports a short write as EIO ("short write, filesystem full?" in mdb_page_flush): when the file
-  // system (or RLIMIT_FSIZE) is out of space, say so. The transaction was aborted; nothing changed.
+  // LMDB reports a short write as EIO ("short write, filesystem full?" in mdb_page_flush): when the
+  // file system (or RLIMIT_FSIZE) is out of space, say so. The transaction was aborted; nothing
+  // changed.
   struct statvfs vfs;
   if (::statvfs(dir.c_str(), &vfs) == 0) {
     uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
@@ -176,9 +177,9 @@ Status SnapshotStore::Impl::ExplainIoError(const Status& s) const {
   if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
       ::stat((dir + "/data.mdb").c_str(), &st) == 0 &&
       static_cast<uint64_t>(st.st_size) + kNearlyFullBytes > lim.rlim_cur) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "heapwatch store %s: file size limit reached (RLIMIT_FSIZE %d bytes): %s", dir,
-        static_cast<uint64_t>(lim.rlim_cur), s.message()));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("heapwatch store %s: file size limit reached (RLIMIT_FSIZE %d bytes): %s",
+                        dir, static_cast<uint64_t>(lim.rlim_cur), s.message()));
   }
   return s;
 }
@@ -189,13 +190,15 @@ Status SnapshotStore::Impl::GrowMap() {
   if (int rc = mdb_env_info(env.get(), &info); rc != 0) return LmdbStatus(rc, "env info");
   uint64_t current = info.me_mapsize;
   if (current >= options.max_map_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "heapwatch store %s: LMDB map is full at max_map_bytes (%d bytes)", dir, options.max_map_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("heapwatch store %s: LMDB map is full at max_map_bytes (%d bytes)", dir,
+                        options.max_map_bytes));
   }
   uint64_t next = std::min<uint64_t>(std::max<uint64_t>(current * 2, current + (1 << 20)),
                                      options.max_map_bytes);
   if (int rc = mdb_env_set_mapsize(env.get(), next); rc != 0) return LmdbStatus(rc, "set mapsize");
-  spdlog::info("heapwatch store {}: LMDB map full, grew it from {} to {} bytes", dir, current, next);
+  spdlog::info("heapwatch store {}: LMDB map full, grew it from {} to {} bytes", dir, current,
+               next);
   return absl::OkStatus();
 }
 
@@ -214,7 +217,8 @@ SnapshotStore::~SnapshotStore() {
 
 StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions& options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("StoreOptions.dir is empty");
-  if (options.keyframe_interval == 0) return absl::InvalidArgumentError("keyframe_interval must be >= 1");
+  if (options.keyframe_interval == 0)
+    return absl::InvalidArgumentError("keyframe_interval must be >= 1");
   if (options.max_map_bytes < options.initial_map_bytes) {
     return absl::InvalidArgumentError("max_map_bytes < initial_map_bytes");
   }
@@ -228,15 +232,16 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
   impl->dir = options.dir;
   HW_RETURN_IF_ERROR(MakeDataDir(options.dir));
 
-  // One store per directory: LMDB itself would let a second process in, but the Append cache assumes it is
-  // the only writer.
+  // One store per directory: LMDB itself would let a second process in, but the Append cache
+  // assumes it is the only writer.
   std::string lock_path = options.dir + "/heapwatch.lock";
   impl->lock_fd = detail::UniqueFd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (impl->lock_fd.get() < 0) return ErrnoStatus(errno, "open " + lock_path);
   if (::flock(impl->lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
       return absl::FailedPreconditionError(absl::StrFormat(
-          "heapwatch store %s is in use by another open store (this or another process)", options.dir));
+          "heapwatch store %s is in use by another open store (this or another process)",
+          options.dir));
     }
     return ErrnoStatus(errno, "flock " + lock_path);
   }
@@ -248,14 +253,15 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
   long page = ::sysconf(_SC_PAGESIZE);
   uint64_t map = (options.initial_map_bytes + page - 1) / page * page;
   if (int rc = mdb_env_set_mapsize(raw, map); rc != 0) return LmdbStatus(rc, "set mapsize");
-  // No MDB_NOSYNC / MDB_NOMETASYNC / MDB_WRITEMAP: commits are durable (see the header). MDB_NOTLS: read
-  // transactions are owned by their LmdbTxn object, not by the thread (lmdb.h, mdb_env_open).
+  // No MDB_NOSYNC / MDB_NOMETASYNC / MDB_WRITEMAP: commits are durable (see the header). MDB_NOTLS:
+  // read transactions are owned by their LmdbTxn object, not by the thread (lmdb.h, mdb_env_open).
   if (int rc = mdb_env_open(raw, options.dir.c_str(), MDB_NOTLS, 0600); rc != 0) {
     return LmdbStatus(rc, "open " + options.dir);
   }
   int dead = 0;
   if (int rc = mdb_reader_check(raw, &dead); rc != 0) return LmdbStatus(rc, "reader check");
-  if (dead > 0) spdlog::info("heapwatch store {}: cleared {} stale LMDB reader slots", options.dir, dead);
+  if (dead > 0)
+    spdlog::info("heapwatch store {}: cleared {} stale LMDB reader slots", options.dir, dead);
 
   Impl& s = *impl;
   std::lock_guard<std::mutex> lock(s.write_mu);
@@ -264,13 +270,14 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
       const char* name;
       MDB_dbi* dbi;
     };
-    for (Table t : {Table{"meta", &s.meta}, Table{"agents", &s.agents}, Table{"classes", &s.classes},
-                    Table{"class_names", &s.class_names}, Table{"snapshots", &s.snapshots},
-                    Table{"records", &s.records}}) {
+    for (Table t : {Table{"meta", &s.meta}, Table{"agents", &s.agents},
+                    Table{"classes", &s.classes}, Table{"class_names", &s.class_names},
+                    Table{"snapshots", &s.snapshots}, Table{"records", &s.records}}) {
       if (int rc = mdb_dbi_open(txn.get(), t.name, MDB_CREATE, t.dbi); rc != 0) {
         if (rc == MDB_INCOMPATIBLE) {
-          return absl::DataLossError(absl::StrFormat(
-              "heapwatch store %s: LMDB environment is not a heapwatch store (%s)", options.dir, t.name));
+          return absl::DataLossError(
+              absl::StrFormat("heapwatch store %s: LMDB environment is not a heapwatch store (%s)",
+                              options.dir, t.name));
         }
         return LmdbStatus(rc, std::string("open table ") + t.name);
       }
@@ -294,10 +301,11 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
     }
     uint32_t v = detail::DecodeFixed32BE(version->data());
     if (v != detail::kFormatVersion) {
-      return absl::DataLossError(absl::StrFormat(
-          "heapwatch store %s: meta/format_version is %d, this build reads version %d (written by a "
-          "newer heapwatch?)",
-          options.dir, v, detail::kFormatVersion));
+      return absl::DataLossError(
+          absl::StrFormat("heapwatch store %s: meta/format_version is %d, this build reads version "
+                          "%d (written by a "
+                          "newer heapwatch?)",
+                          options.dir, v, detail::kFormatVersion));
     }
     return absl::OkStatus();
   }));
@@ -325,7 +333,7 @@ void SnapshotStore::RetentionLoop() {
 // ---- Agents.
 
 StatusOr<std::optional<AgentRecord>> SnapshotStore::Impl::FindAgent(LmdbTxn& txn,
-                                                                     const AgentId& id) const {
+                                                                    const AgentId& id) const {
   HW_ASSIGN_OR_RETURN(auto v, txn.Get(agents, id.value));
   if (!v.has_value()) return std::optional<AgentRecord>();
   HW_ASSIGN_OR_RETURN(AgentRecord r, detail::DecodeAgentRecord(*v, id));
@@ -426,7 +434,8 @@ StatusOr<std::optional<Snapshot>> SnapshotStore::ReadLatestAtOrBefore(const Agen
   HW_RETURN_IF_ERROR(ValidateAgentId(agent));
   HW_ASSIGN_OR_RETURN(LmdbTxn txn, impl_->BeginRead());
   HW_ASSIGN_OR_RETURN(AgentRecord r, impl_->RequireAgent(txn, agent));
-  HW_ASSIGN_OR_RETURN(std::optional<int64_t> at, impl_->LatestAtOrBefore(txn, r.agent_no, Micros(t)));
+  HW_ASSIGN_OR_RETURN(std::optional<int64_t> at,
+                      impl_->LatestAtOrBefore(txn, r.agent_no, Micros(t)));
   if (!at.has_value()) return std::optional<Snapshot>();
   std::vector<std::pair<int64_t, NumberedHistogram>> hs(1);
   hs[0].first = *at;
@@ -436,7 +445,8 @@ StatusOr<std::optional<Snapshot>> SnapshotStore::ReadLatestAtOrBefore(const Agen
 }
 
 StatusOr<std::vector<Snapshot>> SnapshotStore::ReadSnapshots(const AgentId& agent, absl::Time from,
-                                                             absl::Time to, size_t max_count) const {
+                                                             absl::Time to,
+                                                             size_t max_count) const {
   HW_RETURN_IF_ERROR(ValidateAgentId(agent));
   HW_ASSIGN_OR_RETURN(LmdbTxn txn, impl_->BeginRead());
   HW_ASSIGN_OR_RETURN(AgentRecord r, impl_->RequireAgent(txn, agent));
@@ -461,21 +471,23 @@ StatusOr<std::vector<Snapshot>> SnapshotStore::ReadSnapshots(const AgentId& agen
     lo = start;
   }
   std::vector<std::pair<int64_t, NumberedHistogram>> hs;
-  HW_RETURN_IF_ERROR(impl_->ForEachSnapshot(
-      txn, agent, r.agent_no, lo, hi, [&](int64_t t, const NumberedHistogram& h) -> Status {
-        hs.emplace_back(t, h);
-        return absl::OkStatus();
-      }));
+  HW_RETURN_IF_ERROR(impl_->ForEachSnapshot(txn, agent, r.agent_no, lo, hi,
+                                            [&](int64_t t, const NumberedHistogram& h) -> Status {
+                                              hs.emplace_back(t, h);
+                                              return absl::OkStatus();
+                                            }));
   return impl_->Materialize(txn, agent, r.agent_no, hs);
 }
 
 StatusOr<std::vector<ClassSample>> SnapshotStore::ClassHistory(const AgentId& agent,
                                                                std::string_view class_name,
-                                                               absl::Time from, absl::Time to) const {
+                                                               absl::Time from,
+                                                               absl::Time to) const {
   HW_RETURN_IF_ERROR(ValidateAgentId(agent));
   HW_ASSIGN_OR_RETURN(LmdbTxn txn, impl_->BeginRead());
   HW_ASSIGN_OR_RETURN(AgentRecord r, impl_->RequireAgent(txn, agent));
-  // Every dictionary entry with this name (any module, any duplicate index), via the name-hash index.
+  // Every dictionary entry with this name (any module, any duplicate index), via the name-hash
+  // index.
   std::vector<detail::ClassNo> targets;
   {
     uint64_t hash = detail::ClassNameHash(class_name);
@@ -488,7 +500,8 @@ StatusOr<std::vector<ClassSample>> SnapshotStore::ClassHistory(const AgentId& ag
       uint64_t h;
       detail::ClassNo cls;
       if (!detail::ParseClassNameKey(k, &a, &h, &cls)) {
-        return absl::DataLossError("heapwatch store: malformed class_names key for agent " + agent.value);
+        return absl::DataLossError("heapwatch store: malformed class_names key for agent " +
+                                   agent.value);
       }
       std::string ck = detail::ClassKey(r.agent_no, cls);
       HW_ASSIGN_OR_RETURN(auto v, txn.Get(impl_->classes, ck));
@@ -514,8 +527,9 @@ StatusOr<std::vector<ClassSample>> SnapshotStore::ClassHistory(const AgentId& ag
         ClassSample sample{absl::FromUnixMicros(t), 0, 0};
         auto it = h.rows.begin();
         for (detail::ClassNo cls : targets) {
-          it = std::lower_bound(it, h.rows.end(), cls, [](const detail::NumberedRow& row,
-                                                          detail::ClassNo c) { return row.cls < c; });
+          it = std::lower_bound(
+              it, h.rows.end(), cls,
+              [](const detail::NumberedRow& row, detail::ClassNo c) { return row.cls < c; });
           if (it == h.rows.end()) break;
           if (it->cls == cls) {
             sample.instances += it->instances;
@@ -530,7 +544,8 @@ StatusOr<std::vector<ClassSample>> SnapshotStore::ClassHistory(const AgentId& ag
 
 // ---- Records.
 
-Status SnapshotStore::PutRecord(std::string_view table, std::string_view key, std::string_view value) {
+Status SnapshotStore::PutRecord(std::string_view table, std::string_view key,
+                                std::string_view value) {
   HW_RETURN_IF_ERROR(ValidateRecordKey(table, key));
   if (value.size() > UINT32_MAX - 4) return absl::InvalidArgumentError("record value too large");
   Impl& s = *impl_;
@@ -562,8 +577,8 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> SnapshotStore::ListRe
   HW_ASSIGN_OR_RETURN(bool ok, c.Seek(prefix, &k, &v));
   while (ok && k.substr(0, prefix.size()) == prefix) {
     std::string key(k.substr(table_part));
-    HW_ASSIGN_OR_RETURN(std::string value,
-                        detail::DecodeRecordValue(v, absl::StrFormat("records[%s/%s]", table, key)));
+    HW_ASSIGN_OR_RETURN(std::string value, detail::DecodeRecordValue(
+                                               v, absl::StrFormat("records[%s/%s]", table, key)));
     out.emplace_back(std::move(key), std::move(value));
     HW_ASSIGN_OR_RETURN(ok, c.Move(MDB_NEXT, &k, &v));
   }
@@ -579,7 +594,8 @@ Status SnapshotStore::DeleteRecord(std::string_view table, std::string_view key)
     HW_ASSIGN_OR_RETURN(existed, txn.Del(s.records, detail::RecordKey(table, key)));
     return absl::OkStatus();
   }));
-  if (!existed) return absl::NotFoundError(absl::StrFormat("heapwatch store: no record %s/%s", table, key));
+  if (!existed)
+    return absl::NotFoundError(absl::StrFormat("heapwatch store: no record %s/%s", table, key));
   return absl::OkStatus();
 }
 
@@ -594,7 +610,8 @@ StatusOr<uint64_t> SnapshotStore::Impl::UsedBytesIn(LmdbTxn& txn) const {
   // The main table only holds the six table descriptors: one leaf page.
   MDB_stat main;
   if (int rc = mdb_env_stat(env.get(), &main); rc != 0) return LmdbStatus(rc, "env stat");
-  total += (main.ms_branch_pages + main.ms_leaf_pages + main.ms_overflow_pages) * uint64_t{main.ms_psize};
+  total += (main.ms_branch_pages + main.ms_leaf_pages + main.ms_overflow_pages) *
+           uint64_t{main.ms_psize};
   return total;
 }
 

@@ -1,46 +1,55 @@
-// SnapshotStore: heapwatch's durable history of class-histogram snapshots, agents and small records, in one
-// LMDB environment (Lightning Memory-Mapped Database 0.9, Debian liblmdb-dev; API reference: lmdb.h).
+// SnapshotStore: heapwatch's durable history of class-histogram snapshots, agents and small
+// records, in one LMDB environment (Lightning Memory-Mapped Database 0.9, Debian liblmdb-dev; API
+// reference: lmdb.h).
 //
 // What is stored (layout, grammar and endianness: docs/storage-format.md):
-//  - agents: AgentInfo per agent (upserted by PutAgent; agents first seen by Append get a bare record);
-//  - per agent, a class dictionary: every (class name, module) the agent ever reported gets a small number;
-//  - snapshots keyed by (agent, time in Unix microseconds), big-endian so they sort by agent then time; a
-//    value is a key frame (every row, varint-coded) or a delta against the agent's previous snapshot (only
-//    the classes that changed, appeared or vanished). Every `keyframe_interval`-th snapshot is a key frame,
-//    so reading one snapshot decodes at most that many values.
+//  - agents: AgentInfo per agent (upserted by PutAgent; agents first seen by Append get a bare
+//    record);
+//  - per agent, a class dictionary: every (class name, module) the agent ever reported gets a small
+//    number;
+//  - snapshots keyed by (agent, time in Unix microseconds), big-endian so they sort by agent then
+//    time; a value is a key frame (every row, varint-coded) or a delta against the agent's
+//    previous snapshot (only the classes that changed, appeared or vanished), zlib-compressed when
+//    that makes it smaller. Every `keyframe_interval`-th snapshot is a key frame, so reading one
+//    snapshot decodes at most that many values.
 //  - records: a generic (table, key) -> bytes table for other features (e.g. drill-down reports).
 //
-// Durability: every mutating call commits one LMDB write transaction before it returns OK. The environment is
-// opened without MDB_NOSYNC, MDB_NOMETASYNC and MDB_WRITEMAP, so a commit has written and fsynced the data
-// pages and then the meta page (lmdb.h, mdb_env_open flags): what a call reported as OK survives a crash
-// or kill -9 of the process at any moment, and a crash never leaves a partially written transaction
-// visible. A failed call leaves the store as it was (the transaction is aborted).
+// Durability: every mutating call commits one LMDB write transaction before it returns OK. The
+// environment is opened without MDB_NOSYNC, MDB_NOMETASYNC and MDB_WRITEMAP, so a commit has
+// written and fsynced the data pages and then the meta page (lmdb.h, mdb_env_open flags): what a
+// call reported as OK survives a crash or kill -9 of the process at any moment, and a crash never
+// leaves a partially written transaction visible. A failed call leaves the store as it was (the
+// transaction is aborted).
 //
-// Growth: the memory map starts at `initial_map_bytes` and doubles (mdb_env_set_mapsize) whenever a write
-// hits MDB_MAP_FULL; the write is then retried, so a full map is never an error until `max_map_bytes`.
-// A real full disk (ENOSPC, EDQUOT, EFBIG from the file system) returns ResourceExhausted and changes nothing.
+// Growth: the memory map starts at `initial_map_bytes` and doubles (mdb_env_set_mapsize) whenever a
+// write hits MDB_MAP_FULL; the write is then retried, so a full map is never an error until
+// `max_map_bytes`. A real full disk (ENOSPC, EDQUOT, EFBIG from the file system) returns
+// ResourceExhausted and changes nothing.
 //
-// Retention: snapshots older than `retention_age` are deleted, then the oldest snapshots of all agents
-// (globally oldest first) until the live data (pages of all tables) is at most `retention_bytes`. It runs in
-// a background thread every `retention_interval` and on demand (EnforceRetention). LMDB never shrinks its
-// file: freed pages are reused by later writes, so the file settles at about the retention size plus
-// LMDB's free pages.
+// Retention: snapshots older than `retention_age` are deleted, then the oldest snapshots of all
+// agents (globally oldest first) until the live data (pages of all tables) is at most
+// `retention_bytes`. It runs in a background thread every `retention_interval` and on demand
+// (EnforceRetention). LMDB never shrinks its file: freed pages are reused by later writes, so the
+// file settles at about the retention size plus LMDB's free pages.
 //
 // Rows on read: Append stores the rows of a histogram as a set. Reads return them ordered by bytes
-// descending, then class name, then module (the order HotSpot prints up to ties; see SortRowsCanonically).
-// Times are stored with microsecond precision (absl::ToUnixMicros, rounding down).
+// descending, then class name, then module (the order HotSpot prints up to ties; see
+// SortRowsCanonically). Times are stored with microsecond precision (absl::ToUnixMicros, rounding
+// down).
 //
 // Thread-safety: all methods are thread-safe. Writers (PutAgent, Append, PutRecord, DeleteRecord,
-// DeleteAgent, EnforceRetention) are serialized by an internal mutex; readers run concurrently with each
-// other and with the writer, each in its own LMDB read transaction (MDB_NOTLS is set, so read transactions
-// are not tied to threads and the daemon's thread pools need no per-thread care). Growing the map waits
-// until running read transactions have ended (mdb_env_set_mapsize requires that no transaction is active).
-// One store per data directory: a second Open of the same directory, from this or another process, fails
-// with FailedPrecondition while the first is open (flock on <dir>/heapwatch.lock).
+// DeleteAgent, EnforceRetention) are serialized by an internal mutex; readers run concurrently with
+// each other and with the writer, each in its own LMDB read transaction (MDB_NOTLS is set, so read
+// transactions are not tied to threads and the daemon's thread pools need no per-thread care).
+// Growing the map waits until running read transactions have ended (mdb_env_set_mapsize requires
+// that no transaction is active). One store per data directory: a second Open of the same
+// directory, from this or another process, fails with FailedPrecondition while the first is open
+// (flock on <dir>/heapwatch.lock).
 //
-// Errors common to every method: ResourceExhausted (disk full, map at max_map_bytes, LMDB reader table full),
-// DataLoss (a corrupt or truncated value, unknown format version; the message names the key), Internal (an
-// unexpected LMDB or I/O failure, e.g. EIO; the message names the LMDB call).
+// Errors common to every method: ResourceExhausted (disk full, map at max_map_bytes, LMDB reader
+// table full), DataLoss (a corrupt or truncated value, unknown format version; the message names
+// the key), Internal (an unexpected LMDB or I/O failure, e.g. EIO; the message names the LMDB
+// call).
 #ifndef HEAPWATCH_STORAGE_SNAPSHOT_STORE_H_
 #define HEAPWATCH_STORAGE_SNAPSHOT_STORE_H_
 
@@ -49,15 +58,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "common/agent.h"
 #include "common/clock.h"
@@ -67,18 +73,20 @@
 namespace heapwatch::storage {
 
 struct StoreOptions {
-  // Data directory; created (mode 0700) with its parents if missing. Holds data.mdb, lock.mdb (LMDB) and
-  // heapwatch.lock.
+  // Data directory; created (mode 0700) with its parents if missing. Holds data.mdb, lock.mdb
+  // (LMDB) and heapwatch.lock.
   std::string dir;
-  // Initial size of the LMDB memory map in bytes (also its minimum; LMDB uses at least the data file's
-  // size). The map doubles on MDB_MAP_FULL up to max_map_bytes. Address space only, not disk or memory.
+  // Initial size of the LMDB memory map in bytes (also its minimum; LMDB uses at least the data
+  // file's size). The map doubles on MDB_MAP_FULL up to max_map_bytes. Address space only, not disk
+  // or memory.
   uint64_t initial_map_bytes = 64 << 20;
   // Upper bound of the map (and so of the data file) in bytes; a write that needs more fails with
   // ResourceExhausted.
   uint64_t max_map_bytes = 1ull << 40;
   // Snapshots older than this (by `clock`) are deleted by retention.
   absl::Duration retention_age = absl::Hours(24 * 14);
-  // Retention deletes the oldest snapshots until the live data of the store is at most this many bytes.
+  // Retention deletes the oldest snapshots until the live data of the store is at most this many
+  // bytes.
   uint64_t retention_bytes = 1ull << 30;
   // Period of the background retention thread (real time).
   absl::Duration retention_interval = absl::Minutes(1);
@@ -86,13 +94,15 @@ struct StoreOptions {
   Clock* clock = Clock::Real();
   // Run retention in a background thread every retention_interval.
   bool background_retention = true;
-  // Every keyframe_interval-th snapshot of an agent is stored whole; the others as deltas. 1 = no deltas.
+  // Every keyframe_interval-th snapshot of an agent is stored whole; the others as deltas. 1 = no
+  // deltas.
   uint32_t keyframe_interval = 32;
-  // Compress snapshot values with zlib (deflate) when that makes them smaller. Costs CPU on Append (about
-  // 0.1-0.3 ms per 3,000-class snapshot) and on reads (inflate); saves 2-4x on disk for typical drift.
+  // Compress snapshot values with zlib (deflate) when that makes them smaller. Costs CPU on Append
+  // (about 0.1-0.3 ms per 3,000-class snapshot) and on reads (inflate); saves 2-4x on disk for
+  // typical drift.
   bool compress_snapshots = true;
-  // Number of agents whose class dictionary and latest snapshot Append keeps in memory (each costs about
-  // 100 bytes per class). Others are reloaded from the store on their next Append.
+  // Number of agents whose class dictionary and latest snapshot Append keeps in memory (each costs
+  // about 100 bytes per class). Others are reloaded from the store on their next Append.
   size_t max_cached_agents = 64;
 };
 
@@ -107,27 +117,27 @@ struct ClassSample {
 // Counts and sizes of a store (for metrics and tests).
 struct StoreStats {
   uint64_t agents = 0;
-  uint64_t classes = 0;      // dictionary entries over all agents
+  uint64_t classes = 0;  // dictionary entries over all agents
   uint64_t snapshots = 0;
-  uint64_t used_bytes = 0;   // UsedBytes()
+  uint64_t used_bytes = 0;        // UsedBytes()
   uint64_t snapshot_bytes = 0;    // pages of the snapshots table, bytes
   uint64_t dictionary_bytes = 0;  // pages of the class dictionaries (classes + class_names), bytes
-  uint64_t disk_bytes = 0;   // DiskBytes()
-  uint64_t map_bytes = 0;    // MapBytes()
+  uint64_t disk_bytes = 0;        // DiskBytes()
+  uint64_t map_bytes = 0;         // MapBytes()
 };
 
-// Sorts rows by bytes descending, then class name, then module, then instances (the order reads return).
-// Complexity O(n log n).
+// Sorts rows by bytes descending, then class name, then module, then instances (the order reads
+// return). Complexity O(n log n).
 void SortRowsCanonically(std::vector<ClassHistogramRow>* rows);
 
 class SnapshotStore {
  public:
-  // Opens (creating if needed) the store in options.dir, checks the format version, clears stale reader
-  // slots of dead processes (mdb_reader_check) and starts the retention thread if enabled.
+  // Opens (creating if needed) the store in options.dir, checks the format version, clears stale
+  // reader slots of dead processes (mdb_reader_check) and starts the retention thread if enabled.
   // Errors: InvalidArgument (empty dir, keyframe_interval 0, max_map_bytes < initial_map_bytes,
-  // non-positive retention_interval with background_retention), FailedPrecondition (the directory is in use
-  // by another open store, or cannot be created / accessed), DataLoss (not a heapwatch store, or a format
-  // version this build does not know), plus the common errors.
+  // non-positive retention_interval with background_retention), FailedPrecondition (the directory
+  // is in use by another open store, or cannot be created / accessed), DataLoss (not a heapwatch
+  // store, or a format version this build does not know), plus the common errors.
   static StatusOr<std::unique_ptr<SnapshotStore>> Open(const StoreOptions& options);
 
   // Stops the retention thread (waiting for a running pass) and closes the environment.
@@ -135,9 +145,10 @@ class SnapshotStore {
   SnapshotStore(const SnapshotStore&) = delete;
   SnapshotStore& operator=(const SnapshotStore&) = delete;
 
-  // Inserts or replaces what is known about agent info.id (all fields), and records clock->Now() as the
-  // agent's update time (idle agents with no snapshots are deleted by retention after retention_age).
-  // Errors: InvalidArgument (malformed id: not 1..128 bytes of [A-Za-z0-9._:-]). O(log n).
+  // Inserts or replaces what is known about agent info.id (all fields), and records clock->Now() as
+  // the agent's update time (idle agents with no snapshots are deleted by retention after
+  // retention_age). Errors: InvalidArgument (malformed id: not 1..128 bytes of [A-Za-z0-9._:-]).
+  // O(log n).
   Status PutAgent(const AgentInfo& info);
   // Every agent, ordered by id. Agents known only from Append (no PutAgent yet) have only `id` set.
   // O(agents).
@@ -150,38 +161,42 @@ class SnapshotStore {
 
   // Stores one snapshot; durable when it returns OK. Unknown agents are created (a bare record).
   // Snapshots may arrive in any time order (in order is the fast path).
-  // Errors: InvalidArgument (malformed agent id, infinite time or beyond year 100000, an empty class name),
-  // AlreadyExists (a snapshot of this agent at the same microsecond exists), ResourceExhausted (disk full,
-  // map at max_map_bytes, more than 2^32-1 classes for one agent).
-  // Cost: O(rows) plus, on the first Append of an agent since Open or since its cache entry was evicted,
-  // loading its class dictionary and latest snapshot; out-of-order appends re-encode the next snapshot.
+  // Errors: InvalidArgument (malformed agent id, a time that is infinite or not within +-2^62 us of
+  // the Unix epoch, an empty class name), AlreadyExists (a snapshot of this agent at the same
+  // microsecond exists), ResourceExhausted (disk full, map at max_map_bytes, more than 2^32-1
+  // classes for one agent). Cost: O(rows) plus, on the first Append of an agent since Open or since
+  // its cache entry was evicted, loading its class dictionary and latest snapshot; out-of-order
+  // appends re-encode the next snapshot.
   Status Append(const Snapshot& snapshot);
 
   // Times of the agent's snapshots in [from, to], oldest first. Errors: NotFound (unknown agent),
   // InvalidArgument (malformed id). O(log n + result).
   StatusOr<std::vector<absl::Time>> ListSnapshotTimes(const AgentId& agent, absl::Time from,
                                                       absl::Time to) const;
-  // The snapshot at exactly `time` (microsecond precision). Errors: NotFound (unknown agent or no snapshot
-  // at that time), InvalidArgument. Cost: decodes up to keyframe_interval values, O(rows) each.
+  // The snapshot at exactly `time` (microsecond precision). Errors: NotFound (unknown agent or no
+  // snapshot at that time), InvalidArgument. Cost: decodes up to keyframe_interval values, O(rows)
+  // each.
   StatusOr<Snapshot> ReadSnapshot(const AgentId& agent, absl::Time time) const;
-  // The latest snapshot at or before `t`, or nullopt if there is none. Errors: NotFound (unknown agent),
-  // InvalidArgument. Cost as ReadSnapshot.
+  // The latest snapshot at or before `t`, or nullopt if there is none. Errors: NotFound (unknown
+  // agent), InvalidArgument. Cost as ReadSnapshot.
   StatusOr<std::optional<Snapshot>> ReadLatestAtOrBefore(const AgentId& agent, absl::Time t) const;
-  // Snapshots in [from, to], oldest first; when more than max_count (> 0) are in range, the most recent
-  // max_count. max_count 0 means no limit. Errors: NotFound (unknown agent), InvalidArgument.
-  // Cost: O((result + keyframe_interval) * rows).
-  StatusOr<std::vector<Snapshot>> ReadSnapshots(const AgentId& agent, absl::Time from, absl::Time to,
-                                                size_t max_count) const;
-  // One point per snapshot of the agent in [from, to], oldest first, for the class named `class_name`
-  // (summed over modules and duplicate rows of that name); 0/0 where the class is absent.
-  // Errors: NotFound (unknown agent, or a class name the agent has never reported within retention),
-  // InvalidArgument. Cost: O(snapshots in range * changed rows) plus one key-frame decode.
+  // Snapshots in [from, to], oldest first; when more than max_count (> 0) are in range, the most
+  // recent max_count. max_count 0 means no limit. Errors: NotFound (unknown agent),
+  // InvalidArgument. Cost: O((result + keyframe_interval) * rows).
+  StatusOr<std::vector<Snapshot>> ReadSnapshots(const AgentId& agent, absl::Time from,
+                                                absl::Time to, size_t max_count) const;
+  // One point per snapshot of the agent in [from, to], oldest first, for the class named
+  // `class_name` (summed over modules and duplicate rows of that name); 0/0 where the class is
+  // absent. Errors: NotFound (unknown agent, or a class name the agent has never reported within
+  // retention), InvalidArgument. Cost: O(snapshots in range * changed rows) plus one key-frame
+  // decode.
   StatusOr<std::vector<ClassSample>> ClassHistory(const AgentId& agent, std::string_view class_name,
                                                   absl::Time from, absl::Time to) const;
 
-  // Generic records: bytes under (table, key). `table`: 1..255 bytes; table.size() + key.size() <= 510
-  // (LMDB's key limit); `value`: up to 2^32-1 bytes. Records are not subject to retention (they count
-  // toward the live data size, though). Durable on OK. Errors: InvalidArgument (sizes). O(log n).
+  // Generic records: bytes under (table, key). `table`: 1..255 bytes; table.size() + key.size() <=
+  // 510 (LMDB's key limit); `value`: up to 2^32-1 bytes. Records are not subject to retention (they
+  // count toward the live data size, though). Durable on OK. Errors: InvalidArgument (sizes). O(log
+  // n).
   Status PutRecord(std::string_view table, std::string_view key, std::string_view value);
   // Errors: NotFound (absent), InvalidArgument. O(log n).
   StatusOr<std::string> GetRecord(std::string_view table, std::string_view key) const;
@@ -192,16 +207,18 @@ class SnapshotStore {
   // Errors: NotFound (absent), InvalidArgument. O(log n).
   Status DeleteRecord(std::string_view table, std::string_view key);
 
-  // Applies retention now (see the file comment); also runs in the background every retention_interval.
-  // Deletes in transactions of at most a few thousand snapshots, each durable. Also deletes the class
-  // dictionary of agents left without snapshots, and agents without snapshots whose update time is older
-  // than retention_age. Errors: the common errors (a pass that fails part-way keeps what it committed).
+  // Applies retention now (see the file comment); also runs in the background every
+  // retention_interval. Deletes in transactions of at most a few thousand snapshots, each durable.
+  // Also deletes the class dictionary of agents left without snapshots, and agents without
+  // snapshots whose update time is older than retention_age. Errors: the common errors (a pass that
+  // fails part-way keeps what it committed).
   Status EnforceRetention();
 
-  // Bytes allocated on disk by the data file (<dir>/data.mdb; st_blocks * 512). Errors: Internal (stat).
+  // Bytes allocated on disk by the data file (<dir>/data.mdb; st_blocks * 512). Errors: Internal
+  // (stat).
   StatusOr<uint64_t> DiskBytes() const;
-  // Bytes of live data: pages of all tables (branch, leaf and overflow) times the page size; excludes the
-  // free pages LMDB keeps for reuse. This is what retention_bytes bounds. O(tables).
+  // Bytes of live data: pages of all tables (branch, leaf and overflow) times the page size;
+  // excludes the free pages LMDB keeps for reuse. This is what retention_bytes bounds. O(tables).
   StatusOr<uint64_t> UsedBytes() const;
   // Current size of the LMDB memory map in bytes.
   uint64_t MapBytes() const;

@@ -1,12 +1,13 @@
 // Storage benchmarks: durable ingest rate (snapshots/s, 3,000 classes each) and bytes on disk per
 // (class, snapshot) sample, plus the read paths the daemon and CLI use.
 //
-// Workload (bench/storage/workload.h): per agent, 3,000 classes with java-like names (JDK classes with
-// module java.base, arrays, application classes under generated package names, inner classes, lambdas),
-// log-normal instance counts, fixed instance sizes (16..72 bytes) for objects and variable sizes for
-// arrays. Between two snapshots a chosen fraction of the classes drifts by a few percent, leaking classes
-// grow steadily and two lambda classes come and go. Four agents are appended round-robin, as the daemon
-// does, so no agent's keys are simply appended at the end of the B-tree.
+// Workload (bench/storage/workload.h): per agent, 3,000 classes with java-like names (JDK classes
+// with module java.base, arrays, application classes under generated package names, inner classes,
+// lambdas), log-normal instance counts, fixed instance sizes (16..72 bytes) for objects and
+// variable sizes for arrays. Between two snapshots a chosen fraction of the classes drifts by a few
+// percent, leaking classes grow steadily and two lambda classes come and go. Four agents are
+// appended round-robin, as the daemon does, so no agent's keys are simply appended at the end of
+// the B-tree.
 //
 // Every Append is a durable LMDB commit (fsync), as in production. The store lives under
 // $HEAPWATCH_BENCH_DIR (default /var/tmp): put it on the disk you want to measure, not on tmpfs.
@@ -15,7 +16,8 @@
 //   snapshots/s        Append calls per second of wall time (items_per_second)
 //   disk_B/sample      st_blocks of data.mdb / (rows appended)
 //   live_B/sample      LMDB pages of all tables (UsedBytes) / (rows appended)
-//   snap_B/sample      LMDB pages of the snapshots table alone / (rows appended): the cost of history
+//   snap_B/sample      LMDB pages of the snapshots table alone / (rows appended): the cost of
+//   history
 //                      once the class dictionaries are amortized (long retention)
 //   value_B/sample     encoded snapshot values alone (key frames + deltas) / (rows appended)
 //   dict_KiB/agent     class dictionary (classes + class_names tables) per agent
@@ -37,7 +39,8 @@ constexpr int kAgents = 4;
 
 std::string BenchDir() {
   const char* base = std::getenv("HEAPWATCH_BENCH_DIR");
-  std::string tmpl = std::string(base != nullptr ? base : "/var/tmp") + "/heapwatch-storage-bench-XXXXXX";
+  std::string tmpl =
+      std::string(base != nullptr ? base : "/var/tmp") + "/heapwatch-storage-bench-XXXXXX";
   HW_CHECK(::mkdtemp(tmpl.data()) != nullptr);
   return tmpl;
 }
@@ -59,7 +62,8 @@ std::unique_ptr<SnapshotStore> OpenStore(const std::string& dir, bool compress) 
   return std::move(*s);
 }
 
-// Sum of encoded value sizes for the same sequence the store writes (key frame every 32nd snapshot).
+// Sum of encoded value sizes for the same sequence the store writes (key frame every 32nd
+// snapshot).
 struct ValueSizer {
   std::vector<detail::NumberedHistogram> last;
   std::vector<uint32_t> depth;
@@ -90,7 +94,8 @@ struct ValueSizer {
   }
 };
 
-// Arg 0: percent of classes whose counts change between two snapshots of an agent; arg 1: zlib on/off.
+// Arg 0: percent of classes whose counts change between two snapshots of an agent; arg 1: zlib
+// on/off.
 void BM_Ingest(benchmark::State& state) {
   const double changed = state.range(0) / 100.0;
   const bool compress = state.range(1) != 0;
@@ -196,7 +201,8 @@ BENCHMARK(BM_ClassHistory2000Snapshots)->Unit(benchmark::kMillisecond);
 void BM_ReadLast10Snapshots(benchmark::State& state) {
   ReadFixture& f = Fixture();
   for (auto _ : state) {
-    auto s = f.store->ReadSnapshots(AgentId("reader"), absl::InfinitePast(), absl::InfiniteFuture(), 10);
+    auto s =
+        f.store->ReadSnapshots(AgentId("reader"), absl::InfinitePast(), absl::InfiniteFuture(), 10);
     HW_CHECK(s.ok() && s->size() == 10);
     benchmark::DoNotOptimize(s);
   }

@@ -1,13 +1,14 @@
 // A synthetic but realistic stream of class histograms of one JVM, for the storage benchmarks.
 //
-// Classes: about 120 JDK classes (module java.base@17.0.15: String, HashMap$Node, byte[], Object[] ...),
-// then application and library classes with generated java-like names
-// ("com.acme.billing.internal.InvoiceLineItemService$Builder", "io.netty.buffer.PooledSlicedByteBuf",
-// "org.example.orders.OrderDto[]"), and lambda classes ("...$$Lambda$1234/0x0000000800c4b440").
-// Instances: log-normal (median about 12, heavy tail to millions). Bytes: instances times a fixed
-// instance size (16..72, multiples of 8) for objects; a drifting average length for arrays.
-// Drift per snapshot: `changed_fraction` of the classes move by a few percent (normal, sd 3%); five
-// leaking classes grow by 0.5% per snapshot; two lambda classes appear and two vanish.
+// Classes: about 120 JDK classes (module java.base@17.0.15: String, HashMap$Node, byte[], Object[]
+// ...), then application and library classes with generated java-like names
+// ("com.acme.billing.internal.InvoiceLineItemService$Builder",
+// "io.netty.buffer.PooledSlicedByteBuf", "org.example.orders.OrderDto[]"), and lambda classes
+// ("...$$Lambda$1234/0x0000000800c4b440"). Instances: log-normal (median about 12, heavy tail to
+// millions). Bytes: instances times a fixed instance size (16..72, multiples of 8) for objects; a
+// drifting average length for arrays. Drift per snapshot: `changed_fraction` of the classes move by
+// a few percent (normal, sd 3%); five leaking classes grow by 0.5% per snapshot; two lambda classes
+// appear and two vanish.
 #ifndef HEAPWATCH_BENCH_STORAGE_WORKLOAD_H_
 #define HEAPWATCH_BENCH_STORAGE_WORKLOAD_H_
 
@@ -26,39 +27,88 @@ class Workload {
  public:
   Workload(uint64_t seed, int classes, double changed_fraction)
       : rng_(seed), changed_(changed_fraction), time_(absl::FromUnixSeconds(1'700'000'000)) {
-    static const char* kJdk[] = {
-        "java.lang.String", "byte[]", "char[]", "int[]", "long[]", "short[]", "boolean[]", "double[]",
-        "java.lang.Object[]", "java.lang.String[]", "java.lang.Class", "java.lang.Integer",
-        "java.lang.Long", "java.lang.Object", "java.lang.ref.WeakReference", "java.lang.ref.SoftReference",
-        "java.lang.ref.Finalizer", "java.lang.reflect.Method", "java.lang.reflect.Field",
-        "java.lang.reflect.Constructor", "java.lang.invoke.MemberName", "java.lang.invoke.MethodType",
-        "java.lang.invoke.LambdaForm$Name", "java.lang.invoke.DirectMethodHandle",
-        "java.lang.ThreadLocal$ThreadLocalMap$Entry", "java.lang.Thread", "java.lang.StackTraceElement",
-        "java.util.HashMap$Node", "java.util.HashMap$Node[]", "java.util.HashMap", "java.util.ArrayList",
-        "java.util.LinkedHashMap$Entry", "java.util.LinkedHashMap", "java.util.TreeMap$Entry",
-        "java.util.concurrent.ConcurrentHashMap$Node", "java.util.concurrent.ConcurrentHashMap$Node[]",
-        "java.util.concurrent.ConcurrentHashMap", "java.util.concurrent.locks.ReentrantLock$NonfairSync",
-        "java.util.concurrent.CopyOnWriteArrayList", "java.util.LinkedList$Node", "java.util.HashSet",
-        "java.util.Hashtable$Entry", "java.util.Collections$UnmodifiableRandomAccessList",
-        "java.util.Optional", "java.math.BigDecimal", "java.math.BigInteger", "java.time.Instant",
-        "java.time.LocalDateTime", "java.nio.HeapByteBuffer", "java.nio.DirectByteBuffer",
-        "java.net.URI", "java.io.File", "java.security.AccessControlContext", "jdk.internal.ref.CleanerImpl$PhantomCleanableRef",
-        "jdk.internal.misc.Unsafe", "sun.nio.cs.UTF_8$Decoder", "java.util.regex.Pattern$Node",
-        "java.util.zip.Inflater", "java.lang.module.ModuleDescriptor", "java.lang.ClassValue$Entry"};
+    static const char* kJdk[] = {"java.lang.String",
+                                 "byte[]",
+                                 "char[]",
+                                 "int[]",
+                                 "long[]",
+                                 "short[]",
+                                 "boolean[]",
+                                 "double[]",
+                                 "java.lang.Object[]",
+                                 "java.lang.String[]",
+                                 "java.lang.Class",
+                                 "java.lang.Integer",
+                                 "java.lang.Long",
+                                 "java.lang.Object",
+                                 "java.lang.ref.WeakReference",
+                                 "java.lang.ref.SoftReference",
+                                 "java.lang.ref.Finalizer",
+                                 "java.lang.reflect.Method",
+                                 "java.lang.reflect.Field",
+                                 "java.lang.reflect.Constructor",
+                                 "java.lang.invoke.MemberName",
+                                 "java.lang.invoke.MethodType",
+                                 "java.lang.invoke.LambdaForm$Name",
+                                 "java.lang.invoke.DirectMethodHandle",
+                                 "java.lang.ThreadLocal$ThreadLocalMap$Entry",
+                                 "java.lang.Thread",
+                                 "java.lang.StackTraceElement",
+                                 "java.util.HashMap$Node",
+                                 "java.util.HashMap$Node[]",
+                                 "java.util.HashMap",
+                                 "java.util.ArrayList",
+                                 "java.util.LinkedHashMap$Entry",
+                                 "java.util.LinkedHashMap",
+                                 "java.util.TreeMap$Entry",
+                                 "java.util.concurrent.ConcurrentHashMap$Node",
+                                 "java.util.concurrent.ConcurrentHashMap$Node[]",
+                                 "java.util.concurrent.ConcurrentHashMap",
+                                 "java.util.concurrent.locks.ReentrantLock$NonfairSync",
+                                 "java.util.concurrent.CopyOnWriteArrayList",
+                                 "java.util.LinkedList$Node",
+                                 "java.util.HashSet",
+                                 "java.util.Hashtable$Entry",
+                                 "java.util.Collections$UnmodifiableRandomAccessList",
+                                 "java.util.Optional",
+                                 "java.math.BigDecimal",
+                                 "java.math.BigInteger",
+                                 "java.time.Instant",
+                                 "java.time.LocalDateTime",
+                                 "java.nio.HeapByteBuffer",
+                                 "java.nio.DirectByteBuffer",
+                                 "java.net.URI",
+                                 "java.io.File",
+                                 "java.security.AccessControlContext",
+                                 "jdk.internal.ref.CleanerImpl$PhantomCleanableRef",
+                                 "jdk.internal.misc.Unsafe",
+                                 "sun.nio.cs.UTF_8$Decoder",
+                                 "java.util.regex.Pattern$Node",
+                                 "java.util.zip.Inflater",
+                                 "java.lang.module.ModuleDescriptor",
+                                 "java.lang.ClassValue$Entry"};
     for (const char* name : kJdk) Add(name, "java.base@17.0.15");
-    static const char* kRoots[] = {"com.acme",          "org.example",         "io.netty",
-                                   "org.springframework", "com.fasterxml.jackson", "org.hibernate",
-                                   "com.google.common",  "org.apache.kafka",    "io.micrometer",
+    static const char* kRoots[] = {"com.acme",
+                                   "org.example",
+                                   "io.netty",
+                                   "org.springframework",
+                                   "com.fasterxml.jackson",
+                                   "org.hibernate",
+                                   "com.google.common",
+                                   "org.apache.kafka",
+                                   "io.micrometer",
                                    "net.company"};
     static const char* kWords[] = {
-        "billing", "order", "invoice", "line", "item", "customer", "account", "payment", "session",
-        "cache", "buffer", "pool", "request", "response", "handler", "channel", "event", "message",
-        "config", "metrics", "registry", "binding", "bean", "entity", "query", "result", "token",
-        "user", "profile", "catalog", "product", "price", "tax", "ledger", "journal", "report",
-        "schedule", "task", "worker", "queue", "stream", "record", "batch", "partition", "offset",
-        "codec", "decoder", "encoder", "serializer", "mapper", "node", "tree", "index", "segment"};
-    static const char* kSuffix[] = {"",        "Impl",    "Service", "Factory", "Handler", "Dto",
-                                    "Entity",  "Manager", "Support", "Context", "Holder",  "Key",
+        "billing", "order",     "invoice", "line",    "item",    "customer", "account",
+        "payment", "session",   "cache",   "buffer",  "pool",    "request",  "response",
+        "handler", "channel",   "event",   "message", "config",  "metrics",  "registry",
+        "binding", "bean",      "entity",  "query",   "result",  "token",    "user",
+        "profile", "catalog",   "product", "price",   "tax",     "ledger",   "journal",
+        "report",  "schedule",  "task",    "worker",  "queue",   "stream",   "record",
+        "batch",   "partition", "offset",  "codec",   "decoder", "encoder",  "serializer",
+        "mapper",  "node",      "tree",    "index",   "segment"};
+    static const char* kSuffix[] = {"",        "Impl",    "Service",  "Factory", "Handler", "Dto",
+                                    "Entity",  "Manager", "Support",  "Context", "Holder",  "Key",
                                     "Adapter", "Builder", "Listener", "Wrapper"};
     static const char* kInner[] = {"$Builder", "$1", "$2", "$Node", "$Entry", "$State", "$Segment"};
     auto word = [&] { return std::string(kWords[rng_() % std::size(kWords)]); };
@@ -98,8 +148,9 @@ class Workload {
       s.histogram.total_instances += c.instances;
       s.histogram.total_bytes += c.bytes;
     }
-    std::sort(s.histogram.rows.begin(), s.histogram.rows.end(),
-              [](const ClassHistogramRow& a, const ClassHistogramRow& b) { return a.bytes > b.bytes; });
+    std::sort(
+        s.histogram.rows.begin(), s.histogram.rows.end(),
+        [](const ClassHistogramRow& a, const ClassHistogramRow& b) { return a.bytes > b.bytes; });
     return s;
   }
 
@@ -148,7 +199,8 @@ class Workload {
       double f = 1 + change(rng_);
       int64_t delta = static_cast<int64_t>(std::llround(c.instances * (f - 1)));
       if (delta == 0) delta = (rng_() % 2) ? 1 : -1;
-      c.instances = static_cast<uint64_t>(std::max<int64_t>(1, static_cast<int64_t>(c.instances) + delta));
+      c.instances =
+          static_cast<uint64_t>(std::max<int64_t>(1, static_cast<int64_t>(c.instances) + delta));
       if (c.size == 0) c.avg_array_bytes *= 1 + change(rng_) / 3;
       c.bytes = Bytes(c);
     }

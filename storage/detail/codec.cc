@@ -26,7 +26,8 @@ constexpr uint8_t kTimeInfiniteFuture = 2;
 constexpr uint64_t kMaxClassNo = std::numeric_limits<uint32_t>::max();
 
 Status Corrupt(std::string_view what, std::string_view why) {
-  return absl::DataLossError(absl::StrFormat("heapwatch store: corrupt value at %s: %s", what, why));
+  return absl::DataLossError(
+      absl::StrFormat("heapwatch store: corrupt value at %s: %s", what, why));
 }
 
 // Prepends the CRC of `payload` (the value without its checksum) and returns the whole value.
@@ -45,15 +46,16 @@ StatusOr<std::string_view> CheckCrc(std::string_view value, std::string_view wha
   uint32_t stored = DecodeFixed32BE(value.data());
   uint32_t actual = Crc32(payload);
   if (stored != actual) {
-    return Corrupt(what, absl::StrFormat("checksum mismatch (stored %08x, computed %08x)", stored, actual));
+    return Corrupt(
+        what, absl::StrFormat("checksum mismatch (stored %08x, computed %08x)", stored, actual));
   }
   return payload;
 }
 
 // Builds a snapshot value: crc, tag, `header` (uncompressed), then `body`, deflated (as
 // raw_size:varint zlib_stream) when `compress` and that is smaller.
-std::string Seal(SnapshotTag plain, SnapshotTag deflated, std::string_view header, std::string_view body,
-                 bool compress) {
+std::string Seal(SnapshotTag plain, SnapshotTag deflated, std::string_view header,
+                 std::string_view body, bool compress) {
   std::string p;
   if (compress && body.size() > 64) {
     uLongf bound = compressBound(static_cast<uLong>(body.size()));
@@ -79,8 +81,9 @@ std::string Seal(SnapshotTag plain, SnapshotTag deflated, std::string_view heade
   return WithCrc(p);
 }
 
-// Predicted bytes of a class whose base row had (i0, b0) and now has i1 instances: the base's bytes per
-// instance times i1, in 128-bit arithmetic, truncated to 64 bits. Exact for classes of fixed instance size.
+// Predicted bytes of a class whose base row had (i0, b0) and now has i1 instances: the base's bytes
+// per instance times i1, in 128-bit arithmetic, truncated to 64 bits. Exact for classes of fixed
+// instance size.
 uint64_t PredictBytes(uint64_t i0, uint64_t b0, uint64_t i1) {
   if (i0 == 0) return 0;
   unsigned __int128 p = static_cast<unsigned __int128>(b0) * i1 / i0;
@@ -257,9 +260,9 @@ std::string RecordKey(std::string_view table, std::string_view key) {
 }
 
 std::string DescribeSnapshot(const AgentId& agent, int64_t unix_micros) {
-  return absl::StrFormat(
-      "snapshots[%s @ %s]", agent.value,
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(unix_micros), absl::UTCTimeZone()));
+  return absl::StrFormat("snapshots[%s @ %s]", agent.value,
+                         absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(unix_micros),
+                                          absl::UTCTimeZone()));
 }
 
 // ---- agents
@@ -308,7 +311,8 @@ StatusOr<AgentRecord> DecodeAgentRecord(std::string_view value, const AgentId& i
   r.agent_no.value = DecodeFixed32BE(in.data());
   in.remove_prefix(4);
   uint64_t next_class, updated;
-  if (!GetVarint64(&in, &next_class) || next_class > kMaxClassNo + 1 || !GetVarint64(&in, &updated)) {
+  if (!GetVarint64(&in, &next_class) || next_class > kMaxClassNo + 1 ||
+      !GetVarint64(&in, &updated)) {
     return Corrupt(what, "bad varint");
   }
   // next_class == 2^32 would mean the dictionary is exhausted; it is refused before it is written.
@@ -318,7 +322,8 @@ StatusOr<AgentRecord> DecodeAgentRecord(std::string_view value, const AgentId& i
   if (in.empty()) return Corrupt(what, "truncated flags");
   uint8_t flags = static_cast<uint8_t>(in[0]);
   in.remove_prefix(1);
-  if ((flags & ~kAgentHasInfo) != 0) return Corrupt(what, absl::StrFormat("unknown flags %02x", flags));
+  if ((flags & ~kAgentHasInfo) != 0)
+    return Corrupt(what, absl::StrFormat("unknown flags %02x", flags));
   r.has_info = (flags & kAgentHasInfo) != 0;
   if (r.has_info) {
     AgentInfo& i = r.info;
@@ -335,7 +340,8 @@ StatusOr<AgentRecord> DecodeAgentRecord(std::string_view value, const AgentId& i
     std::string_view host, main_class, jvm_version;
     uint64_t pid;
     if (!GetLengthPrefixed(&in, &host) || !GetVarint64(&in, &pid) ||
-        !GetLengthPrefixed(&in, &main_class) || !GetLengthPrefixed(&in, &jvm_version) || in.empty()) {
+        !GetLengthPrefixed(&in, &main_class) || !GetLengthPrefixed(&in, &jvm_version) ||
+        in.empty()) {
       return Corrupt(what, "truncated agent info");
     }
     i.host = std::string(host);
@@ -356,7 +362,8 @@ StatusOr<AgentRecord> DecodeAgentRecord(std::string_view value, const AgentId& i
       return Corrupt(what, absl::StrFormat("unknown time tag %d", time_tag));
     }
     uint64_t uid, gid;
-    if (!GetVarint64(&in, &uid) || !GetVarint64(&in, &gid) || uid > UINT32_MAX || gid > UINT32_MAX) {
+    if (!GetVarint64(&in, &uid) || !GetVarint64(&in, &gid) || uid > UINT32_MAX ||
+        gid > UINT32_MAX) {
       return Corrupt(what, "bad uid/gid");
     }
     i.uid = static_cast<uint32_t>(uid);
@@ -381,8 +388,8 @@ StatusOr<ClassEntry> DecodeClassEntry(std::string_view value, std::string_view w
   HW_ASSIGN_OR_RETURN(std::string_view in, CheckCrc(value, what));
   std::string_view name, module;
   uint64_t dup;
-  if (!GetLengthPrefixed(&in, &name) || !GetLengthPrefixed(&in, &module) || !GetVarint64(&in, &dup) ||
-      dup > kMaxClassNo) {
+  if (!GetLengthPrefixed(&in, &name) || !GetLengthPrefixed(&in, &module) ||
+      !GetVarint64(&in, &dup) || dup > kMaxClassNo) {
     return Corrupt(what, "truncated or bad varint");
   }
   if (!in.empty()) return Corrupt(what, "trailing bytes");
@@ -490,9 +497,10 @@ StatusOr<SnapshotValue> ParseSnapshotValue(std::string_view value, std::string_v
     v.kind = SnapshotKind::kDelta;
     v.compressed = tag == static_cast<uint8_t>(SnapshotTag::kDeltaDeflate);
     uint64_t gap, depth;
-    if (!GetVarint64(&in, &gap) || !GetVarint64(&in, &depth)) return Corrupt(what, "bad delta header");
-    if (gap == 0 || gap > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || depth == 0 ||
-        depth > UINT32_MAX) {
+    if (!GetVarint64(&in, &gap) || !GetVarint64(&in, &depth))
+      return Corrupt(what, "bad delta header");
+    if (gap == 0 || gap > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+        depth == 0 || depth > UINT32_MAX) {
       return Corrupt(what, "delta header out of range");
     }
     v.base_gap_micros = static_cast<int64_t>(gap);
@@ -587,16 +595,17 @@ Status ApplySnapshotValue(const SnapshotValue& value, std::string_view what, Num
     have_changed = changed_left > 0;
     if (!have_changed) return true;
     --changed_left;
-    return NextClassNo(&in, changed_left + 1 == changed_count, &next_changed) && GetVarint64(&in, &di) &&
-           GetVarint64(&in, &residual);
+    return NextClassNo(&in, changed_left + 1 == changed_count, &next_changed) &&
+           GetVarint64(&in, &di) && GetVarint64(&in, &residual);
   };
   if (!pull_removed() || !pull_changed()) return Corrupt(what, "bad row");
   while (i < base.size() || have_changed) {
     uint64_t base_cls = i < base.size() ? base[i].cls.value : UINT64_MAX;
-    // Every base class below base_cls has been consumed, so a pending removal below it names a class the
-    // base does not have.
+    // Every base class below base_cls has been consumed, so a pending removal below it names a
+    // class the base does not have.
     if (have_removed && next_removed < base_cls) {
-      return Corrupt(what, absl::StrFormat("removes class %d that the base snapshot lacks", next_removed));
+      return Corrupt(
+          what, absl::StrFormat("removes class %d that the base snapshot lacks", next_removed));
     }
     if (!have_changed || base_cls < next_changed) {
       if (have_removed && next_removed == base_cls) {
@@ -624,7 +633,8 @@ Status ApplySnapshotValue(const SnapshotValue& value, std::string_view what, Num
     if (!pull_changed()) return Corrupt(what, "bad changed row");
   }
   if (have_removed) {
-    return Corrupt(what, absl::StrFormat("removes class %d that the base snapshot lacks", next_removed));
+    return Corrupt(what,
+                   absl::StrFormat("removes class %d that the base snapshot lacks", next_removed));
   }
   if (!in.empty()) return Corrupt(what, "trailing bytes");
   h->rows.swap(out);

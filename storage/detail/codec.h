@@ -1,11 +1,13 @@
-// Internal: the byte-level encodings of heapwatch's LMDB store (keys, values, varints, snapshot deltas).
+// Internal: the byte-level encodings of heapwatch's LMDB store (keys, values, varints, snapshot
+// deltas).
 //
-// docs/storage-format.md is the specification; this file implements it. Every tag and constant that is
-// written to disk is marked "DO NOT CHANGE": changing one makes existing stores unreadable. New encodings
-// get new tags (and, if old readers must refuse them, a new kFormatVersion).
+// docs/storage-format.md is the specification; this file implements it. Every tag and constant that
+// is written to disk is marked "DO NOT CHANGE": changing one makes existing stores unreadable. New
+// encodings get new tags (and, if old readers must refuse them, a new kFormatVersion).
 //
-// All decoders take untrusted bytes (a store may be corrupt or truncated) and return DataLoss naming the
-// key (`what`, e.g. "snapshots[agent-1 @ 2024-05-01T10:00:00Z]"), never crash or read out of bounds.
+// All decoders take untrusted bytes (a store may be corrupt or truncated) and return DataLoss
+// naming the key (`what`, e.g. "snapshots[agent-1 @ 2024-05-01T10:00:00Z]"), never crash or read
+// out of bounds.
 //
 // Thread-safety: all functions are pure (no shared state).
 #ifndef HEAPWATCH_STORAGE_DETAIL_CODEC_H_
@@ -26,28 +28,32 @@ namespace heapwatch::storage::detail {
 // DO NOT CHANGE the meaning of an existing version.
 inline constexpr uint32_t kFormatVersion = 1;
 
-// Number of an agent inside one store: assigned 0, 1, 2... when the store first hears of the agent and never
-// reused, so keys of a deleted agent can never alias a new one. Big-endian u32 in keys.
+// Number of an agent inside one store: assigned 0, 1, 2... when the store first hears of the agent
+// and never reused, so keys of a deleted agent can never alias a new one. Big-endian u32 in keys.
 struct AgentNo {
   uint32_t value = 0;
   friend auto operator<=>(AgentNo, AgentNo) = default;
 };
 
-// Number of a class in one agent's class dictionary: 0, 1, 2... in order of first appearance, never reused
-// for the lifetime of the agent record. A class is (name, module, duplicate index): the duplicate index tells
-// apart rows of one histogram that share name and module (the same class loaded by several class loaders).
+// Number of a class in one agent's class dictionary: 0, 1, 2... in order of first appearance, never
+// reused for the lifetime of the agent record. A class is (name, module, duplicate index): the
+// duplicate index tells apart rows of one histogram that share name and module (the same class
+// loaded by several class loaders).
 struct ClassNo {
   uint32_t value = 0;
   friend auto operator<=>(ClassNo, ClassNo) = default;
 };
 
-// ---- Varints (LEB128, little-endian groups of 7 bits, at most 10 bytes for 64 bits) and fixed big-endian.
+// ---- Varints (LEB128, little-endian groups of 7 bits, at most 10 bytes for 64 bits) and fixed
+// big-endian.
 
 void PutVarint64(std::string* dst, uint64_t v);
-// Reads one varint from the front of *in and advances it. False on truncation or an over-long encoding
-// (more than 10 bytes, or a 10th byte above 1).
+// Reads one varint from the front of *in and advances it. False on truncation or an over-long
+// encoding (more than 10 bytes, or a 10th byte above 1).
 bool GetVarint64(std::string_view* in, uint64_t* v);
-inline uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
 inline int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
 void PutFixed32BE(std::string* dst, uint32_t v);
 void PutFixed64BE(std::string* dst, uint64_t v);
@@ -60,13 +66,14 @@ bool GetLengthPrefixed(std::string_view* in, std::string_view* s);
 // CRC-32 (IEEE 802.3 polynomial, zlib's crc32()) of `data`.
 uint32_t Crc32(std::string_view data);
 
-// FNV-1a 64-bit hash of a class name (offset basis 0xcbf29ce484222325, prime 0x100000001b3). Stable across
-// versions and machines: it is part of the class_names key. DO NOT CHANGE.
+// FNV-1a 64-bit hash of a class name (offset basis 0xcbf29ce484222325, prime 0x100000001b3). Stable
+// across versions and machines: it is part of the class_names key. DO NOT CHANGE.
 uint64_t ClassNameHash(std::string_view name);
 
 // ---- Keys. Integers in keys are big-endian so that LMDB's memcmp order equals numeric order.
 
-// Snapshot time in keys: Unix microseconds with the sign bit flipped (so negative times sort first).
+// Snapshot time in keys: Unix microseconds with the sign bit flipped (so negative times sort
+// first).
 uint64_t TimeKeyBits(int64_t unix_micros);
 int64_t TimeFromKeyBits(uint64_t bits);
 
@@ -94,10 +101,11 @@ std::string DescribeSnapshot(const AgentId& agent, int64_t unix_micros);
 
 struct AgentRecord {
   AgentNo agent_no;
-  ClassNo next_class;        // the number the next new class of this agent gets
-  int64_t updated_micros = 0;  // clock time of the last PutAgent / creation (retention of idle agents)
-  bool has_info = false;     // false for agents known only from Append (no PutAgent yet)
-  AgentInfo info;            // info.id is the key, not stored in the value
+  ClassNo next_class;  // the number the next new class of this agent gets
+  int64_t updated_micros =
+      0;                  // clock time of the last PutAgent / creation (retention of idle agents)
+  bool has_info = false;  // false for agents known only from Append (no PutAgent yet)
+  AgentInfo info;         // info.id is the key, not stored in the value
 };
 std::string EncodeAgentRecord(const AgentRecord& record);
 // `id` is the key the value was read from (copied into info.id).
@@ -127,7 +135,8 @@ enum class SnapshotKind : uint8_t {
   kDelta,  // changes against the snapshot immediately before it (same agent, previous key)
 };
 
-// The tag byte of a snapshot value: its kind and whether its body is zlib-compressed. DO NOT CHANGE.
+// The tag byte of a snapshot value: its kind and whether its body is zlib-compressed. DO NOT
+// CHANGE.
 enum class SnapshotTag : uint8_t {
   kFullVarint = 1,
   kDeltaVarint = 2,
@@ -146,8 +155,8 @@ struct NumberedRow {
   friend bool operator==(const NumberedRow&, const NumberedRow&) = default;
 };
 
-// A class histogram with classes replaced by dictionary numbers. REQUIRES (invariant): rows sorted by cls,
-// no cls twice.
+// A class histogram with classes replaced by dictionary numbers. REQUIRES (invariant): rows sorted
+// by cls, no cls twice.
 struct NumberedHistogram {
   std::vector<NumberedRow> rows;
   uint64_t total_instances = 0;
@@ -155,11 +164,12 @@ struct NumberedHistogram {
   friend bool operator==(const NumberedHistogram&, const NumberedHistogram&) = default;
 };
 
-// Encodes `h` as a self-contained (kFull) snapshot value. With `compress`, the body is zlib-compressed
-// (deflate, zlib format) when that makes the value smaller.
+// Encodes `h` as a self-contained (kFull) snapshot value. With `compress`, the body is
+// zlib-compressed (deflate, zlib format) when that makes the value smaller.
 std::string EncodeFullSnapshot(const NumberedHistogram& h, bool compress);
-// Encodes `next` as changes against `base`, the snapshot `base_gap_micros` (> 0) earlier; `depth` is the
-// number of deltas between this value and the key frame it builds on (1 for a delta on a key frame).
+// Encodes `next` as changes against `base`, the snapshot `base_gap_micros` (> 0) earlier; `depth`
+// is the number of deltas between this value and the key frame it builds on (1 for a delta on a key
+// frame).
 std::string EncodeDeltaSnapshot(const NumberedHistogram& base, const NumberedHistogram& next,
                                 int64_t base_gap_micros, uint32_t depth, bool compress);
 
@@ -171,18 +181,19 @@ struct SnapshotValue {
   uint32_t depth = 0;           // kDelta: >= 1; kFull: 0
   std::string_view body;
 };
-// Verifies the CRC and parses the header. DataLoss (naming `what`) on a bad checksum, unknown kind or
-// truncation.
+// Verifies the CRC and parses the header. DataLoss (naming `what`) on a bad checksum, unknown kind
+// or truncation.
 StatusOr<SnapshotValue> ParseSnapshotValue(std::string_view value, std::string_view what);
 // Memory reused across ApplySnapshotValue calls.
 struct DecodeScratch {
   std::vector<NumberedRow> rows;
   std::string inflated;
 };
-// kFull: replaces *h with the decoded histogram. kDelta: REQUIRES *h to be the decoded base snapshot; applies
-// the changes in place. DataLoss on malformed bodies (bad varint, a class number out of order or above
-// 2^32-1, removal of a class the base does not have, trailing bytes, a zlib stream that does not inflate
-// to exactly its declared size or declares more than kMaxInflatedBody or 1032 times its own size).
+// kFull: replaces *h with the decoded histogram. kDelta: REQUIRES *h to be the decoded base
+// snapshot; applies the changes in place. DataLoss on malformed bodies (bad varint, a class number
+// out of order or above 2^32-1, removal of a class the base does not have, trailing bytes, a zlib
+// stream that does not inflate to exactly its declared size or declares more than kMaxInflatedBody
+// or 1032 times its own size).
 Status ApplySnapshotValue(const SnapshotValue& value, std::string_view what, NumberedHistogram* h,
                           DecodeScratch* scratch);
 

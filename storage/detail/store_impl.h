@@ -1,5 +1,6 @@
-// Internal: the state behind SnapshotStore and the helpers its .cc files share (snapshot_store.cc: open,
-// agents, records, reads; append.cc: Append and its cache; retention.cc: retention and deletion).
+// Internal: the state behind SnapshotStore and the helpers its .cc files share (snapshot_store.cc:
+// open, agents, records, reads; append.cc: Append and its cache; retention.cc: retention and
+// deletion).
 #ifndef HEAPWATCH_STORAGE_DETAIL_STORE_IMPL_H_
 #define HEAPWATCH_STORAGE_DETAIL_STORE_IMPL_H_
 
@@ -22,11 +23,11 @@
 
 namespace heapwatch::storage::detail {
 
-// Largest number of snapshots one retention or deletion transaction removes (bounds a transaction's dirty
-// pages; see MDB_TXN_FULL in lmdb.h).
+// Largest number of snapshots one retention or deletion transaction removes (bounds a transaction's
+// dirty pages; see MDB_TXN_FULL in lmdb.h).
 inline constexpr size_t kDeleteBatch = 4096;
-// Snapshot times must lie within +-2^62 microseconds of the Unix epoch (about +-146,000 years), so that
-// differences of two times fit in int64.
+// Snapshot times must lie within +-2^62 microseconds of the Unix epoch (about +-146,000 years), so
+// that differences of two times fit in int64.
 inline constexpr int64_t kMaxAbsMicros = int64_t{1} << 62;
 
 inline constexpr size_t kMaxAgentIdBytes = 128;
@@ -35,7 +36,8 @@ inline constexpr size_t kMaxLmdbKeyBytes = 511;
 
 // InvalidArgument unless `id` is 1..128 bytes of [A-Za-z0-9._:-] (common/agent.h).
 Status ValidateAgentId(const AgentId& id);
-// InvalidArgument unless table is 1..255 bytes and the records key (1 + table + key) fits LMDB's limit.
+// InvalidArgument unless table is 1..255 bytes and the records key (1 + table + key) fits LMDB's
+// limit.
 Status ValidateRecordKey(std::string_view table, std::string_view key);
 // Reads and increments meta/next_agent_no. ResourceExhausted after 2^32-1 agents.
 StatusOr<AgentNo> AllocateAgentNo(LmdbTxn& txn, MDB_dbi meta);
@@ -88,17 +90,18 @@ struct ClassIdentityEq {
   }
 };
 
-// What Append keeps in memory per agent between calls (guarded by Impl::write_mu). Always equal to the
-// committed store: updated only after a commit, dropped whenever a write fails or retention touches the
-// agent's newest snapshot or dictionary.
+// What Append keeps in memory per agent between calls (guarded by Impl::write_mu). Always equal to
+// the committed store: updated only after a commit, dropped whenever a write fails or retention
+// touches the agent's newest snapshot or dictionary.
 struct AgentCache {
   AgentNo agent_no;
   ClassNo next_class;
   absl::flat_hash_map<ClassIdentity, ClassNo, ClassIdentityHash, ClassIdentityEq> ids;
-  bool has_latest = false;     // the agent has snapshots; latest_micros is the newest one's time
+  bool has_latest = false;  // the agent has snapshots; latest_micros is the newest one's time
   int64_t latest_micros = 0;
-  bool latest_decoded = false;  // `latest` holds it (false if it could not be decoded: no delta on it)
-  uint32_t latest_depth = 0;    // 0 for a key frame
+  bool latest_decoded =
+      false;  // `latest` holds it (false if it could not be decoded: no delta on it)
+  uint32_t latest_depth = 0;  // 0 for a key frame
   NumberedHistogram latest;
   uint64_t last_use = 0;
 };
@@ -106,8 +109,9 @@ struct AgentCache {
 // Result of deleting the oldest snapshots of one agent.
 struct PrefixDeletion {
   size_t deleted = 0;
-  std::optional<int64_t> rewritten_micros;  // the first remaining snapshot, rewritten as a key frame
-  bool now_empty = false;                   // the agent has no snapshots left
+  std::optional<int64_t>
+      rewritten_micros;    // the first remaining snapshot, rewritten as a key frame
+  bool now_empty = false;  // the agent has no snapshots left
 };
 
 }  // namespace heapwatch::storage::detail
@@ -129,18 +133,20 @@ struct SnapshotStore::Impl {
   uint64_t cache_tick = 0;
 
   StatusOr<detail::LmdbTxn> BeginRead() const;
-  // REQUIRES: write_mu held. Runs `body` in a write transaction and commits it. When the map is full the
-  // transaction is aborted, the map doubled, and `body` run again from the start (so `body` must not have
-  // effects outside the transaction, or must reset them on entry).
+  // REQUIRES: write_mu held. Runs `body` in a write transaction and commits it. When the map is
+  // full the transaction is aborted, the map doubled, and `body` run again from the start (so
+  // `body` must not have effects outside the transaction, or must reset them on entry).
   Status Write(absl::FunctionRef<Status(detail::LmdbTxn&)> body);
   // REQUIRES: write_mu held, no transaction of this thread active.
   Status GrowMap();
-  // Turns an EIO from a commit into ResourceExhausted when the disk (or RLIMIT_FSIZE) is nearly full.
+  // Turns an EIO from a commit into ResourceExhausted when the disk (or RLIMIT_FSIZE) is nearly
+  // full.
   Status ExplainIoError(const Status& s) const;
   static constexpr uint64_t kNearlyFullBytes = 1 << 20;
 
   // Agents.
-  StatusOr<std::optional<detail::AgentRecord>> FindAgent(detail::LmdbTxn& txn, const AgentId& id) const;
+  StatusOr<std::optional<detail::AgentRecord>> FindAgent(detail::LmdbTxn& txn,
+                                                         const AgentId& id) const;
   // NotFound for unknown agents.
   StatusOr<detail::AgentRecord> RequireAgent(detail::LmdbTxn& txn, const AgentId& id) const;
   // Every agent record in key order.
@@ -153,12 +159,13 @@ struct SnapshotStore::Impl {
   // Time of the agent's oldest snapshot at or after `micros`, if any.
   StatusOr<std::optional<int64_t>> FirstAtOrAfter(detail::LmdbTxn& txn, detail::AgentNo agent,
                                                   int64_t micros) const;
-  // Decodes the snapshot at exactly `micros`, following its delta chain back to a key frame. NotFound if
-  // absent; DataLoss on a corrupt value or a broken chain. *depth receives the stored delta depth.
+  // Decodes the snapshot at exactly `micros`, following its delta chain back to a key frame.
+  // NotFound if absent; DataLoss on a corrupt value or a broken chain. *depth receives the stored
+  // delta depth.
   Status DecodeAt(detail::LmdbTxn& txn, const AgentId& id, detail::AgentNo agent, int64_t micros,
                   detail::NumberedHistogram* out, uint32_t* depth = nullptr) const;
-  // Calls fn(micros, histogram) for every snapshot of the agent in [from, to], oldest first, decoding
-  // incrementally (one key-frame chain, then one value per snapshot).
+  // Calls fn(micros, histogram) for every snapshot of the agent in [from, to], oldest first,
+  // decoding incrementally (one key-frame chain, then one value per snapshot).
   Status ForEachSnapshot(
       detail::LmdbTxn& txn, const AgentId& id, detail::AgentNo agent, int64_t from, int64_t to,
       absl::FunctionRef<Status(int64_t, const detail::NumberedHistogram&)> fn) const;
@@ -172,11 +179,11 @@ struct SnapshotStore::Impl {
   void EvictIfNeeded();
 
   // Deletion (REQUIRE write_mu held, inside Write).
-  // Deletes up to max_count of the agent's oldest snapshots with time < before_micros, rewriting the
-  // first remaining snapshot as a key frame if it was a delta.
+  // Deletes up to max_count of the agent's oldest snapshots with time < before_micros, rewriting
+  // the first remaining snapshot as a key frame if it was a delta.
   StatusOr<detail::PrefixDeletion> DeleteOldestSnapshots(detail::LmdbTxn& txn, const AgentId& id,
-                                                         detail::AgentNo agent, int64_t before_micros,
-                                                         size_t max_count);
+                                                         detail::AgentNo agent,
+                                                         int64_t before_micros, size_t max_count);
   // Deletes up to max_count keys of `dbi` starting with `prefix`; returns how many.
   StatusOr<size_t> DeletePrefix(detail::LmdbTxn& txn, MDB_dbi dbi, std::string_view prefix,
                                 size_t max_count);

@@ -1,5 +1,5 @@
-// The byte encodings of docs/storage-format.md: varints, keys, agent / class / snapshot values, and that
-// every malformed value is DataLoss (never a crash).
+// The byte encodings of docs/storage-format.md: varints, keys, agent / class / snapshot values, and
+// that every malformed value is DataLoss (never a crash).
 #include "storage/detail/codec.h"
 
 #include <gmock/gmock.h>
@@ -56,7 +56,8 @@ TEST(ZigZagTest, RoundTrips) {
 
 TEST(KeyTest, SnapshotKeysSortByAgentThenTime) {
   std::vector<std::pair<uint32_t, int64_t>> order = {
-      {0, -5'000'000}, {0, -1}, {0, 0}, {0, 1}, {0, 1'700'000'000'000'000}, {1, -9}, {1, 3}, {256, 0}};
+      {0, -5'000'000}, {0, -1}, {0, 0},  {0, 1}, {0, 1'700'000'000'000'000},
+      {1, -9},         {1, 3},  {256, 0}};
   for (size_t i = 1; i < order.size(); ++i) {
     std::string a = SnapshotKey(AgentNo{order[i - 1].first}, order[i - 1].second);
     std::string b = SnapshotKey(AgentNo{order[i].first}, order[i].second);
@@ -155,7 +156,8 @@ NumberedHistogram Drift(std::mt19937_64& rng, const NumberedHistogram& base) {
     uint32_t c = static_cast<uint32_t>(rng() % 20000);
     auto it = std::lower_bound(next.rows.begin(), next.rows.end(), ClassNo{c},
                                [](const NumberedRow& r, ClassNo x) { return r.cls < x; });
-    if (it == next.rows.end() || it->cls.value != c) next.rows.insert(it, NumberedRow{ClassNo{c}, 1, 16});
+    if (it == next.rows.end() || it->cls.value != c)
+      next.rows.insert(it, NumberedRow{ClassNo{c}, 1, 16});
   }
   next.total_instances = base.total_instances + 17;
   next.total_bytes = base.total_bytes - 3;  // totals may move either way
@@ -239,7 +241,8 @@ TEST(SnapshotValuePlainTest, FixedSizeClassesCostOneByteForBytes) {
   a.rows = {{ClassNo{5}, 1000, 24000}};
   b.rows = {{ClassNo{5}, 1100, 26400}};
   std::string delta = EncodeDeltaSnapshot(a, b, 1, 1, false);
-  // crc(4) tag gap depth dti dtb removed_count changed_count (1 each) + class gap(1) + di(2) + residual(1)
+  // crc(4) tag gap depth dti dtb removed_count changed_count (1 each) + class gap(1) + di(2) +
+  // residual(1)
   EXPECT_EQ(delta.size(), 4u + 7u + 1u + 2u + 1u);
   auto got = Decode(delta, a);
   ASSERT_TRUE(got.ok());
@@ -275,8 +278,8 @@ TEST_P(SnapshotValueTest, EveryCorruptionIsDataLoss) {
     base.rows.push_back({ClassNo{c}, 100 + c % 7, (100 + c % 7) * 24});
     if (c % 9 != 4) next.rows.push_back({ClassNo{c}, 101 + c % 7, (101 + c % 7) * 24});
   }
-  for (const std::string& value : {EncodeFullSnapshot(base, compress()),
-                                   EncodeDeltaSnapshot(base, next, 5, 1, compress())}) {
+  for (const std::string& value :
+       {EncodeFullSnapshot(base, compress()), EncodeDeltaSnapshot(base, next, 5, 1, compress())}) {
     ASSERT_EQ(ParseSnapshotValue(value, "x")->compressed, compress());
     // Any flipped byte: the checksum catches it.
     for (size_t i = 0; i < value.size(); i += 7) {

@@ -1,6 +1,7 @@
-// Durability: a writer process killed with SIGKILL at random moments never loses a snapshot whose Append
-// returned, and never leaves a corrupt one; a full disk (real ENOSPC on a small tmpfs, and EFBIG from
-// RLIMIT_FSIZE) is ResourceExhausted, keeps what was stored, and heals when space returns.
+// Durability: a writer process killed with SIGKILL at random moments never loses a snapshot whose
+// Append returned, and never leaves a corrupt one; a full disk (real ENOSPC on a small tmpfs, and
+// EFBIG from RLIMIT_FSIZE) is ResourceExhausted, keeps what was stored, and heals when space
+// returns.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,15 +33,16 @@ constexpr uint64_t kSeed = 11;
 
 int StepOf(absl::Time t) { return static_cast<int>((t - T0()) / absl::Minutes(1)); }
 
-// The writer: appends snapshot after snapshot (resuming after what is stored) and reports each step on
-// `fd` only after Append returned OK. Never returns.
+// The writer: appends snapshot after snapshot (resuming after what is stored) and reports each step
+// on `fd` only after Append returned OK. Never returns.
 [[noreturn]] void Writer(const std::string& dir, int fd) {
   StoreOptions o = TestOptions(dir);
   o.initial_map_bytes = 64 << 10;  // map growth happens inside the kill window too
   o.keyframe_interval = 8;
   auto store = SnapshotStore::Open(o);
   if (!store.ok()) ::_exit(2);
-  auto times = (*store)->ListSnapshotTimes(AgentId("a"), absl::InfinitePast(), absl::InfiniteFuture());
+  auto times =
+      (*store)->ListSnapshotTimes(AgentId("a"), absl::InfinitePast(), absl::InfiniteFuture());
   if (!times.ok() && !absl::IsNotFound(times.status())) ::_exit(3);  // NotFound: the first round
   int step = !times.ok() || times->empty() ? 0 : StepOf(times->back()) + 1;
   for (;; ++step) {
@@ -58,7 +60,8 @@ TEST(DurabilityTest, KillDashNineNeverLosesAnAcknowledgedSnapshot) {
   TempDir tmp;
   std::mt19937 rng(20240501);
   std::set<int> acked;
-  std::set<int> committed;  // verified as stored after earlier rounds (acked, or committed just before a kill)
+  std::set<int> committed;  // verified as stored after earlier rounds (acked, or committed just
+                            // before a kill)
   for (int round = 0; round < 6; ++round) {
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
@@ -69,7 +72,8 @@ TEST(DurabilityTest, KillDashNineNeverLosesAnAcknowledgedSnapshot) {
       Writer(tmp.path(), fds[1]);
     }
     ::close(fds[1]);
-    // Let it write a random number of snapshots, then kill it at a random moment (possibly mid-commit).
+    // Let it write a random number of snapshots, then kill it at a random moment (possibly
+    // mid-commit).
     int want = 3 + static_cast<int>(rng() % 20), got = 0;
     int32_t v;
     while (got < want && ::read(fds[0], &v, sizeof v) == sizeof v) {
@@ -86,15 +90,18 @@ TEST(DurabilityTest, KillDashNineNeverLosesAnAcknowledgedSnapshot) {
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "writer exited with " << status;
-    while (::read(fds[0], &v, sizeof v) == sizeof v) acked.insert(v);  // acks written before the kill
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "writer exited with " << status;
+    while (::read(fds[0], &v, sizeof v) == sizeof v)
+      acked.insert(v);  // acks written before the kill
     ::close(fds[0]);
 
-    // Reopen: every acknowledged snapshot is intact; at most one more (committed, not yet acked) exists;
-    // nothing stored is corrupt.
+    // Reopen: every acknowledged snapshot is intact; at most one more (committed, not yet acked)
+    // exists; nothing stored is corrupt.
     auto store = SnapshotStore::Open(TestOptions(tmp.path()));
     ASSERT_TRUE(store.ok()) << store.status();
-    auto all = (*store)->ReadSnapshots(AgentId("a"), absl::InfinitePast(), absl::InfiniteFuture(), 0);
+    auto all =
+        (*store)->ReadSnapshots(AgentId("a"), absl::InfinitePast(), absl::InfiniteFuture(), 0);
     ASSERT_TRUE(all.ok()) << all.status();
     std::set<int> stored;
     for (const Snapshot& s : *all) {
@@ -102,11 +109,14 @@ TEST(DurabilityTest, KillDashNineNeverLosesAnAcknowledgedSnapshot) {
       stored.insert(step);
       ExpectSameSnapshot(s, SyntheticSnapshot("a", kSeed, step, kClasses));
     }
-    for (int step : acked) ASSERT_TRUE(stored.count(step)) << "acknowledged snapshot " << step << " lost";
-    for (int step : committed) ASSERT_TRUE(stored.count(step)) << "committed snapshot " << step << " lost";
+    for (int step : acked)
+      ASSERT_TRUE(stored.count(step)) << "acknowledged snapshot " << step << " lost";
+    for (int step : committed)
+      ASSERT_TRUE(stored.count(step)) << "committed snapshot " << step << " lost";
     int newest_known = std::max(*acked.rbegin(), committed.empty() ? -1 : *committed.rbegin());
     for (int step : stored) {
-      // Only the snapshot being appended when the kill came may be there without an acknowledgement.
+      // Only the snapshot being appended when the kill came may be there without an
+      // acknowledgement.
       ASSERT_TRUE(acked.count(step) || committed.count(step) || step == newest_known + 1)
           << "unexpected snapshot " << step;
     }
@@ -116,7 +126,8 @@ TEST(DurabilityTest, KillDashNineNeverLosesAnAcknowledgedSnapshot) {
     auto records = (*store)->ListRecords("acks", "");
     ASSERT_TRUE(records.ok()) << records.status();
     for (const auto& [k, value] : *records) EXPECT_EQ(std::stoi(k), std::stoi(value));
-    // Snapshots were not acked before their record was written; so every acked multiple of 4 has one.
+    // Snapshots were not acked before their record was written; so every acked multiple of 4 has
+    // one.
     for (int step : acked) {
       if (step % 4 == 0) {
         EXPECT_TRUE((*store)->GetRecord("acks", absl::StrFormat("%08d", step)).ok());

@@ -40,8 +40,8 @@ TEST(RetentionTest, ByAgeDeletesOldSnapshotsAndKeepsTheRestDecodable) {
   std::vector<absl::Time> times = Times(*store, "a");
   ASSERT_EQ(times.size(), 60u);
   EXPECT_EQ(times.front(), T0() + absl::Minutes(40));
-  // Minute 40 was a delta (key frames at 0, 16, 32, 48...): it was rewritten as a key frame, and every
-  // remaining snapshot reads back exactly.
+  // Minute 40 was a delta (key frames at 0, 16, 32, 48...): it was rewritten as a key frame, and
+  // every remaining snapshot reads back exactly.
   for (int step = 40; step < 100; ++step) {
     auto got = store->ReadSnapshot(AgentId("a"), written[step].time);
     ASSERT_TRUE(got.ok()) << step << ": " << got.status();
@@ -200,7 +200,8 @@ TEST(RetentionTest, RunsInTheBackground) {
   EXPECT_EQ(Times(*store, "a").size(), 30u);
   clock.Set(T0() + absl::Minutes(30));  // cutoff: minute 20
   absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (Times(*store, "a").size() != 10 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  while (Times(*store, "a").size() != 10 && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(10));
   std::vector<absl::Time> times = Times(*store, "a");
   ASSERT_EQ(times.size(), 10u);
   EXPECT_EQ(times.front(), T0() + absl::Minutes(20));

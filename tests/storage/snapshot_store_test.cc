@@ -16,8 +16,8 @@
 namespace heapwatch::storage {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ExpectSameSnapshot;
+using ::testing::HasSubstr;
 using testing::SyntheticSnapshot;
 using testing::T0;
 using testing::TempDir;
@@ -29,7 +29,8 @@ std::unique_ptr<SnapshotStore> OpenOrDie(const StoreOptions& o) {
   return std::move(*s);
 }
 
-ClassHistogramRow Row(std::string name, uint64_t instances, uint64_t bytes, std::string module = "") {
+ClassHistogramRow Row(std::string name, uint64_t instances, uint64_t bytes,
+                      std::string module = "") {
   return ClassHistogramRow{std::move(name), std::move(module), instances, bytes};
 }
 
@@ -49,8 +50,9 @@ TEST(SnapshotStoreTest, RoundTripsOneSnapshot) {
   Snapshot s;
   s.agent = AgentId("jvm-1");
   s.time = T0() + absl::Nanoseconds(1234567);  // stored with microsecond precision
-  s.histogram.rows = {Row("byte[]", 10, 4000, "java.base@17.0.15"), Row("java.lang.String", 100, 2400),
-                      Row("com.acme.Foo$Bar", 3, 72), Row("int[]", 0, 0)};
+  s.histogram.rows = {Row("byte[]", 10, 4000, "java.base@17.0.15"),
+                      Row("java.lang.String", 100, 2400), Row("com.acme.Foo$Bar", 3, 72),
+                      Row("int[]", 0, 0)};
   s.histogram.total_instances = 113;
   s.histogram.total_bytes = 6472;
   ASSERT_TRUE(store->Append(s).ok());
@@ -67,7 +69,8 @@ TEST(SnapshotStoreTest, RowsComeBackInCanonicalOrderWithDuplicates) {
   Snapshot s;
   s.agent = AgentId("jvm-1");
   s.time = T0();
-  // Two rows with the same name and module (two class loaders), one with another module, ties on bytes.
+  // Two rows with the same name and module (two class loaders), one with another module, ties on
+  // bytes.
   s.histogram.rows = {Row("b.Dup", 2, 48), Row("a.Tie", 1, 48), Row("b.Dup", 5, 120),
                       Row("b.Dup", 1, 24, "m@1"), Row("b.Dup", 3, 48)};
   ASSERT_TRUE(store->Append(s).ok());
@@ -92,7 +95,8 @@ TEST(SnapshotStoreTest, DuplicateRowsAppearingAndVanishingLater) {
   std::vector<std::vector<ClassHistogramRow>> steps = {
       {Row("x.A", 1, 16), Row("x.B", 2, 32)},
       {Row("x.A", 1, 16), Row("x.A", 3, 48), Row("x.B", 2, 32)},  // a second loader of x.A
-      {Row("x.A", 4, 64), Row("x.B", 2, 32), Row("x.B", 1, 16), Row("x.New", 1, 16), Row("x.New", 2, 32)},
+      {Row("x.A", 4, 64), Row("x.B", 2, 32), Row("x.B", 1, 16), Row("x.New", 1, 16),
+       Row("x.New", 2, 32)},
       {Row("x.A", 5, 80)},
   };
   std::vector<Snapshot> written;
@@ -140,7 +144,8 @@ TEST(SnapshotStoreTest, InternsClassesOncePerAgentAcrossSnapshots) {
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectSameSnapshot(*got, w);
   }
-  auto all = store->ReadSnapshots(AgentId("agent-a"), absl::InfinitePast(), absl::InfiniteFuture(), 0);
+  auto all =
+      store->ReadSnapshots(AgentId("agent-a"), absl::InfinitePast(), absl::InfiniteFuture(), 0);
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), written.size());
   for (size_t i = 0; i < written.size(); ++i) ExpectSameSnapshot((*all)[i], written[i]);
@@ -212,7 +217,8 @@ TEST(SnapshotStoreTest, RejectsBadInput) {
   bad = s;
   bad.time = absl::InfiniteFuture();
   EXPECT_EQ(store->Append(bad).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->ReadSnapshot(AgentId("nobody"), T0()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->ReadSnapshot(AgentId("nobody"), T0()).status().code(),
+            absl::StatusCode::kNotFound);
   EXPECT_EQ(store->ReadSnapshot(AgentId("ok"), T0() + absl::Seconds(1)).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(store->ListSnapshotTimes(AgentId("nobody"), T0(), T0()).status().code(),
@@ -268,7 +274,8 @@ TEST(SnapshotStoreTest, ClassHistoryHasOnePointPerSnapshotWithZerosWhereAbsent) 
     s.agent = a;
     s.time = T0() + absl::Minutes(step);
     s.histogram.rows.push_back(Row("filler", 1, 16));
-    if (step != 2 && step != 3) s.histogram.rows.push_back(Row("com.Leak", 100 * step, 2400 * step));
+    if (step != 2 && step != 3)
+      s.histogram.rows.push_back(Row("com.Leak", 100 * step, 2400 * step));
     ASSERT_TRUE(store->Append(s).ok());
   }
   auto h = store->ClassHistory(a, "com.Leak", T0() + absl::Minutes(1), absl::InfiniteFuture());
@@ -439,7 +446,8 @@ TEST(SnapshotStoreTest, MapFullAtMaxIsResourceExhaustedAndChangesNothing) {
 }
 
 // Overwrites the value under `key` of LMDB table `table` in the store at `dir` (closed).
-void Poke(const std::string& dir, const char* table, const std::string& key, const std::string& value) {
+void Poke(const std::string& dir, const char* table, const std::string& key,
+          const std::string& value) {
   MDB_env* env;
   ASSERT_EQ(mdb_env_create(&env), 0);
   ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
@@ -482,12 +490,13 @@ TEST(SnapshotStoreTest, CorruptValuesAreDataLossNamingTheKey) {
             absl::StatusCode::kDataLoss);
   EXPECT_TRUE(store->ReadSnapshot(AgentId("a"), written[3].time).ok());
   EXPECT_TRUE(store->ReadSnapshot(AgentId("b"), T0()).ok());
-  EXPECT_EQ(store->ClassHistory(AgentId("a"), "com.example.pkg0.Class0", T0(), absl::InfiniteFuture())
-                .status()
-                .code(),
-            absl::StatusCode::kDataLoss);
-  // Collection goes on: the next snapshot of "a" cannot be a delta on the corrupt chain, so it is a key
-  // frame, and reads back.
+  EXPECT_EQ(
+      store->ClassHistory(AgentId("a"), "com.example.pkg0.Class0", T0(), absl::InfiniteFuture())
+          .status()
+          .code(),
+      absl::StatusCode::kDataLoss);
+  // Collection goes on: the next snapshot of "a" cannot be a delta on the corrupt chain, so it is a
+  // key frame, and reads back.
   Snapshot next = SyntheticSnapshot("a", 6, 8, 30);
   ASSERT_TRUE(store->Append(next).ok());
   got = store->ReadSnapshot(next.agent, next.time);

@@ -1,5 +1,5 @@
-// Helpers shared by the storage tests: temporary directories, deterministic synthetic histograms, and
-// running a check in a forked child process.
+// Helpers shared by the storage tests: temporary directories, deterministic synthetic histograms,
+// and running a check in a forked child process.
 #ifndef HEAPWATCH_TESTS_STORAGE_TEST_UTIL_H_
 #define HEAPWATCH_TESTS_STORAGE_TEST_UTIL_H_
 
@@ -51,9 +51,9 @@ inline uint64_t Mix(uint64_t x) {
 
 inline absl::Time T0() { return absl::FromUnixSeconds(1'700'000'000); }
 
-// A deterministic histogram for (seed, step): a pool of `classes` classes, each present in most steps,
-// counts drifting with the step; class k is "com.example.pkgN.ClassK". Row order is the JVM's (bytes
-// descending) so that reads compare equal without resorting.
+// A deterministic histogram for (seed, step): a pool of `classes` classes, each present in most
+// steps, counts drifting with the step; class k is "com.example.pkgN.ClassK". Row order is the
+// JVM's (bytes descending) so that reads compare equal without resorting.
 inline ClassHistogram SyntheticHistogram(uint64_t seed, uint64_t step, int classes) {
   ClassHistogram h;
   for (int k = 0; k < classes; ++k) {
@@ -77,8 +77,8 @@ inline ClassHistogram SyntheticHistogram(uint64_t seed, uint64_t step, int class
   return h;
 }
 
-inline Snapshot SyntheticSnapshot(const std::string& agent, uint64_t seed, uint64_t step, int classes,
-                                  absl::Duration interval = absl::Minutes(1)) {
+inline Snapshot SyntheticSnapshot(const std::string& agent, uint64_t seed, uint64_t step,
+                                  int classes, absl::Duration interval = absl::Minutes(1)) {
   Snapshot s;
   s.agent = AgentId(agent);
   s.time = T0() + interval * static_cast<double>(step);
@@ -107,9 +107,9 @@ inline StoreOptions TestOptions(const std::string& dir) {
   return o;
 }
 
-// Runs `fn` in a forked child and returns what it returned ("" = success). The child never returns to
-// the test framework: it reports through a pipe and _exit()s. A child that dies without reporting is a
-// failure described by its wait status.
+// Runs `fn` in a forked child and returns what it returned ("" = success). The child never returns
+// to the test framework: it reports through a pipe and _exit()s. A child that dies without
+// reporting is a failure described by its wait status.
 inline std::string RunInChild(const std::function<std::string()>& fn) {
   int fds[2];
   HW_CHECK(::pipe(fds) == 0);
