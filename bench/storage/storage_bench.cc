@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "absl/container/flat_hash_map.h"
 #include "bench/storage/workload.h"
 #include "storage/detail/codec.h"
 #include "storage/snapshot_store.h"
