@@ -368,7 +368,10 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   const double rise = recent_max - before_recent_max;
   const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t);
 
-  e.pass = pass_a && pass_b && pass_c && pass_d;
+  // Test C, like relative growth, gates becoming a suspect: it rejects steps and short fills. A suspect
+  // stays one while its growth is significant, large enough and still setting records (A, B, D); C would
+  // otherwise clear a leak that was flagged early while its growth does not yet span min_snapshots.
+  e.pass = pass_a && pass_b && (full || pass_c) && pass_d;
   if (full) {
     // Instances slope. Theil-Sen is scale-equivariant, so when bytes are the same multiple of instances in
     // every snapshot of the window (every class whose objects all have one size, i.e. every non-array
