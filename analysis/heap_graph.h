@@ -304,6 +304,10 @@ class HeapGraph {
   std::unique_ptr<Rep> rep_;
 };
 
+// Shallow size in bytes of an array of `length` elements of type `element` under `info.size_model` (and
+// `info.layout` for kHotSpot; references count info.id_size bytes for kAndroid and kNetBeans). O(1).
+uint64_t ArrayShallowSize(const DumpInfo& info, FieldType element, uint64_t length);
+
 // Per-class totals of one graph: instances and shallow bytes per ClassId (class objects are counted under
 // java.lang.Class when the dump has it). Index by ClassId::value. O(n).
 struct ClassTotals {

@@ -84,8 +84,6 @@ struct HeapGraph::Rep {
   void Finish();
 };
 
-// Shallow size in bytes of an array of `length` elements of type `element` under the dump's size model.
-uint64_t ArrayShallowSize(const DumpInfo& info, FieldType element, uint64_t length);
 // Aligns `n` up to a multiple of `alignment` (a power of two or any positive value).
 inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
   return alignment <= 1 ? n : (n + alignment - 1) / alignment * alignment;
