@@ -1,17 +1,31 @@
-// Lengauer-Tarjan dominators (TOPLAS 1(1):121-141, 1979), simple version, iterative, over typed
-// 32-bit arrays that are reused between phases. Step numbers follow the paper (section 3):
+// Lengauer-Tarjan dominators (TOPLAS 1(1):121-141, 1979), simple version, iterative. Step numbers
+// follow the paper (section 3):
 //   Step 1: depth-first search numbering the objects (preorder DFS numbers).
 //   Step 2: semidominators, in decreasing DFS number, with EVAL/LINK over a forest and path
-//   compression. Step 3: implicit immediate dominators from the buckets. Step 4: explicit immediate
-//   dominators, in increasing DFS number.
+//           compression.
+//   Step 3: implicit immediate dominators from the buckets.
+//   Step 4: explicit immediate dominators, in increasing DFS number.
 // Between steps 1 and 2 the references are classified once by DFS numbers: a reference v -> w with
 // dfn(v) < dfn(w) makes v a semidominator candidate of w directly (v is a DFS ancestor of w), so
 // only the references with dfn(v) > dfn(w) (back and cross references) are stored, grouped by
 // target, for step 2.
+//
+// Memory layout (n objects, N <= n + 1 DFS numbers):
+//   dfn      ObjectIndex -> DfsNumber, 4 bytes per object, for the whole run.
+//   vertices DfsNumber -> VertexRecord {ancestor, slot, semi}, 12 bytes: the three fields EVAL
+//   reads
+//            together share a cache line. The paper's separate semi(w) array is not needed: before
+//            w is processed `semi` holds the smallest candidate found so far, afterwards the semi
+//            of label(w) (EVAL compares only those), and step 4 reads a one-bit flag instead.
+//   aux      DfsNumber -> uint32: DFS stack cursors, then reference counts and group ends, then
+//            bucket links and immediate dominators.
+//   preds    one DfsNumber per back or cross reference.
+// The mapping DfsNumber -> ObjectIndex is rebuilt from dfn at the end, when `vertices` is gone.
 #include "analysis/dominator_tree.h"
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -22,55 +36,36 @@ namespace {
 
 // Position of a node in the depth-first preorder of the flow graph. 1 is the super root, objects
 // get 2..N; 0 means "none" (an unvisited object, no forest ancestor, the end of a bucket list), so
-// that a zero-filled array is a valid initial state.
+// that zero-filled memory is a valid initial state. Trivial, so arrays of it stay uninitialised
+// until a phase writes them.
 struct DfsNumber {
-  uint32_t value = 0;
+  uint32_t value;
   friend constexpr auto operator<=>(DfsNumber, DfsNumber) = default;
 };
 constexpr DfsNumber kNoDfs{0};
 constexpr DfsNumber kSuperRootDfs{1};
 
-// Plain uint32 storage for one array of the algorithm. Several phases reuse one buffer under
-// different typed views (see Array below), so the storage itself is untyped and uninitialised until
-// a phase writes it: pages that are never written (the tail of a buffer sized for all objects when
-// only some are reachable) never count in the resident set.
-class Buffer {
- public:
-  explicit Buffer(size_t size) : data_(new uint32_t[size]), size_(size) {}
-  uint32_t* data() { return data_.get(); }
-  size_t size() const { return size_; }
-  void Reset() { data_.reset(); }
+// Per DFS number w.
+struct VertexRecord {
+  // Step 1: the DFS tree parent. Steps 2-3: the forest ancestor; w is linked iff w > the vertex
+  // being processed, and EVAL compresses paths in place.
+  DfsNumber ancestor;
+  // Step 1: the DFS stack, indexed by depth (the ObjectIndex of the node at depth w). Steps 2-3,
+  // before w is processed: the head of bucket(w) (kNoDfs = empty); afterwards: label(w).
+  uint32_t slot;
+  // Before w is processed: the smallest DFS number seen among w's semidominator candidates.
+  // Afterwards: semi(label(w)).
+  DfsNumber semi;
 
- private:
-  std::unique_ptr<uint32_t[]> data_;
-  size_t size_;
+  DfsNumber label() const { return DfsNumber{slot}; }
+  void set_label(DfsNumber d) { slot = d.value; }
 };
 
-// A typed view of a Buffer: index type I (ObjectIndex or DfsNumber), value type V (ObjectIndex,
-// DfsNumber or a plain uint32_t count/offset). Keeps object indices and DFS numbers from being
-// mixed up.
-template <typename I, typename V>
-class Array {
- public:
-  explicit Array(Buffer& buffer) : data_(buffer.data()) {}
-  V operator[](I i) const {
-    if constexpr (std::is_same_v<V, uint32_t>) {
-      return data_[i.value];
-    } else {
-      return V{data_[i.value]};
-    }
-  }
-  void set(I i, V v) {
-    if constexpr (std::is_same_v<V, uint32_t>) {
-      data_[i.value] = v;
-    } else {
-      data_[i.value] = v.value;
-    }
-  }
-
- private:
-  uint32_t* data_;
-};
+template <typename T>
+std::unique_ptr<T[]> Uninitialised(size_t size) {
+  static_assert(std::is_trivially_default_constructible_v<T>);
+  return std::unique_ptr<T[]>(new T[size]);
+}
 
 }  // namespace
 
@@ -84,11 +79,9 @@ class DominatorTreeBuilder {
         options_(options),
         n_(graph.node_count()),
         // DFS numbers run 1..n+1 and 0 is "none": n + 2 slots per array.
-        buf_a_(size_t{n_} + 2),
-        buf_vertex_(size_t{n_} + 2),
-        buf_ancestor_(size_t{n_} + 2),
-        buf_semi_(size_t{n_} + 2),
-        buf_b_(size_t{n_} + 2) {}
+        dfn_(Uninitialised<DfsNumber>(size_t{n_} + 2)),
+        vertices_(Uninitialised<VertexRecord>(size_t{n_} + 2)),
+        aux_(Uninitialised<uint32_t>(size_t{n_} + 2)) {}
 
   StatusOr<DominatorTree> Run(DominatorTree tree) {
     HW_RETURN_IF_ERROR(Step1DepthFirstSearch(tree));
@@ -100,7 +93,10 @@ class DominatorTreeBuilder {
   }
 
  private:
-  // Calls fn(edge, target) for every followed reference of object v.
+  DfsNumber& dfn(ObjectIndex v) { return dfn_[v.value]; }
+  VertexRecord& vertex(DfsNumber d) { return vertices_[d.value]; }
+
+  // Calls fn(target) for every followed reference of object v.
   template <typename Fn>
   void ForEachFollowed(ObjectIndex v, Fn fn) const {
     const uint64_t end = graph_.offsets[v.value + 1];
@@ -110,25 +106,39 @@ class DominatorTreeBuilder {
     }
   }
 
+  // Checks the CSR row of v (offsets in order and in range) before anything follows it.
+  Status CheckRow(ObjectIndex v) const {
+    const uint64_t begin = graph_.offsets[v.value];
+    const uint64_t end = graph_.offsets[v.value + 1];
+    if (begin <= end && end <= graph_.targets.size() &&
+        end - begin <= std::numeric_limits<uint32_t>::max()) [[likely]] {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(
+        absl::StrFormat("dominator tree: malformed CSR row of object %u: references [%u, %u) of %u",
+                        v.value, begin, end, graph_.targets.size()));
+  }
+
+  Status CheckTarget(ObjectIndex v, uint64_t e, ObjectIndex t) const {
+    if (t.value < n_) [[likely]] {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dominator tree: reference %u of object %u targets object %u, but the graph has %u "
+        "objects",
+        e, v.value, t.value, n_));
+  }
+
   // ---- Step 1: iterative DFS from the super root. ----
-  //
-  // Arrays written: dfn (buf_a_, ObjectIndex -> DfsNumber, zero = unvisited), vertex (DfsNumber ->
-  // ObjectIndex), ancestor (DfsNumber -> DfsNumber: the DFS tree parent; step 2 links the forest in
-  // place over it, see Eval). The explicit DFS stack lives in buf_semi_ (node) and buf_b_ (next
-  // reference to scan, relative to the node's first reference), which are free until
-  // ClassifyReferences.
+  // Writes dfn and vertices[].ancestor (the DFS parent).
   Status Step1DepthFirstSearch(DominatorTree& tree) {
-    std::fill_n(buf_a_.data(), buf_a_.size(), 0u);
-    Array<ObjectIndex, DfsNumber> dfn(buf_a_);
-    Array<DfsNumber, ObjectIndex> vertex(buf_vertex_);
-    Array<DfsNumber, DfsNumber> ancestor(buf_ancestor_);
-    vertex.set(kSuperRootDfs, ObjectIndex(n_));
-    ancestor.set(kSuperRootDfs, kNoDfs);
+    std::fill_n(dfn_.get(), size_t{n_} + 2, kNoDfs);
+    vertex(kSuperRootDfs).ancestor = kNoDfs;
     next_dfn_ = 2;
 
     // Successors of the super root: the GC roots, in the given order.
     for (ObjectIndex root : roots_) {
-      if (dfn[root] == kNoDfs) HW_RETURN_IF_ERROR(DepthFirstSearchFrom(root));
+      if (dfn(root) == kNoDfs) HW_RETURN_IF_ERROR(DepthFirstSearchFrom(root));
     }
     reached_from_roots_ = next_dfn_ - 2;
     tree.unreachable_count_ = n_ - reached_from_roots_;
@@ -140,89 +150,71 @@ class DominatorTreeBuilder {
       std::vector<bool> referenced_by_garbage(n_);
       for (uint32_t o = 0; o < n_; ++o) {
         const ObjectIndex v(o);
-        if (dfn[v] != kNoDfs) continue;
-        HW_RETURN_IF_ERROR(CheckReferences(v));
+        if (dfn(v) != kNoDfs) continue;
+        HW_RETURN_IF_ERROR(CheckRow(v));
         const uint64_t end = graph_.offsets[o + 1];
         for (uint64_t e = graph_.offsets[o]; e < end; ++e) {
           if (!options_.follow_weak_references && graph_.is_weak(e)) continue;
           const ObjectIndex t = graph_.targets[e];
           HW_RETURN_IF_ERROR(CheckTarget(v, e, t));
-          if (t != v && dfn[t] == kNoDfs) referenced_by_garbage[t.value] = true;
+          if (t != v && dfn(t) == kNoDfs) referenced_by_garbage[t.value] = true;
         }
       }
       for (uint32_t o = 0; o < n_; ++o) {
         const ObjectIndex v(o);
-        if (dfn[v] != kNoDfs || referenced_by_garbage[o]) continue;
+        if (dfn(v) != kNoDfs || referenced_by_garbage[o]) continue;
         tree.artificial_roots_.push_back(v);
         HW_RETURN_IF_ERROR(DepthFirstSearchFrom(v));
       }
     }
     for (uint32_t o = 0; o < n_; ++o) {
       const ObjectIndex v(o);
-      if (dfn[v] != kNoDfs) continue;
+      if (dfn(v) != kNoDfs) continue;
       tree.artificial_roots_.push_back(v);
       HW_RETURN_IF_ERROR(DepthFirstSearchFrom(v));
     }
     return absl::OkStatus();
   }
 
-  // Checks the CSR row of v (offsets in order, targets in range) before anything follows it.
-  Status CheckReferences(ObjectIndex v) const {
-    const uint64_t begin = graph_.offsets[v.value];
-    const uint64_t end = graph_.offsets[v.value + 1];
-    if (begin > end || end > graph_.targets.size() ||
-        end - begin > std::numeric_limits<uint32_t>::max()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "dominator tree: malformed CSR row of object %u: references [%u, %u) of %u", v.value,
-          begin, end, graph_.targets.size()));
-    }
-    return absl::OkStatus();
-  }
-
-  Status CheckTarget(ObjectIndex v, uint64_t e, ObjectIndex t) const {
-    if (t.value < n_) [[likely]]
-      return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "dominator tree: reference %u of object %u targets object %u, but the graph has %u objects",
-        e, v.value, t.value, n_));
-  }
-
-  // DFS from `start` (unvisited), which becomes a child of the super root in the DFS tree.
+  // DFS from `start` (unvisited), which becomes a child of the super root in the DFS tree. The
+  // explicit stack lives in vertices[depth].slot (the object) and aux[depth] (the next reference
+  // to scan, relative to the object's first one): both are free until step 1 ends, and the depth
+  // never exceeds the number of DFS numbers handed out.
   Status DepthFirstSearchFrom(ObjectIndex start) {
-    Array<ObjectIndex, DfsNumber> dfn(buf_a_);
-    Array<DfsNumber, ObjectIndex> vertex(buf_vertex_);
-    Array<DfsNumber, DfsNumber> ancestor(buf_ancestor_);
-    uint32_t* stack_node = buf_semi_.data();  // DfsNumber of the node at each stack level
-    uint32_t* stack_next = buf_b_.data();     // next reference of that node to scan (relative)
     size_t depth = 0;
-
     auto discover = [&](ObjectIndex v, DfsNumber parent) -> Status {
-      HW_RETURN_IF_ERROR(CheckReferences(v));
+      HW_RETURN_IF_ERROR(CheckRow(v));
       const DfsNumber d{next_dfn_++};
-      dfn.set(v, d);
-      vertex.set(d, v);
-      ancestor.set(d, parent);
-      stack_node[depth] = d.value;
-      stack_next[depth] = 0;
+      dfn(v) = d;
+      vertex(d).ancestor = parent;
+      vertices_[depth].slot = v.value;
+      aux_[depth] = 0;
       ++depth;
       return absl::OkStatus();
     };
     HW_RETURN_IF_ERROR(discover(start, kSuperRootDfs));
     while (depth > 0) {
-      const DfsNumber d{stack_node[depth - 1]};
-      const ObjectIndex v = vertex[d];
+      const ObjectIndex v(vertices_[depth - 1].slot);
       const uint64_t begin = graph_.offsets[v.value];
       const uint32_t degree = static_cast<uint32_t>(graph_.offsets[v.value + 1] - begin);
-      uint32_t i = stack_next[depth - 1];
+      uint32_t i = aux_[depth - 1];
+      if (i == 0) {
+        // First visit: start loading the DFS numbers and CSR rows of the targets at once (they are
+        // scattered over memory; the scan below would otherwise wait for them one by one).
+        for (uint32_t k = 0; k < degree && k < 16; ++k) {
+          __builtin_prefetch(&dfn_[graph_.targets[begin + k].value]);
+          __builtin_prefetch(&graph_.offsets[graph_.targets[begin + k].value]);
+        }
+      }
       bool descended = false;
       while (i < degree) {
         const uint64_t e = begin + i++;
         if (!options_.follow_weak_references && graph_.is_weak(e)) continue;
         const ObjectIndex t = graph_.targets[e];
         HW_RETURN_IF_ERROR(CheckTarget(v, e, t));
-        if (dfn[t] == kNoDfs) {
-          stack_next[depth - 1] = i;
-          HW_RETURN_IF_ERROR(discover(t, d));
+        if (dfn(t) == kNoDfs) {
+          aux_[depth - 1] = i;
+          HW_RETURN_IF_ERROR(discover(t, dfn(v)));
           descended = true;
           break;
         }
@@ -234,34 +226,34 @@ class DominatorTreeBuilder {
 
   // ---- Between steps 1 and 2: classify references by DFS numbers. ----
   //
-  // semi (DfsNumber -> DfsNumber) starts as the smallest DFS number among the ancestors that
-  // reference w directly (at least the DFS parent; the super root for GC roots). The back and cross
-  // references v -> w (dfn(v) > dfn(w)) are stored in preds_, grouped by w in increasing order,
-  // with a counting sort whose cursors live in buf_b_ (free until step 2 uses it for buckets and
-  // idom): afterwards buf_b_[w] is the end of w's group, so w's group is [buf_b_[w - 1],
-  // buf_b_[w]).
+  // vertices[w].semi starts as the smallest DFS number among the ancestors that reference w
+  // directly (at least the DFS parent; the super root for GC roots). The back and cross references
+  // v -> w (dfn(v) > dfn(w)) are stored in preds_, grouped by w in increasing order, by a counting
+  // sort whose cursors live in aux; afterwards aux[w] is the end of w's group, so w's group is
+  // [aux[w - 1], aux[w]). Both passes scan the objects in index order, i.e. the CSR
+  // sequentially.
   Status ClassifyReferences(DominatorTree& tree) {
     last_dfn_ = DfsNumber{next_dfn_ - 1};
     const uint32_t last = last_dfn_.value;
-    Array<ObjectIndex, DfsNumber> dfn(buf_a_);
-    Array<DfsNumber, ObjectIndex> vertex(buf_vertex_);
-    Array<DfsNumber, DfsNumber> ancestor(buf_ancestor_);
-    Array<DfsNumber, DfsNumber> semi(buf_semi_);
-    Array<DfsNumber, uint32_t> cursor(buf_b_);
-
-    std::fill_n(buf_b_.data(), size_t{last} + 1, 0u);
-    for (uint32_t w = 2; w <= last; ++w) semi.set(DfsNumber{w}, ancestor[DfsNumber{w}]);
-    for (ObjectIndex root : roots_) semi.set(dfn[root], kSuperRootDfs);
+    for (uint32_t d = 1; d <= last; ++d) {
+      VertexRecord& r = vertices_[d];
+      r.slot = kNoDfs.value;  // empty bucket
+      r.semi = r.ancestor;
+    }
+    for (ObjectIndex root : roots_) vertex(dfn(root)).semi = kSuperRootDfs;
+    std::fill_n(aux_.get(), size_t{last} + 1, 0u);
 
     uint64_t stored = 0;
-    for (uint32_t d = 2; d <= last; ++d) {
-      const DfsNumber v{d};
-      ForEachFollowed(vertex[v], [&](ObjectIndex t) {
-        const DfsNumber w = dfn[t];
+    for (uint32_t o = 0; o < n_; ++o) {
+      const DfsNumber v = dfn(ObjectIndex(o));
+      if (v == kNoDfs) continue;
+      ForEachFollowed(ObjectIndex(o), [&](ObjectIndex t) {
+        const DfsNumber w = dfn(t);
         if (w > v) {
-          if (v < semi[w]) semi.set(w, v);
+          DfsNumber& s = vertex(w).semi;
+          s = std::min(s, v);
         } else if (w < v) {
-          cursor.set(w, cursor[w] + 1);
+          ++aux_[w.value];
           ++stored;
         }
       });
@@ -272,139 +264,147 @@ class DominatorTreeBuilder {
     }
     uint32_t running = 0;
     for (uint32_t w = 0; w <= last; ++w) {
-      const uint32_t count = cursor[DfsNumber{w}];
-      cursor.set(DfsNumber{w}, running);
+      const uint32_t count = aux_[w];
+      aux_[w] = running;
       running += count;
     }
-    preds_.reset(new uint32_t[stored]);
-    for (uint32_t d = 2; d <= last; ++d) {
-      const DfsNumber v{d};
-      ForEachFollowed(vertex[v], [&](ObjectIndex t) {
-        const DfsNumber w = dfn[t];
-        if (w < v) {
-          const uint32_t at = cursor[w];
-          preds_[at] = v.value;
-          cursor.set(w, at + 1);
-        }
+    preds_ = Uninitialised<DfsNumber>(stored);
+    for (uint32_t o = 0; o < n_; ++o) {
+      const DfsNumber v = dfn(ObjectIndex(o));
+      if (v == kNoDfs) continue;
+      ForEachFollowed(ObjectIndex(o), [&](ObjectIndex t) {
+        const DfsNumber w = dfn(t);
+        if (w < v) preds_[aux_[w.value]++] = v;
       });
     }
 
     if (options_.keep_unreachable) {
       tree.from_gc_roots_.assign(n_, false);
       for (uint32_t o = 0; o < n_; ++o) {
-        const uint32_t d = dfn[ObjectIndex(o)].value;
+        const uint32_t d = dfn(ObjectIndex(o)).value;
         tree.from_gc_roots_[o] = d >= 2 && d < 2 + reached_from_roots_;
       }
     }
-    // dfn is not needed any more: buf_a_ becomes `label` for steps 2 and 3.
-    std::fill_n(buf_a_.data(), size_t{last} + 1, 0u);
     return absl::OkStatus();
   }
 
-  // EVAL(v) of the simple version (paper, section 3, with COMPRESS): the vertex with the smallest
-  // semidominator on the forest path from v up to, but excluding, the root of v's forest tree.
+  // EVAL(v) of the simple version (paper, section 3, with COMPRESS): afterwards label(v) is the
+  // vertex with the smallest semidominator on the forest path from v up to, but excluding, the
+  // root of v's forest tree, and vertices[v].semi is that smallest semidominator.
   //
-  // The forest is implicit: while step 2 processes the vertex `current`, exactly the vertices with
-  // a larger DFS number have been LINKed to their DFS parent, so "v is linked" is v > current, and
-  // ancestor[v] starts as the DFS parent. COMPRESS, recursive in the paper, runs here in two passes
-  // with pointer reversal instead of a stack: the climb points each visited ancestor entry back
-  // down the path, the descent restores it to the compressed value (the root's child's ancestor).
+  // The forest is implicit: while steps 2-3 process the vertex `current`, exactly the vertices with
+  // a larger DFS number have been LINKed to their DFS parent, so "x is linked" is x > current.
+  // COMPRESS, recursive in the paper, runs here in two passes with pointer reversal instead of a
+  // stack: the climb points each ancestor field back down the path, the descent restores it to the
+  // compressed value (the forest root).
   // REQUIRES: v > current (v is linked).
-  DfsNumber Eval(DfsNumber v, DfsNumber current, Array<DfsNumber, DfsNumber>& ancestor,
-                 Array<DfsNumber, DfsNumber>& label, const Array<DfsNumber, DfsNumber>& semi) {
-    if (ancestor[v] <= current) return label[v];
+  void Eval(DfsNumber v, DfsNumber current) {
+    if (vertex(v).ancestor <= current) return;
     DfsNumber prev = kNoDfs;
     DfsNumber u = v;
     do {  // Climb while u's ancestor is linked too, i.e. u must be compressed.
-      const DfsNumber up = ancestor[u];
-      ancestor.set(u, prev);
+      VertexRecord& ru = vertex(u);
+      const DfsNumber up = ru.ancestor;
+      ru.ancestor = prev;
       prev = u;
       u = up;
-    } while (ancestor[u] > current);
+    } while (vertex(u).ancestor > current);
     while (prev != kNoDfs) {  // Descend: u is the (already compressed) true ancestor of c.
+      const VertexRecord& ru = vertex(u);
+      VertexRecord& rc = vertex(prev);
       const DfsNumber c = prev;
-      prev = ancestor[c];
-      if (semi[label[u]] < semi[label[c]]) label.set(c, label[u]);
-      ancestor.set(c, ancestor[u]);
+      prev = rc.ancestor;
+      if (ru.semi < rc.semi) {
+        rc.semi = ru.semi;
+        rc.slot = ru.slot;
+      }
+      rc.ancestor = ru.ancestor;
       u = c;
     }
-    return label[v];
   }
 
   // ---- Steps 2 and 3. ----
   //
-  // For w = N down to 2 ("current" = w): first step 3 for the bucket of w (all v with semi(v) = w;
-  // they were processed before w, and the forest path from each to w is linked now, which is when
-  // the paper processes bucket(parent(w')) for w's last child w'), then step 2 for w, then w joins
-  // bucket(semi(w)) and becomes linked when `current` moves below it.
+  // For w = N down to 2 ("current" = w): first step 3 for the bucket of w (all v with
+  // semi(v) = w; they were processed before w, and the forest path from each to w is linked now,
+  // which is when the paper processes bucket(parent(w')) for w's last child w'), then step 2 for
+  // w, then w joins bucket(semi(w)) and becomes linked when `current` moves below it.
   //
-  // Arrays: label (buf_a_): for a linked vertex, the vertex with the smallest semi on its
-  // compressed path; for a vertex not yet processed, the head of its bucket (0 = empty). idom
-  // (buf_b_): for a vertex not yet processed, its preds_ group end (see ClassifyReferences); for a
-  // vertex in a bucket, the next vertex of that bucket; after step 3, the relative dominator
-  // (paper: dom).
+  // aux[w]: before w is processed, its preds_ group end (see ClassifyReferences); while w waits in
+  // a bucket, the next vertex of that bucket; after step 3, the relative dominator (paper: dom).
+  // relative_[w] is set when that relative dominator is not semi(w) and step 4 must fix it.
   void Steps2And3() {
     const uint32_t last = last_dfn_.value;
-    Array<DfsNumber, DfsNumber> ancestor(buf_ancestor_);
-    Array<DfsNumber, DfsNumber> semi(buf_semi_);
-    Array<DfsNumber, DfsNumber> label(buf_a_);
-    Array<DfsNumber, DfsNumber> idom(buf_b_);
-    Array<DfsNumber, uint32_t> group_end(buf_b_);
-
+    relative_.assign(size_t{last} + 1, false);
     auto process_bucket = [&](DfsNumber w) {
-      DfsNumber v = label[w];
+      DfsNumber v = vertex(w).label();
       while (v != kNoDfs) {
-        const DfsNumber next = idom[v];
-        const DfsNumber u = Eval(v, w, ancestor, label, semi);
-        idom.set(v, semi[u] < semi[v] ? u : w);
+        const DfsNumber next{aux_[v.value]};
+        Eval(v, w);
+        const VertexRecord& rv = vertex(v);
+        if (rv.semi < w) {  // semi(label(v)) < semi(v) = w
+          aux_[v.value] = rv.slot;
+          relative_[v.value] = true;
+        } else {
+          aux_[v.value] = w.value;
+        }
         v = next;
       }
     };
     for (uint32_t i = last; i >= 2; --i) {
       const DfsNumber w{i};
-      process_bucket(w);  // Step 3 for bucket(w).
-      label.set(w, w);
-      DfsNumber s = semi[w];  // Step 2: tree and forward references were folded in already.
-      const uint32_t begin = group_end[DfsNumber{i - 1}];
-      const uint32_t end = group_end[w];
-      for (uint32_t k = begin; k < end; ++k) {
-        const DfsNumber u = Eval(DfsNumber{preds_[k]}, w, ancestor, label, semi);
-        if (semi[u] < s) s = semi[u];
+      process_bucket(w);             // Step 3 for bucket(w).
+      DfsNumber s = vertex(w).semi;  // Step 2: tree and forward references are folded in.
+      const uint32_t begin = aux_[i - 1];
+      const uint32_t end = aux_[i];
+      if (i > 10) {  // Start loading the records of a group a few vertices ahead.
+        for (uint32_t k = aux_[i - 9]; k < aux_[i - 8]; ++k) {
+          __builtin_prefetch(&vertices_[preds_[k].value]);
+        }
       }
-      semi.set(w, s);
-      idom.set(w, label[s]);  // Add w to bucket(s).
-      label.set(s, w);
+      for (uint32_t k = begin; k < end; ++k) {
+        const DfsNumber p = preds_[k];
+        Eval(p, w);
+        s = std::min(s, vertex(p).semi);
+      }
+      VertexRecord& rw = vertex(w);
+      rw.set_label(w);
+      rw.semi = s;
+      VertexRecord& rs = vertex(s);  // Add w to bucket(s).
+      aux_[i] = rs.slot;
+      rs.slot = i;
     }
     process_bucket(kSuperRootDfs);
     preds_.reset();
+    vertices_.reset();
   }
 
   // ---- Step 4: explicit immediate dominators in increasing DFS number. ----
   void Step4() {
-    Array<DfsNumber, DfsNumber> semi(buf_semi_);
-    Array<DfsNumber, DfsNumber> idom(buf_b_);
-    idom.set(kSuperRootDfs, kNoDfs);
-    for (uint32_t i = 2; i <= last_dfn_.value; ++i) {
-      const DfsNumber w{i};
-      if (idom[w] != semi[w]) idom.set(w, idom[idom[w]]);
+    aux_[kSuperRootDfs.value] = kNoDfs.value;
+    for (uint32_t w = 2; w <= last_dfn_.value; ++w) {
+      if (relative_[w]) aux_[w] = aux_[aux_[w]];
     }
+    relative_ = {};
   }
 
-  // Translates idom to object indices and builds the children CSR.
+  // Translates the immediate dominators to object indices and builds the children CSR.
   void Finish(DominatorTree& tree) {
-    buf_a_.Reset();
-    buf_ancestor_.Reset();
-    buf_semi_.Reset();
-    Array<DfsNumber, ObjectIndex> vertex(buf_vertex_);
-    Array<DfsNumber, DfsNumber> idom(buf_b_);
-    tree.idom_.reset(new ObjectIndex[n_]);  // all kNoObject
-    for (uint32_t i = 2; i <= last_dfn_.value; ++i) {
-      const DfsNumber w{i};
-      tree.idom_[vertex[w].value] = vertex[idom[w]];
+    // DfsNumber -> ObjectIndex, rebuilt from dfn now that `vertices_` has been freed.
+    std::vector<ObjectIndex> object_at(size_t{last_dfn_.value} + 1);
+    object_at[kSuperRootDfs.value] = ObjectIndex(n_);
+    for (uint32_t o = 0; o < n_; ++o) {
+      const DfsNumber d = dfn(ObjectIndex(o));
+      if (d != kNoDfs) object_at[d.value] = ObjectIndex(o);
     }
-    tree.tree_object_count_ = last_dfn_.value - 1;
-    buf_vertex_.Reset();
-    buf_b_.Reset();
+    tree.idom_.reset(new ObjectIndex[n_]);  // all kNoObject
+    for (uint32_t o = 0; o < n_; ++o) {
+      const DfsNumber d = dfn(ObjectIndex(o));
+      if (d != kNoDfs) tree.idom_[o] = object_at[aux_[d.value]];
+    }
+    object_at = {};
+    dfn_.reset();
+    aux_.reset();
     HW_CHECK(tree.BuildChildren().ok());
   }
 
@@ -412,16 +412,15 @@ class DominatorTreeBuilder {
   std::span<const ObjectIndex> roots_;
   DominatorOptions options_;
   uint32_t n_;
-  Buffer buf_a_;         // dfn (step 1), then label (steps 2-3)
-  Buffer buf_vertex_;    // vertex
-  Buffer buf_ancestor_;  // DFS parent / forest ancestor
-  Buffer buf_semi_;      // DFS stack nodes (step 1), then semi
-  Buffer buf_b_;         // DFS stack cursors (step 1), preds_ group cursors, bucket links, idom
+  std::unique_ptr<DfsNumber[]> dfn_;          // ObjectIndex -> DfsNumber (kNoDfs: unvisited)
+  std::unique_ptr<VertexRecord[]> vertices_;  // DfsNumber -> VertexRecord
+  std::unique_ptr<uint32_t[]> aux_;           // DfsNumber -> stack cursor / count / link / idom
   // Back and cross references v -> w as dfn(v), grouped by dfn(w) (see ClassifyReferences).
-  std::unique_ptr<uint32_t[]> preds_;
+  std::unique_ptr<DfsNumber[]> preds_;
+  std::vector<bool> relative_;
   uint32_t next_dfn_ = 2;
   uint32_t reached_from_roots_ = 0;
-  DfsNumber last_dfn_;
+  DfsNumber last_dfn_{0};
 };
 
 bool DominatorTree::reachable_from_gc_roots(ObjectIndex v) const {
