@@ -10,18 +10,19 @@
 //
 // Algorithm: Lengauer-Tarjan, "simple" version (path compression without balanced linking),
 // O(m log n) worst case, near-linear in practice, for n objects and m references. Chosen over
-// Semi-NCA because Semi-NCA's NCA step is quadratic on a pattern that real heaps contain (many
-// objects first discovered below a long linked list but also referenced from a shallow map), and
-// over the balanced-linking version because Georgiadis et al. ("Finding Dominators in Practice",
-// JGAA 10(1), 2006) measured it slower in practice. Every step is iterative (explicit stacks,
+// Semi-NCA because Semi-NCA's NCA step is quadratic in the worst case, on a pattern that heaps
+// contain (many objects first discovered below a long linked list but also referenced from a
+// shallow map; see the ItemsBelowALongListAlsoHeldByAMap test), and over the balanced-linking
+// version because Georgiadis, Tarjan & Werneck ("Finding Dominators in Practice", JGAA 10(1), 2006)
+// found the simple version faster in practice. Every step is iterative (explicit stacks,
 // pointer reversal for path compression): chains of 10^8 objects do not touch the call stack.
 //
-// Memory (measured figures in the README): the algorithm works in 32-bit arrays over DFS numbers
-// and reuses them between phases; its peak is 5 arrays of n+2 uint32 (20 bytes per object) plus 4
-// bytes per reference that goes to an object with a smaller DFS number (back and cross references;
-// tree and forward references are folded into the semidominator candidates on a forward scan and
-// never stored). The finished tree keeps 12 bytes per object (immediate dominators and a CSR of
-// children).
+// Memory: the algorithm's peak is 20 bytes per object (object -> DFS number, a 12-byte record per
+// DFS number holding the three fields path compression reads together, and one 32-bit array reused
+// by every phase) plus 4 bytes per reference that goes to an object with a smaller DFS number (back
+// and cross references; tree and forward references are folded into the semidominator candidates on
+// a forward scan and never stored). The finished tree keeps 12 bytes per object (immediate
+// dominators and a CSR of children). Measured figures: README.
 //
 // Super root: represented by ObjectIndex(graph.node_count()), one past the last object. It is the
 // immediate dominator of every GC root and has no immediate dominator itself (kNoObject).
@@ -33,8 +34,8 @@
 // root also gets an edge to every unreachable object that no other unreachable object references
 // (the sources of the garbage), then, for garbage that is only cyclic, to the lowest-indexed object
 // of it not reached yet, in increasing ObjectIndex order. The chosen objects are listed in
-// artificial_roots(). (MAT's keep_unreachable_objects also keeps such objects but attaches them to
-// pseudo roots of its own.)
+// artificial_roots(). (MAT's keep_unreachable_objects option keeps unreachable objects too; how it
+// attaches them differs in detail, so retained sizes of garbage can differ from MAT's.)
 //
 // Thread-safety: ComputeDominatorTree is reentrant; a DominatorTree is immutable and can be read
 // from many threads at once.
