@@ -351,6 +351,30 @@ TEST(TrendDetectorTest, DeterministicAndReplayable) {
   EXPECT_TRUE(live.SuspectFor("leak.Late").has_value());
 }
 
+TEST(TrendDetectorTest, PartialReplayReproducesStatisticsOfRestoredSuspects) {
+  // Replaying only the last warmup_snapshots + peak_lookback_snapshots snapshots gives the same per-class
+  // statistics; every suspect it restores is a live suspect with the same figures (first_seen aside), and
+  // a leak young enough to pass the entry conditions in the replayed span is restored.
+  const TrendOptions o;
+  const std::vector<Snapshot> history = MixedHistory(120);
+  TrendDetector live(o);
+  for (const Snapshot& s : history) live.Observe(s);
+  TrendDetector partial(o);
+  const size_t k = o.warmup_snapshots + o.peak_lookback_snapshots;
+  for (size_t i = history.size() - k; i < history.size(); ++i) partial.Observe(history[i]);
+  const std::vector<Suspect> restored = partial.Suspects();
+  ASSERT_FALSE(restored.empty());
+  bool late = false;
+  for (Suspect s : restored) {
+    const auto l = live.SuspectFor(s.class_name);
+    ASSERT_TRUE(l.has_value()) << s.class_name;
+    s.first_seen = l->first_seen;
+    EXPECT_EQ(s, *l);
+    late |= s.class_name == "leak.Late";
+  }
+  EXPECT_TRUE(late);
+}
+
 TEST(TrendDetectorTest, MovedDetectorKeepsState) {
   TrendDetector d(TrendOptions{});
   for (int i = 0; i < 20; ++i) d.Observe(Snap(i, {{"C", i * kMiB}}));
