@@ -44,7 +44,9 @@ bool ClassNamePatterns::Matches(std::string_view class_name) const {
   return false;
 }
 
-std::vector<std::string> DefaultExcludePatterns() { return {"java.*", "javax.*", "jdk.*", "sun.*"}; }
+std::vector<std::string> DefaultExcludePatterns() {
+  return {"java.*", "javax.*", "jdk.*", "sun.*", "com\\.sun\\..*"};
+}
 
 namespace {
 
@@ -156,9 +158,10 @@ std::string ClassKeyName(const HeapGraph& graph, const ClassKey& key) {
 
 namespace {
 
-ClassKey KeyOf(const HeapGraph& graph, const DominatorTree& tree, ObjectIndex v) {
+ClassKey KeyOf(const HeapGraph& graph, const DominatorTree& tree, ObjectIndex v,
+              bool class_objects_by_described_class = true) {
   if (v == tree.super_root()) return ClassKey{kNoClass, false, true};
-  if (graph.kind(v) == ObjectKind::kClass) {
+  if (class_objects_by_described_class && graph.kind(v) == ObjectKind::kClass) {
     ClassId described = graph.DescribedClass(v);
     if (described.valid()) return ClassKey{described, true, false};
   }
@@ -219,7 +222,7 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
         break;
       }
       if (d == tree.super_root()) break;
-      ClassKey key = KeyOf(graph, tree, d);
+      ClassKey key = KeyOf(graph, tree, d, options.class_objects_by_described_class);
       bool climb = exclude.Excluded(key) ||
                    (options.skip_same_class && !key.class_object && key.class_id == own);
       if (!climb) break;
@@ -228,7 +231,7 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
     }
     for (ObjectIndex p : path) climb_end[memo_class | p.value] = d.value;
 
-    ClassKey key = KeyOf(graph, tree, d);
+    ClassKey key = KeyOf(graph, tree, d, options.class_objects_by_described_class);
     uint64_t row_key = (uint64_t{key.class_id.value} << 2) | (key.class_object ? 1 : 0) | (key.root ? 2 : 0);
     auto [it, inserted] = row_of.try_emplace(row_key, rows.size());
     if (inserted) {

@@ -64,8 +64,10 @@ class ClassNamePatterns {
   std::unique_ptr<Compiled> compiled_;
 };
 
-// The default exclude patterns: {"java.*", "javax.*", "jdk.*", "sun.*"} (JDK-internal holders such as
-// String, HashMap$Node or Object[] of collections tell a person nothing about who leaks).
+// The default exclude patterns: {"java.*", "javax.*", "jdk.*", "sun.*", "com\\.sun\\..*"}: JDK-internal
+// holders such as String, HashMap$Node or the Object[] of a collection tell a person nothing about who
+// leaks. ("java.*" is MAT's default, MAT at the corpus snapshot also skips sun.*, and com.sun.* is in MAT's
+// default skip pattern.)
 std::vector<std::string> DefaultExcludePatterns();
 
 // ---- Class histogram with retained sizes.
@@ -120,6 +122,10 @@ struct ImmediateDominatorsOptions {
   // Also climb past dominators of the same class as the dominated object (a linked list's previous node
   // says nothing about who holds the list). MAT does not; the suspect report does.
   bool skip_same_class = false;
+  // Key (and match against `exclude`) a class-object dominator by the class it describes ("class
+  // com.acme.Cache"). False does what MAT does: a class object is an instance of java.lang.Class, so
+  // "java.*" climbs past every class object.
+  bool class_objects_by_described_class = true;
 };
 
 struct DominatorClassGroup {

@@ -53,7 +53,11 @@ class Progress {
     if (!new_stage && elapsed - last_ < 1.0) return;
     stage_ = std::string(stage);
     last_ = elapsed;
-    err_ << absl::StrFormat("heapwatchctl analyze: %s %3.0f%% (%.1f s)\n", stage_, 100 * fraction, elapsed);
+    if (fraction > 0 && fraction < 1) {
+      err_ << absl::StrFormat("heapwatchctl analyze: %s %.0f%% (%.1f s)\n", stage_, 100 * fraction, elapsed);
+    } else {
+      err_ << absl::StrFormat("heapwatchctl analyze: %s (%.1f s)\n", stage_, elapsed);
+    }
     err_.flush();
   }
 
@@ -143,7 +147,7 @@ Subcommand AddAnalyzeCommand(CLI::App& app) {
   cmd->add_option("--dump", args->dump, "Which heap dump of the file, 0-based (default: the last)");
   cmd->add_option("--exclude", args->exclude,
                   "Regular expressions of dominator classes to climb past in 'who keeps it alive' "
-                  "(default: java.* javax.* jdk.* sun.*)");
+                  "(default: java.* javax.* jdk.* sun.* com\\.sun\\..*)");
   cmd->add_option("--size-model", args->size_model, "Shallow sizes: auto, hotspot, android, netbeans")
       ->capture_default_str();
   cmd->add_option("--ratio", args->ratio, "Accumulation-point ratio in (0, 1]")->capture_default_str();

@@ -9,7 +9,7 @@
 // size, the first level of the dominator tree grouped by class and, with --class, the suspect analysis:
 // total (precise) and minimum retained size of the class's instances, the accumulation point(s) with their
 // paths from a GC root, who keeps the instances alive (immediate dominators grouped by class, climbing
-// past --exclude patterns; default java.*, javax.*, jdk.*, sun.*) and the shortest strong path from a GC
+// past --exclude patterns; default java.*, javax.*, jdk.*, sun.*, com\.sun\..*) and the shortest strong path from a GC
 // root to the biggest instance. Sizes in bytes, times in seconds. --json prints the report as JSON
 // (field names as in analysis/report.h). Progress goes to stderr once the command has run for a second.
 //

@@ -248,6 +248,8 @@ TEST(ClassNamePatternsTest, MatchesWholeNamesAsMat) {
   EXPECT_TRUE(p->Matches("javax.swing.JFrame"));
   EXPECT_TRUE(p->Matches("sun.misc.Launcher"));
   EXPECT_TRUE(p->Matches("jdk.internal.loader.ClassLoaders"));
+  EXPECT_TRUE(p->Matches("com.sun.jmx.mbeanserver.JmxMBeanServer"));
+  EXPECT_FALSE(p->Matches("com.sunny.Thing"));
   EXPECT_FALSE(p->Matches("char[]"));
   EXPECT_FALSE(p->Matches("com.acme.java.Thing"));
   EXPECT_FALSE(ClassNamePatterns().Matches("java.lang.String"));
