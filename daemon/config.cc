@@ -1,0 +1,416 @@
+#include "daemon/config.h"
+
+#include <fnmatch.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "daemon/config_fields.h"
+#include "yaml-cpp/yaml.h"
+
+namespace heapwatch::daemon {
+namespace {
+// Debian 12's Abseil has its own string_view type; convert at the boundary.
+absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+}  // namespace
+
+bool MainClassFilter::Matches(std::string_view main_class) const {
+  std::string subject(main_class);
+  auto matches_any = [&](const std::vector<std::string>& patterns) {
+    for (const std::string& p : patterns) {
+      if (fnmatch(p.c_str(), subject.c_str(), 0) == 0) return true;
+    }
+    return false;
+  };
+  return matches_any(include) && !matches_any(exclude);
+}
+
+StatusOr<absl::Duration> ParseDurationText(std::string_view text) {
+  std::string t(absl::StripAsciiWhitespace(AV(text)));
+  absl::Duration d;
+  if (t.empty() || !absl::ParseDuration(t, &d)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "invalid duration '%s' (expected e.g. 500ms, 2s, 1m, 1h30m)", std::string(text)));
+  }
+  if (d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("invalid duration '%s': must be finite and not negative", std::string(text)));
+  }
+  return d;
+}
+
+std::string FormatDurationText(absl::Duration d) { return absl::FormatDuration(d); }
+
+namespace {
+
+using config_fields::Field;
+using config_fields::FieldMap;
+using config_fields::Located;
+
+}  // namespace
+
+namespace config_fields {
+
+std::string Located(const YAML::Node& node, std::string_view path) {
+  if (node.Mark().is_null()) return absl::StrCat("'", AV(path), "'");
+  return absl::StrFormat("'%s' (line %d)", std::string(path), node.Mark().line + 1);
+}
+
+Status ReadMap(const YAML::Node& node, const std::string& path, const FieldMap& fields) {
+  if (node.IsNull()) return absl::OkStatus();  // an empty section keeps every default
+  if (!node.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.empty() ? std::string("the document") : Located(node, path),
+                     " must be a mapping of keys to values"));
+  }
+  for (const auto& kv : node) {
+    std::string key;
+    try {
+      key = kv.first.as<std::string>();
+    } catch (const YAML::Exception&) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("non-scalar key in ", path.empty() ? "the document" : path));
+    }
+    std::string full = path.empty() ? key : absl::StrCat(path, ".", key);
+    auto it = fields.find(key);
+    if (it == fields.end()) {
+      std::vector<std::string> known;
+      for (const auto& f : fields) known.push_back(f.first);
+      return absl::InvalidArgumentError(absl::StrCat("unknown configuration key ",
+                                                     Located(kv.first, full), "; known keys here: ",
+                                                     absl::StrJoin(known, ", ")));
+    }
+    HW_RETURN_IF_ERROR(it->second(kv.second, full));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<std::string> ReadString(const YAML::Node& node, std::string_view path) {
+  if (node.IsNull()) return std::string();
+  if (!node.IsScalar()) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a string"));
+  }
+  return node.Scalar();
+}
+
+StatusOr<int64_t> ReadInt(const YAML::Node& node, std::string_view path, int64_t min, int64_t max) {
+  int64_t v = 0;
+  if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &v)) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be an integer"));
+  }
+  if (v < min || v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s must be in [%d, %d], got %d", Located(node, path), min, max, v));
+  }
+  return v;
+}
+
+StatusOr<double> ReadDouble(const YAML::Node& node, std::string_view path, double min, double max) {
+  double v = 0;
+  if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &v) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a number"));
+  }
+  if (v < min || v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s must be in [%g, %g], got %g", Located(node, path), min, max, v));
+  }
+  return v;
+}
+
+StatusOr<bool> ReadBool(const YAML::Node& node, std::string_view path) {
+  bool v = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v)) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be true or false"));
+  }
+  return v;
+}
+
+StatusOr<absl::Duration> ReadDuration(const YAML::Node& node, std::string_view path) {
+  if (!node.IsScalar()) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a duration"));
+  }
+  auto d = ParseDurationText(node.Scalar());
+  if (!d.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), ": ", d.status().message()));
+  }
+  return *d;
+}
+
+StatusOr<uint64_t> ParseByteSize(std::string_view text) {
+  std::string t(absl::StripAsciiWhitespace(AV(text)));
+  static constexpr std::pair<std::string_view, int> kSuffixes[] = {
+      {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"B", 0}};
+  int shift = 0;
+  for (const auto& [suffix, s] : kSuffixes) {
+    if (t.size() > suffix.size() && absl::EndsWith(t, AV(suffix))) {
+      t = std::string(absl::StripAsciiWhitespace(t.substr(0, t.size() - suffix.size())));
+      shift = s;
+      break;
+    }
+  }
+  uint64_t v = 0;
+  if (!absl::SimpleAtoi(t, &v) || (shift > 0 && v > (UINT64_MAX >> shift))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "invalid size '%s' (expected bytes as an integer, optionally with KiB, MiB, GiB or TiB)",
+        std::string(text)));
+  }
+  return v << shift;
+}
+
+std::string FormatDouble(double v) {
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::string text = absl::StrFormat("%.*g", precision, v);
+    double back = 0;
+    if (absl::SimpleAtod(text, &back) && back == v) return text;
+  }
+  return absl::StrFormat("%.17g", v);
+}
+
+StatusOr<uint64_t> ReadByteSize(const YAML::Node& node, std::string_view path) {
+  if (!node.IsScalar()) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a size in bytes"));
+  }
+  auto v = ParseByteSize(node.Scalar());
+  if (!v.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), ": ", v.status().message()));
+  }
+  return *v;
+}
+
+StatusOr<std::vector<std::string>> ReadStringList(const YAML::Node& node, std::string_view path) {
+  std::vector<std::string> out;
+  if (node.IsNull()) return out;
+  if (!node.IsSequence()) {
+    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a list of strings"));
+  }
+  for (const auto& item : node) {
+    if (!item.IsScalar()) {
+      return absl::InvalidArgumentError(absl::StrCat(Located(item, path), " must hold strings only"));
+    }
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+}  // namespace config_fields
+
+namespace {
+
+using namespace config_fields;  // NOLINT(google-build-using-namespace): the field readers above
+
+template <typename T>
+Field Assign(T* target, std::function<StatusOr<T>(const YAML::Node&, std::string_view)> read) {
+  return [target, read](const YAML::Node& node, const std::string& path) -> Status {
+    HW_ASSIGN_OR_RETURN(*target, read(node, path));
+    return absl::OkStatus();
+  };
+}
+
+Field StringField(std::string* target) { return Assign<std::string>(target, ReadString); }
+Field DurationField(absl::Duration* target) { return Assign<absl::Duration>(target, ReadDuration); }
+Field ByteSizeField(uint64_t* target) { return Assign<uint64_t>(target, ReadByteSize); }
+Field IntField(int* target, int min, int max) {
+  return [=](const YAML::Node& node, const std::string& path) -> Status {
+    HW_ASSIGN_OR_RETURN(int64_t v, ReadInt(node, path, min, max));
+    *target = static_cast<int>(v);
+    return absl::OkStatus();
+  };
+}
+Field DoubleField(double* target, double min, double max) {
+  return [=](const YAML::Node& node, const std::string& path) -> Status {
+    HW_ASSIGN_OR_RETURN(*target, ReadDouble(node, path, min, max));
+    return absl::OkStatus();
+  };
+}
+Field FilterField(MainClassFilter* target) {
+  return [target](const YAML::Node& node, const std::string& path) -> Status {
+    return ReadMap(node, path,
+                   {{"include", Assign<std::vector<std::string>>(&target->include, ReadStringList)},
+                    {"exclude", Assign<std::vector<std::string>>(&target->exclude, ReadStringList)}});
+  };
+}
+Field Section(FieldMap fields) {
+  return [fields = std::move(fields)](const YAML::Node& node, const std::string& path) {
+    return ReadMap(node, path, fields);
+  };
+}
+
+FieldMap TopLevelFields(Config* c) {
+  CollectionConfig* col = &c->collection;
+  return {
+      {"data_dir", StringField(&c->data_dir)},
+      {"grpc_listen", StringField(&c->grpc_listen)},
+      {"metrics_listen", StringField(&c->metrics_listen)},
+      {"grpc_port_file", StringField(&c->grpc_port_file)},
+      {"metrics_port_file", StringField(&c->metrics_port_file)},
+      {"log_level", StringField(&c->log_level)},
+      {"shutdown_grace", DurationField(&c->shutdown_grace)},
+      {"collection", Section({
+                         {"interval", DurationField(&col->interval)},
+                         {"jitter", DoubleField(&col->jitter, 0, 0.5)},
+                         {"concurrency", IntField(&col->concurrency, 1, 64)},
+                         {"discovery_interval", DurationField(&col->discovery_interval)},
+                         {"handshake_timeout", DurationField(&col->handshake_timeout)},
+                         {"connect_timeout", DurationField(&col->connect_timeout)},
+                         {"io_timeout", DurationField(&col->io_timeout)},
+                         {"max_reply_bytes", ByteSizeField(&col->max_reply_bytes)},
+                         {"backoff_initial", DurationField(&col->backoff_initial)},
+                         {"backoff_max", DurationField(&col->backoff_max)},
+                         {"all_objects", FilterField(&col->all_objects)},
+                     })},
+      {"watch", Section({{"agents", FilterField(&c->watch.agents)}})},
+      {"export", Section({{"top_classes", IntField(&c->exporter.top_classes, 0, 10000)}})},
+      {"trend", Section(TrendFields(&c->trend))},
+      {"retention", Section({
+                        {"max_age", DurationField(&c->retention.max_age)},
+                        {"max_bytes", ByteSizeField(&c->retention.max_bytes)},
+                        {"check_interval", DurationField(&c->retention.check_interval)},
+                    })},
+  };
+}
+
+}  // namespace
+
+StatusOr<Config> ParseConfigYaml(std::string_view yaml, const Config& base, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(AV(source), ": invalid YAML: ", e.what()));
+  }
+  Config config = base;
+  Status s = ReadMap(root, "", TopLevelFields(&config));
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(AV(source), ": ", s.message()));
+  return config;
+}
+
+StatusOr<Config> LoadConfigFile(const std::string& path, const Config& base) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read configuration file ", path, ": ",
+                                            std::strerror(errno)));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParseConfigYaml(buffer.str(), base, path);
+}
+
+Status ValidateConfig(const Config& c) {
+  auto fail = [](std::string_view key, std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("configuration '", AV(key), "': ", AV(why)));
+  };
+  if (c.data_dir.empty()) return fail("data_dir", "must not be empty");
+  if (c.grpc_listen.empty()) return fail("grpc_listen", "must not be empty");
+  if (c.metrics_listen.empty()) return fail("metrics_listen", "must not be empty");
+  const CollectionConfig& col = c.collection;
+  if (col.interval < absl::Milliseconds(100)) return fail("collection.interval", "must be >= 100ms");
+  if (!(col.jitter >= 0 && col.jitter <= 0.5)) return fail("collection.jitter", "must be in [0, 0.5]");
+  if (col.concurrency < 1 || col.concurrency > 64) {
+    return fail("collection.concurrency", "must be in [1, 64]");
+  }
+  if (col.discovery_interval < absl::Milliseconds(100)) {
+    return fail("collection.discovery_interval", "must be >= 100ms");
+  }
+  if (col.handshake_timeout <= absl::ZeroDuration()) {
+    return fail("collection.handshake_timeout", "must be positive");
+  }
+  if (col.connect_timeout <= absl::ZeroDuration()) {
+    return fail("collection.connect_timeout", "must be positive");
+  }
+  if (col.io_timeout <= absl::ZeroDuration()) return fail("collection.io_timeout", "must be positive");
+  if (col.max_reply_bytes < 4096) return fail("collection.max_reply_bytes", "must be >= 4096");
+  if (c.retention.max_age <= absl::ZeroDuration()) {
+    return fail("retention.max_age", "must be positive");
+  }
+  if (col.backoff_initial <= absl::ZeroDuration()) {
+    return fail("collection.backoff_initial", "must be positive");
+  }
+  if (col.backoff_max < col.backoff_initial) {
+    return fail("collection.backoff_max", "must be >= collection.backoff_initial");
+  }
+  if (c.exporter.top_classes < 0) return fail("export.top_classes", "must not be negative");
+  if (c.retention.check_interval < absl::Seconds(1)) {
+    return fail("retention.check_interval", "must be >= 1s");
+  }
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  bool level_ok = false;
+  for (const char* l : kLevels) level_ok |= c.log_level == l;
+  if (!level_ok) {
+    return fail("log_level", "must be one of trace, debug, info, warn, error, critical, off");
+  }
+  HW_RETURN_IF_ERROR(ValidateTrend(c.trend));
+  return absl::OkStatus();
+}
+
+namespace {
+
+void EmitFilter(YAML::Emitter& out, const char* key, const MainClassFilter& f) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "include" << YAML::Value << YAML::Flow << f.include;
+  out << YAML::Key << "exclude" << YAML::Value << YAML::Flow << f.exclude;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string ConfigToYaml(const Config& c) {
+  YAML::Emitter out;
+  auto dur = [](absl::Duration d) { return FormatDurationText(d); };
+  out << YAML::BeginMap;
+  out << YAML::Key << "data_dir" << YAML::Value << c.data_dir;
+  out << YAML::Key << "grpc_listen" << YAML::Value << c.grpc_listen;
+  out << YAML::Key << "metrics_listen" << YAML::Value << c.metrics_listen;
+  out << YAML::Key << "grpc_port_file" << YAML::Value << c.grpc_port_file;
+  out << YAML::Key << "metrics_port_file" << YAML::Value << c.metrics_port_file;
+  out << YAML::Key << "log_level" << YAML::Value << c.log_level;
+  out << YAML::Key << "shutdown_grace" << YAML::Value << dur(c.shutdown_grace);
+
+  const CollectionConfig& col = c.collection;
+  out << YAML::Key << "collection" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "interval" << YAML::Value << dur(col.interval);
+  out << YAML::Key << "jitter" << YAML::Value << FormatDouble(col.jitter);
+  out << YAML::Key << "concurrency" << YAML::Value << col.concurrency;
+  out << YAML::Key << "discovery_interval" << YAML::Value << dur(col.discovery_interval);
+  out << YAML::Key << "handshake_timeout" << YAML::Value << dur(col.handshake_timeout);
+  out << YAML::Key << "connect_timeout" << YAML::Value << dur(col.connect_timeout);
+  out << YAML::Key << "io_timeout" << YAML::Value << dur(col.io_timeout);
+  out << YAML::Key << "max_reply_bytes" << YAML::Value << col.max_reply_bytes;
+  out << YAML::Key << "backoff_initial" << YAML::Value << dur(col.backoff_initial);
+  out << YAML::Key << "backoff_max" << YAML::Value << dur(col.backoff_max);
+  EmitFilter(out, "all_objects", col.all_objects);
+  out << YAML::EndMap;
+
+  out << YAML::Key << "watch" << YAML::Value << YAML::BeginMap;
+  EmitFilter(out, "agents", c.watch.agents);
+  out << YAML::EndMap;
+
+  out << YAML::Key << "export" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "top_classes" << YAML::Value << c.exporter.top_classes;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "trend" << YAML::Value;
+  EmitTrend(out, c.trend);
+
+  out << YAML::Key << "retention" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "max_age" << YAML::Value << dur(c.retention.max_age);
+  out << YAML::Key << "max_bytes" << YAML::Value << c.retention.max_bytes;
+  out << YAML::Key << "check_interval" << YAML::Value << dur(c.retention.check_interval);
+  out << YAML::EndMap;
+
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace heapwatch::daemon

@@ -1,0 +1,313 @@
+#include "daemon/metrics.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "absl/container/flat_hash_map.h"
+#include "daemon/metric_names.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+#ifndef HEAPWATCH_VERSION
+#define HEAPWATCH_VERSION "unknown"
+#endif
+
+namespace heapwatch::daemon {
+
+std::string_view CollectionResultName(CollectionResult result) {
+  switch (result) {
+    case CollectionResult::kOk:
+      return "ok";
+    case CollectionResult::kTimeout:
+      return "timeout";
+    case CollectionResult::kAttachError:
+      return "attach_error";
+    case CollectionResult::kParseError:
+      return "parse_error";
+    case CollectionResult::kStoreError:
+      return "store_error";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::Labels;
+
+template <typename T>
+void RemoveIfSet(Family<T>* family, T*& metric) {
+  if (metric != nullptr) family->Remove(metric);
+  metric = nullptr;
+}
+
+template <typename Builder>
+auto& RegisterFamily(Builder builder, std::string_view name, const char* help,
+                     prometheus::Registry& registry) {
+  return builder.Name(std::string(name)).Help(help).Register(registry);
+}
+
+// The series of one class of one agent. Suspect-only series are null while the class is not a suspect.
+struct ClassSeries {
+  Gauge* bytes = nullptr;
+  Gauge* instances = nullptr;
+  Gauge* suspect = nullptr;
+  Gauge* score = nullptr;
+  Gauge* growth_bytes = nullptr;
+  Gauge* growth_instances = nullptr;
+};
+
+struct AgentSeries {
+  Gauge* info = nullptr;
+  Gauge* up = nullptr;
+  Gauge* last_snapshot = nullptr;
+  bool is_up = true;
+  std::map<CollectionResult, Counter*> collections;
+  std::unordered_map<std::string, ClassSeries> classes;
+};
+
+}  // namespace
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+
+  Family<Gauge>& agent_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentInfo,
+                                       "Labels of a watched JVM agent; value 1.", *registry);
+  Family<Gauge>& agent_up = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kAgentUp,
+      "1 while the last class-histogram collection of the agent succeeded, 0 while collections fail.",
+      *registry);
+  Family<Gauge>& agent_last_snapshot =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentLastSnapshot,
+               "Unix time in seconds of the agent's last stored class histogram.", *registry);
+  Family<Gauge>& class_bytes =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassBytes,
+               "Shallow bytes of a class in the agent's last class histogram (top classes and suspects).", *registry);
+  Family<Gauge>& class_instances =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassInstances,
+               "Instances of a class in the agent's last class histogram (top classes and suspects).", *registry);
+  Family<Gauge>& leak_suspect = RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspect,
+                                         "1 while the class is a leak suspect of the agent.", *registry);
+  Family<Gauge>& leak_suspect_score =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspectScore,
+               "Confidence in [0, 1] that a suspect class keeps growing.", *registry);
+  Family<Gauge>& growth_bytes =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassGrowthBytes,
+               "Robust (Theil-Sen) growth rate of a suspect class in bytes per second.", *registry);
+  Family<Gauge>& growth_instances =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassGrowthInstances,
+               "Robust (Theil-Sen) growth rate of a suspect class in instances per second.", *registry);
+  Family<Counter>& collections =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kCollections,
+               "Finished class-histogram collections by agent and result.", *registry);
+  Family<Histogram>& collection_duration_family =
+      RegisterFamily(prometheus::BuildHistogram(), metric_names::kCollectionDuration,
+               "Seconds from the start of an attach to the stored snapshot (or the failure).", *registry);
+  Histogram& collection_duration = collection_duration_family.Add(
+      {}, Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120});
+  Family<Gauge>& in_flight_family = RegisterFamily(prometheus::BuildGauge(),
+                                             metric_names::kCollectionsInFlight,
+                                             "Class-histogram collections running now.", *registry);
+  Gauge& in_flight = in_flight_family.Add({});
+  Family<Gauge>& agents_family = RegisterFamily(prometheus::BuildGauge(), metric_names::kAgents,
+                                          "Watched agents by state (up, unreachable).", *registry);
+  Gauge& agents_up = agents_family.Add({{"state", "up"}});
+  Gauge& agents_unreachable = agents_family.Add({{"state", "unreachable"}});
+  Family<Gauge>& store_size_family = RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreSize,
+                                              "Size of the LMDB store on disk in bytes.", *registry);
+  Gauge& store_size = store_size_family.Add({});
+  Family<Counter>& retention_runs = RegisterFamily(prometheus::BuildCounter(),
+                                             metric_names::kRetentionRuns,
+                                             "Background retention runs of the store by result.", *registry);
+  Counter& retention_ok = retention_runs.Add({{"result", "ok"}});
+  Counter& retention_error = retention_runs.Add({{"result", "error"}});
+  Family<Counter>& grpc_requests = RegisterFamily(prometheus::BuildCounter(), metric_names::kGrpcRequests,
+                                            "gRPC requests served by method and status code.", *registry);
+  Family<Gauge>& build_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kBuildInfo,
+                                       "heapwatchd build information; value 1.", *registry);
+
+  std::mutex mu;
+  std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu
+
+  Impl() { build_info.Add({{"version", HEAPWATCH_VERSION}}).Set(1); }
+
+  void UpdateAgentCounts() {  // REQUIRES: mu held
+    int up = 0;
+    for (const auto& [id, a] : agents) up += a.is_up ? 1 : 0;
+    agents_up.Set(up);
+    agents_unreachable.Set(static_cast<double>(agents.size()) - up);
+  }
+
+  void RemoveClassSeries(ClassSeries& c) {
+    RemoveIfSet(&class_bytes, c.bytes);
+    RemoveIfSet(&class_instances, c.instances);
+    RemoveSuspectSeries(c);
+  }
+  void RemoveSuspectSeries(ClassSeries& c) {
+    RemoveIfSet(&leak_suspect, c.suspect);
+    RemoveIfSet(&leak_suspect_score, c.score);
+    RemoveIfSet(&growth_bytes, c.growth_bytes);
+    RemoveIfSet(&growth_instances, c.growth_instances);
+  }
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::~Metrics() = default;
+
+std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return impl_->registry; }
+
+std::string Metrics::ExpositionText() const {
+  prometheus::TextSerializer serializer;
+  return serializer.Serialize(impl_->registry->Collect());
+}
+
+void Metrics::AddAgent(const AgentInfo& info) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  AgentSeries& a = impl_->agents[info.id];
+  RemoveIfSet(&impl_->agent_info, a.info);
+  a.info = &impl_->agent_info.Add({{"agent", info.id.value},
+                                   {"host", info.host},
+                                   {"pid", std::to_string(info.pid)},
+                                   {"main_class", info.main_class},
+                                   {"jvm_version", info.jvm_version}});
+  a.info->Set(1);
+  if (a.up == nullptr) {
+    a.up = &impl_->agent_up.Add({{"agent", info.id.value}});
+    a.up->Set(1);
+    a.is_up = true;
+  }
+  for (CollectionResult r : kAllCollectionResults) {
+    if (!a.collections.count(r)) {
+      a.collections[r] = &impl_->collections.Add(
+          {{"agent", info.id.value}, {"result", std::string(CollectionResultName(r))}});
+    }
+  }
+  impl_->UpdateAgentCounts();
+}
+
+void Metrics::SetAgentUp(const AgentId& agent, bool up) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  it->second.is_up = up;
+  it->second.up->Set(up ? 1 : 0);
+  impl_->UpdateAgentCounts();
+}
+
+void Metrics::RemoveAgent(const AgentId& agent) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  RemoveIfSet(&impl_->agent_info, a.info);
+  RemoveIfSet(&impl_->agent_up, a.up);
+  RemoveIfSet(&impl_->agent_last_snapshot, a.last_snapshot);
+  for (auto& [r, counter] : a.collections) impl_->collections.Remove(counter);
+  for (auto& [name, c] : a.classes) impl_->RemoveClassSeries(c);
+  impl_->agents.erase(it);
+  impl_->UpdateAgentCounts();
+}
+
+void Metrics::RecordCollection(const AgentId& agent, CollectionResult result,
+                               absl::Duration duration) {
+  impl_->collection_duration.Observe(absl::ToDoubleSeconds(duration));
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  it->second.collections.at(result)->Increment();
+}
+
+void Metrics::SetCollectionsInFlight(int n) { impl_->in_flight.Set(n); }
+
+void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
+                              const std::vector<diff::Suspect>& suspects, int top_classes) {
+  // Sum rows by class name (a class loaded by several class loaders has several rows).
+  absl::flat_hash_map<std::string_view, std::pair<uint64_t, uint64_t>> totals;  // bytes, instances
+  for (const ClassHistogramRow& row : latest.histogram.rows) {
+    auto& t = totals[row.class_name];
+    t.first += row.bytes;
+    t.second += row.instances;
+  }
+  std::vector<std::pair<uint64_t, std::string_view>> by_bytes;
+  by_bytes.reserve(totals.size());
+  for (const auto& [name, t] : totals) by_bytes.emplace_back(t.first, name);
+  size_t top = std::min(by_bytes.size(), static_cast<size_t>(std::max(top_classes, 0)));
+  std::partial_sort(by_bytes.begin(), by_bytes.begin() + top, by_bytes.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first != b.first ? a.first > b.first : a.second < b.second;
+                    });
+  std::set<std::string> wanted;
+  for (size_t i = 0; i < top; ++i) wanted.emplace(by_bytes[i].second);
+  std::unordered_map<std::string, const diff::Suspect*> suspect_of;
+  for (const diff::Suspect& s : suspects) {
+    wanted.insert(s.class_name);
+    suspect_of[s.class_name] = &s;
+  }
+
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  Impl& m = *impl_;
+  // Drop series of classes that left the exported set.
+  for (auto c = a.classes.begin(); c != a.classes.end();) {
+    if (!wanted.count(c->first)) {
+      m.RemoveClassSeries(c->second);
+      c = a.classes.erase(c);
+    } else {
+      ++c;
+    }
+  }
+  for (const std::string& name : wanted) {
+    ClassSeries& c = a.classes[name];
+    Labels labels{{"agent", agent.value}, {"class", name}};
+    if (c.bytes == nullptr) c.bytes = &m.class_bytes.Add(labels);
+    if (c.instances == nullptr) c.instances = &m.class_instances.Add(labels);
+    auto t = totals.find(name);
+    c.bytes->Set(t == totals.end() ? 0 : static_cast<double>(t->second.first));
+    c.instances->Set(t == totals.end() ? 0 : static_cast<double>(t->second.second));
+    auto s = suspect_of.find(name);
+    if (s == suspect_of.end()) {
+      m.RemoveSuspectSeries(c);
+      continue;
+    }
+    if (c.suspect == nullptr) c.suspect = &m.leak_suspect.Add(labels);
+    if (c.score == nullptr) c.score = &m.leak_suspect_score.Add(labels);
+    if (c.growth_bytes == nullptr) c.growth_bytes = &m.growth_bytes.Add(labels);
+    if (c.growth_instances == nullptr) c.growth_instances = &m.growth_instances.Add(labels);
+    c.suspect->Set(1);
+    c.score->Set(s->second->score);
+    c.growth_bytes->Set(s->second->growth_bytes_per_second);
+    c.growth_instances->Set(s->second->growth_instances_per_second);
+  }
+  if (a.last_snapshot == nullptr) {
+    a.last_snapshot = &m.agent_last_snapshot.Add({{"agent", agent.value}});
+  }
+  a.last_snapshot->Set(absl::ToDoubleSeconds(latest.time - absl::UnixEpoch()));
+}
+
+void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }
+
+void Metrics::RecordRetentionRun(bool ok) {
+  (ok ? impl_->retention_ok : impl_->retention_error).Increment();
+}
+
+void Metrics::RecordGrpcRequest(std::string_view method, std::string_view code) {
+  impl_->grpc_requests.Add({{"method", std::string(method)}, {"code", std::string(code)}})
+      .Increment();
+}
+
+}  // namespace heapwatch::daemon

@@ -1,0 +1,93 @@
+// heapwatchd's Prometheus metrics (prometheus-cpp): every family of daemon/metric_names.h, and the life
+// cycle of the per-agent series. docs/metrics.md documents each family.
+//
+// Cardinality is bounded: per agent, one info/up/last-snapshot series, one collections_total series per
+// result, and class series only for the agent's top `top_classes` classes by bytes plus its suspects.
+// Class series of a class that leaves that set are removed at the next snapshot; every series of an agent is
+// removed by RemoveAgent() (its JVM exited).
+//
+// Thread-safety: thread-safe; every method may be called from any thread (one internal mutex, plus
+// prometheus-cpp's own locking for scrapes).
+#ifndef HEAPWATCH_DAEMON_METRICS_H_
+#define HEAPWATCH_DAEMON_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/agent.h"
+#include "common/histogram.h"
+#include "diff/trend_detector.h"
+
+namespace prometheus {
+class Collectable;
+}  // namespace prometheus
+
+namespace heapwatch::daemon {
+
+// Outcome of one collection, the `result` label of heapwatch_collections_total.
+enum class CollectionResult {
+  kOk,           // histogram collected and stored
+  kTimeout,      // an attach step or the histogram reply exceeded its timeout
+  kAttachError,  // the JVM could not be attached to (refused, gone, permission, protocol error)
+  kParseError,   // the JVM replied with something that is not a class histogram
+  kStoreError,   // the histogram could not be committed to the store
+};
+inline constexpr CollectionResult kAllCollectionResults[] = {
+    CollectionResult::kOk, CollectionResult::kTimeout, CollectionResult::kAttachError,
+    CollectionResult::kParseError, CollectionResult::kStoreError};
+// "ok", "timeout", "attach_error", "parse_error", "store_error".
+std::string_view CollectionResultName(CollectionResult result);
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // What the exposer serves on /metrics. Lives as long as this object.
+  std::shared_ptr<prometheus::Collectable> collectable() const;
+  // The current exposition in the Prometheus text format (what a scrape returns).
+  std::string ExpositionText() const;
+
+  // Starts the series of a newly watched agent: agent_info (1), agent_up (1) and collections_total at 0 for
+  // every result. Calling it again replaces the info labels.
+  void AddAgent(const AgentInfo& info);
+  // Sets heapwatch_agent_up (collections succeed / fail). No effect for an agent not added.
+  void SetAgentUp(const AgentId& agent, bool up);
+  // Removes every series of the agent (its JVM exited). No effect for an agent not added.
+  void RemoveAgent(const AgentId& agent);
+
+  // Counts a finished collection and observes its duration (seconds) in the duration histogram.
+  // Collections of agents not added (e.g. removed meanwhile) only feed the histogram.
+  void RecordCollection(const AgentId& agent, CollectionResult result, absl::Duration duration);
+  // Collections running now.
+  void SetCollectionsInFlight(int n);
+
+  // Publishes the class series of the agent after a stored snapshot: bytes and instances for the
+  // `top_classes` classes of `latest` with the most bytes (rows of one class name summed) and for every
+  // suspect; the suspect, score and growth series for `suspects`; and the last-snapshot timestamp.
+  // Series of classes no longer in those sets are removed. No effect for an agent not added.
+  // Complexity: O(r log r) for r rows.
+  void PublishSnapshot(const AgentId& agent, const Snapshot& latest,
+                       const std::vector<diff::Suspect>& suspects, int top_classes);
+
+  // heapwatch_store_size_bytes.
+  void SetStoreSize(uint64_t bytes);
+  // heapwatch_retention_runs_total{result="ok"|"error"}.
+  void RecordRetentionRun(bool ok);
+  // heapwatch_grpc_requests_total{method, code}; `code` is the canonical status name ("OK", "NOT_FOUND").
+  void RecordGrpcRequest(std::string_view method, std::string_view code);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace heapwatch::daemon
+
+#endif  // HEAPWATCH_DAEMON_METRICS_H_

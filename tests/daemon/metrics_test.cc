@@ -1,0 +1,192 @@
+#include "daemon/metrics.h"
+
+#include <set>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "daemon/metric_names.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace heapwatch::daemon {
+namespace {
+
+// Family names declared by "# TYPE <name> <type>" lines of an exposition.
+std::set<std::string> FamilyNames(const std::string& text) {
+  std::set<std::string> names;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, "# TYPE ")) {
+      std::vector<std::string> parts = absl::StrSplit(line, ' ');
+      names.insert(parts.at(2));
+    }
+  }
+  return names;
+}
+
+// Sample lines (not comments) that contain every one of `needles`.
+std::vector<std::string> Samples(const std::string& text, std::vector<std::string> needles) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    bool all = true;
+    for (const auto& n : needles) all = all && absl::StrContains(line, n);
+    if (all) out.emplace_back(line);
+  }
+  return out;
+}
+
+AgentInfo Info(const std::string& id) {
+  AgentInfo info;
+  info.id = AgentId(id);
+  info.host = "box";
+  info.pid = 42;
+  info.main_class = "com.example.Main";
+  info.jvm_version = "17.0.15+6";
+  return info;
+}
+
+Snapshot Snap(const std::string& agent, int64_t unix_seconds,
+              std::vector<std::tuple<std::string, uint64_t, uint64_t>> rows) {
+  Snapshot s;
+  s.agent = AgentId(agent);
+  s.time = absl::FromUnixSeconds(unix_seconds);
+  for (auto& [name, instances, bytes] : rows) {
+    s.histogram.rows.push_back({name, "", instances, bytes});
+  }
+  return s;
+}
+
+diff::Suspect SuspectOf(const std::string& name, uint64_t bytes) {
+  diff::Suspect s;
+  s.class_name = name;
+  s.score = 0.9;
+  s.growth_bytes_per_second = 1234.5;
+  s.growth_instances_per_second = 12;
+  s.bytes = bytes;
+  return s;
+}
+
+// The list in metric_names.h is exactly what the daemon registers and exposes once every kind of series
+// exists (prometheus-cpp omits families without series from a scrape, so the test creates one of each).
+TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  m.RecordCollection(AgentId("a1"), CollectionResult::kOk, absl::Milliseconds(30));
+  m.PublishSnapshot(AgentId("a1"), Snap("a1", 1000, {{"Leak", 10, 1000}}), {SuspectOf("Leak", 1000)}, 5);
+  m.SetStoreSize(4096);
+  m.RecordRetentionRun(true);
+  m.RecordGrpcRequest("ListAgents", "OK");
+  m.SetCollectionsInFlight(1);
+  std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
+  EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
+}
+
+TEST(Metrics, NamesFollowPrometheusConventions) {
+  for (std::string_view name : kExportedMetrics) {
+    EXPECT_TRUE(name.starts_with("heapwatch_")) << name;
+    EXPECT_EQ(name.find("milliseconds"), std::string_view::npos) << name << ": use base units";
+  }
+  EXPECT_TRUE(metric_names::kCollections.ends_with("_total"));
+  EXPECT_TRUE(metric_names::kRetentionRuns.ends_with("_total"));
+  EXPECT_TRUE(metric_names::kGrpcRequests.ends_with("_total"));
+  EXPECT_TRUE(metric_names::kCollectionDuration.ends_with("_seconds"));
+  EXPECT_TRUE(metric_names::kStoreSize.ends_with("_bytes"));
+}
+
+TEST(Metrics, AgentSeriesAppearWithTheAgentAndVanishWhenItExits) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  m.AddAgent(Info("a2"));
+  std::string text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_agent_info{", "agent=\"a1\"", "main_class=\"com.example.Main\"",
+                             "pid=\"42\"", "host=\"box\"", "jvm_version=\"17.0.15+6\""}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_agent_up{agent=\"a1\"} 1"}), ::testing::SizeIs(1));
+  // Counters start at 0 for every result, so rate() sees the first failure.
+  EXPECT_THAT(Samples(text, {"heapwatch_collections_total{", "agent=\"a1\""}), ::testing::SizeIs(5));
+  EXPECT_THAT(Samples(text, {"heapwatch_agents{state=\"up\"} 2"}), ::testing::SizeIs(1));
+
+  m.SetAgentUp(AgentId("a1"), false);
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_agent_up{agent=\"a1\"} 0"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_agents{state=\"unreachable\"} 1"}), ::testing::SizeIs(1));
+
+  m.PublishSnapshot(AgentId("a1"), Snap("a1", 1000, {{"X", 1, 100}}), {SuspectOf("X", 100)}, 10);
+  m.RecordCollection(AgentId("a1"), CollectionResult::kTimeout, absl::Seconds(10));
+  m.RemoveAgent(AgentId("a1"));
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"agent=\"a1\""}), ::testing::IsEmpty()) << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_agent_up{agent=\"a2\"} 1"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_agents{state=\"up\"} 1"}), ::testing::SizeIs(1));
+  // The duration histogram is not per agent and keeps the observations.
+  EXPECT_THAT(Samples(text, {"heapwatch_collection_duration_seconds_count 1"}), ::testing::SizeIs(1));
+  // Collections of a removed agent are not resurrected.
+  m.RecordCollection(AgentId("a1"), CollectionResult::kOk, absl::Seconds(1));
+  m.PublishSnapshot(AgentId("a1"), Snap("a1", 1001, {{"X", 1, 100}}), {}, 10);
+  EXPECT_THAT(Samples(m.ExpositionText(), {"agent=\"a1\""}), ::testing::IsEmpty());
+}
+
+TEST(Metrics, ClassSeriesCoverTopClassesPlusSuspectsAndFollowThem) {
+  Metrics m;
+  m.AddAgent(Info("a"));
+  const AgentId a("a");
+  // Top 2 by bytes are Big and Mid; Small is exported only while it is a suspect. Rows of one class
+  // name are summed (two class loaders).
+  m.PublishSnapshot(a,
+                    Snap("a", 1000, {{"Big", 10, 5000}, {"Mid", 5, 3000}, {"Small", 1, 10},
+                                     {"Mid", 1, 1000}}),
+                    {SuspectOf("Small", 10)}, 2);
+  std::string text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Big\"", "} 5000"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Mid\"", "} 4000"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_instances{", "class=\"Mid\"", "} 6"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 10"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect{", "class=\"Small\"", "} 1"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect_score{", "class=\"Small\"", "} 0.9"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_growth_bytes_per_second{", "class=\"Small\"", "} 1234.5"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_growth_instances_per_second{", "class=\"Small\""}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect{", "class=\"Big\""}), ::testing::IsEmpty());
+  EXPECT_THAT(Samples(text, {"heapwatch_agent_last_snapshot_timestamp_seconds{agent=\"a\"} 1000"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(3));
+
+  // Small is no longer a suspect and drops out; Mid vanished from the heap; New enters the top 2.
+  m.PublishSnapshot(a, Snap("a", 1060, {{"Big", 10, 5000}, {"New", 2, 200}, {"Small", 1, 10}}), {}, 2);
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"class=\"Small\""}), ::testing::IsEmpty()) << text;
+  EXPECT_THAT(Samples(text, {"class=\"Mid\""}), ::testing::IsEmpty()) << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"New\"", "} 200"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect"}), ::testing::IsEmpty());
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(2));
+
+  // top_classes = 0 exports suspects only.
+  m.PublishSnapshot(a, Snap("a", 1120, {{"Big", 10, 5000}, {"Small", 2, 20}}), {SuspectOf("Small", 20)},
+                    0);
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 20"}), ::testing::SizeIs(1));
+}
+
+TEST(Metrics, GrpcAndStoreSeries) {
+  Metrics m;
+  m.RecordGrpcRequest("ListSuspects", "OK");
+  m.RecordGrpcRequest("ListSuspects", "OK");
+  m.RecordGrpcRequest("GetClassHistory", "NOT_FOUND");
+  m.SetStoreSize(1 << 20);
+  std::string text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_grpc_requests_total{", "method=\"ListSuspects\"", "code=\"OK\"",
+                             "} 2"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_grpc_requests_total{", "code=\"NOT_FOUND\""}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_store_size_bytes 1048576"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_build_info{version="}), ::testing::SizeIs(1));
+}
+
+}  // namespace
+}  // namespace heapwatch::daemon
