@@ -1,0 +1,62 @@
+// The daemon's in-memory view of the agents it watches now: labels, collection state and current suspects.
+// Written by the discovery thread and the collection workers, read by the gRPC query service. Agents that
+// are down are not kept here; their history lives in the store.
+//
+// Thread-safety: thread-safe (one internal mutex); every method copies in or out, no reference escapes.
+#ifndef HEAPWATCH_DAEMON_AGENT_TABLE_H_
+#define HEAPWATCH_DAEMON_AGENT_TABLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/agent.h"
+#include "diff/trend_detector.h"
+
+namespace heapwatch::daemon {
+
+enum class AgentState {
+  kUp,           // running; the last collection succeeded or none was tried yet
+  kUnreachable,  // running; collections fail (backoff)
+  kDown,         // exited (only reported for agents known from the store)
+};
+
+struct AgentStatus {
+  AgentInfo info;
+  AgentState state = AgentState::kUp;
+  bool all_objects = false;                           // histograms with -all
+  absl::Time last_snapshot_time = absl::InfinitePast();  // newest stored snapshot
+  absl::Time next_collection = absl::InfinitePast();
+  absl::Duration last_collection_duration = absl::ZeroDuration();
+  std::string last_error;  // empty after a success
+  uint32_t consecutive_failures = 0;
+  std::vector<diff::Suspect> suspects;  // sorted by score, highest first
+};
+
+class AgentTable {
+ public:
+  // Inserts or replaces the status of status.info.id.
+  void Put(AgentStatus status);
+  // Removes an agent; returns false if it was not present.
+  bool Remove(const AgentId& id);
+  // Applies `update` to the agent's status under the lock; returns false (and does nothing) if absent.
+  // `update` must not call back into the table.
+  bool Update(const AgentId& id, const std::function<void(AgentStatus&)>& update);
+  std::optional<AgentStatus> Get(const AgentId& id) const;
+  // Every agent, ordered by id.
+  std::vector<AgentStatus> List() const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<AgentId, AgentStatus> agents_;
+};
+
+}  // namespace heapwatch::daemon
+
+#endif  // HEAPWATCH_DAEMON_AGENT_TABLE_H_

@@ -1,0 +1,568 @@
+#include "daemon/daemon.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "collectors/agent_identity.h"
+#include "collectors/attach.h"
+#include "collectors/class_histogram.h"
+#include "collectors/local_jvm.h"
+#include "daemon/agent_table.h"
+#include "daemon/flags.h"
+#include "daemon/metrics.h"
+#include "daemon/query_server.h"
+#include "daemon/scheduler.h"
+#include "diff/trend_detector.h"
+#include "prometheus/exposer.h"
+#include "spdlog/spdlog.h"
+#include "storage/snapshot_store.h"
+
+namespace heapwatch::daemon {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+// Writes "<port>\n" to `path` atomically (temp file + rename), so a reader never sees a partial file.
+Status WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return absl::OkStatus();
+  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    out.flush();
+    if (!out) {
+      return absl::InternalError(absl::StrCat("cannot write port file ", tmp, ": ", std::strerror(errno)));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+CollectionResult ClassifyAttachError(const Status& s) {
+  return s.code() == absl::StatusCode::kDeadlineExceeded ? CollectionResult::kTimeout
+                                                         : CollectionResult::kAttachError;
+}
+
+std::string Describe(const AgentInfo& info) {
+  return absl::StrFormat("%s (pid %d, %s)", info.id.value, info.pid,
+                         info.main_class.empty() ? "unknown main class" : info.main_class);
+}
+
+// Process identity used by discovery: (pid, start ticks) names one process for its whole life.
+using ProcessKey = std::pair<int64_t, uint64_t>;
+
+}  // namespace
+
+struct Daemon::Impl {
+  // What only the collection of one agent touches (one collection per agent runs at a time; the
+  // detector mutex also guards against the discovery thread's initial replay).
+  struct Runtime {
+    AgentInfo info;
+    collectors::LocalJvm jvm;
+    bool all_objects = false;
+    std::mutex detector_mu;
+    std::unique_ptr<diff::TrendDetector> detector;  // guarded by detector_mu
+    std::set<std::string> suspect_names;            // guarded by detector_mu; for state-change logs
+    bool failing = false;                           // guarded by detector_mu; for state-change logs
+  };
+
+  // Per discovered process: the agent it became, or why not.
+  struct Known {
+    enum Kind { kWatched, kIgnored, kRetry } kind = kRetry;
+    AgentId id;
+    int attempts = 0;  // failed attempts so far (kRetry)
+  };
+  // A JVM whose labels cannot be read is retried at every discovery; it is logged (once) as a warning
+  // only after this many attempts, since a starting JVM takes a moment to publish its PerfData.
+  static constexpr int kQuietAttempts = 5;
+
+  Config config;
+  std::string host = HostName();
+  collectors::AttachOptions attach;
+  std::unique_ptr<storage::SnapshotStore> store;
+  Metrics metrics;
+  AgentTable agents;
+  Scheduler scheduler;
+  std::unique_ptr<QueryServer> grpc;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  int metrics_port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;                                   // guarded by mu
+  std::map<AgentId, std::shared_ptr<Runtime>> runtimes;    // guarded by mu: the live agents
+  std::map<ProcessKey, Known> known;                       // discovery thread only
+  int in_flight = 0;                                       // guarded by mu
+  int live_workers = 0;                                    // guarded by mu
+  bool store_failing = false;                              // guarded by mu; for state-change logs
+  std::vector<std::thread> workers;
+  std::thread discovery;
+  bool shut_down = false;
+
+  explicit Impl(const Config& c)
+      : config(c),
+        scheduler(
+            SchedulerOptions{c.collection.interval, c.collection.jitter, c.collection.backoff_initial,
+                             c.collection.backoff_max, 0},
+            Clock::Real()) {
+    attach.handshake_timeout = c.collection.handshake_timeout;
+    attach.connect_timeout = c.collection.connect_timeout;
+    attach.io_timeout = c.collection.io_timeout;
+    attach.max_reply_bytes = c.collection.max_reply_bytes;
+  }
+
+  // ---- discovery thread ----
+
+  void DiscoveryLoop() {
+    absl::Time next_retention = absl::Now() + config.retention.check_interval;
+    while (true) {
+      DiscoverOnce();
+      auto bytes = store->DiskBytes();
+      if (bytes.ok()) metrics.SetStoreSize(*bytes);
+      if (absl::Now() >= next_retention) {
+        next_retention = absl::Now() + config.retention.check_interval;
+        Status s = store->EnforceRetention();
+        metrics.RecordRetentionRun(s.ok());
+        if (!s.ok()) spdlog::error("store retention failed: {}", s.ToString());
+      }
+      std::unique_lock<std::mutex> lock(mu);
+      if (cv.wait_for(lock, absl::ToChronoMilliseconds(config.collection.discovery_interval),
+                      [this] { return stopping; })) {
+        return;
+      }
+    }
+  }
+
+  void DiscoverOnce() {
+    std::vector<collectors::LocalJvm> jvms = collectors::DiscoverLocalJvms({});
+    std::set<ProcessKey> seen;
+    for (const collectors::LocalJvm& jvm : jvms) {
+      ProcessKey key{jvm.pid, jvm.start_ticks};
+      seen.insert(key);
+      auto it = known.find(key);
+      if (it != known.end() && it->second.kind != Known::kRetry) continue;
+      const int attempts = it == known.end() ? 0 : it->second.attempts;
+      Known result = AddJvm(jvm, attempts);
+      if (result.kind == Known::kRetry) result.attempts = attempts + 1;
+      known[key] = result;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stopping) return;
+      }
+    }
+    for (auto it = known.begin(); it != known.end();) {
+      if (seen.count(it->first)) {
+        ++it;
+        continue;
+      }
+      if (it->second.kind == Known::kWatched) RemoveAgent(it->second.id, "its JVM exited");
+      it = known.erase(it);
+    }
+  }
+
+  // Starts watching a newly discovered JVM; `attempts` is how often this failed before.
+  Known AddJvm(const collectors::LocalJvm& jvm, int attempts) {
+    auto info = collectors::ReadAgentInfo(jvm, host);
+    if (!info.ok()) {
+      // Typically a JVM still initialising its PerfData; retried at the next discovery.
+      if (attempts + 1 == kQuietAttempts) {
+        spdlog::warn("JVM pid {}: cannot read its agent labels, will keep retrying: {}", jvm.pid,
+                     info.status().ToString());
+      } else {
+        spdlog::debug("JVM pid {}: cannot read its agent labels yet: {}", jvm.pid,
+                      info.status().ToString());
+      }
+      return {Known::kRetry, {}};
+    }
+    if (!config.watch.agents.Matches(info->main_class)) {
+      spdlog::debug("JVM pid {} ({}) is not watched (watch.agents)", jvm.pid, info->main_class);
+      return {Known::kIgnored, info->id};
+    }
+    Status put = store->PutAgent(*info);
+    if (!put.ok()) {
+      if (attempts == 0) {
+        spdlog::error("agent {}: cannot record it in the store, will retry: {}", Describe(*info),
+                      put.ToString());
+      }
+      return {Known::kRetry, {}};
+    }
+    auto rt = std::make_shared<Runtime>();
+    rt->info = *info;
+    rt->jvm = jvm;
+    rt->all_objects = config.collection.all_objects.Matches(info->main_class);
+    rt->detector = std::make_unique<diff::TrendDetector>(config.trend, info->start_time);
+
+    AgentStatus status;
+    status.info = *info;
+    status.all_objects = rt->all_objects;
+    size_t replayed = Replay(*rt, &status);
+
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return {Known::kRetry, {}};
+    metrics.AddAgent(*info);
+    if (replayed > 0) {
+      auto latest = store->ReadLatestAtOrBefore(info->id, absl::InfiniteFuture());
+      if (latest.ok() && latest->has_value()) {
+        metrics.PublishSnapshot(info->id, **latest, status.suspects, config.exporter.top_classes);
+      }
+    }
+    runtimes[info->id] = rt;
+    scheduler.Add(info->id);
+    if (auto s = scheduler.Get(info->id)) status.next_collection = s->next_due;
+    const size_t suspect_count = status.suspects.size();
+    agents.Put(std::move(status));
+    cv.notify_all();
+    spdlog::info("watching agent {}: JVM {}, {}{}{}", Describe(*info), info->jvm_version,
+                 rt->all_objects ? "all objects (-all)" : "live objects",
+                 replayed > 0 ? absl::StrFormat(", replayed %d stored snapshots", replayed) : "",
+                 suspect_count == 0 ? "" : absl::StrFormat(", %d suspects", suspect_count));
+    return {Known::kWatched, info->id};
+  }
+
+  // Rebuilds the agent's trend detector from its most recent stored snapshots (enough to fill the
+  // detector's warm-up, lookback and window twice over). Returns how many were replayed.
+  size_t Replay(Runtime& rt, AgentStatus* status) {
+    const diff::TrendOptions& t = config.trend;
+    size_t count = t.warmup_snapshots + 2 * std::max(t.window_snapshots, t.peak_lookback_snapshots);
+    auto snapshots = store->ReadSnapshots(rt.info.id, absl::InfinitePast(), absl::InfiniteFuture(), count);
+    if (!snapshots.ok()) {
+      if (snapshots.status().code() != absl::StatusCode::kNotFound) {
+        spdlog::error("agent {}: cannot read its stored history, starting afresh: {}",
+                      Describe(rt.info), snapshots.status().ToString());
+      }
+      return 0;
+    }
+    std::lock_guard<std::mutex> lock(rt.detector_mu);
+    for (const Snapshot& s : *snapshots) rt.detector->Observe(s);
+    status->suspects = rt.detector->Suspects();
+    for (const diff::Suspect& s : status->suspects) rt.suspect_names.insert(s.class_name);
+    if (!snapshots->empty()) status->last_snapshot_time = snapshots->back().time;
+    return snapshots->size();
+  }
+
+  void RemoveAgent(const AgentId& id, std::string_view why) {
+    std::shared_ptr<Runtime> rt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(id);
+      if (it == runtimes.end()) return;
+      rt = it->second;
+      runtimes.erase(it);
+      scheduler.Remove(id);
+      agents.Remove(id);
+      metrics.RemoveAgent(id);
+    }
+    spdlog::info("agent {} is down: {}", Describe(rt->info), why);
+  }
+
+  // ---- worker threads ----
+
+  void WorkerLoop() {
+    while (true) {
+      AgentId id;
+      std::shared_ptr<Runtime> rt;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        while (true) {
+          if (stopping) {
+            --live_workers;
+            cv.notify_all();
+            return;
+          }
+          std::vector<AgentId> due = scheduler.TakeDue(1);
+          if (!due.empty()) {
+            id = due.front();
+            auto it = runtimes.find(id);
+            if (it != runtimes.end()) {
+              rt = it->second;
+              break;
+            }
+            scheduler.Remove(id);  // cannot happen: runtimes and scheduler change together under mu
+            continue;
+          }
+          absl::Duration wait = absl::Seconds(1);
+          if (auto next = scheduler.NextDue()) {
+            wait = std::clamp(*next - absl::Now(), absl::Milliseconds(1), absl::Seconds(1));
+          }
+          cv.wait_for(lock, absl::ToChronoMicroseconds(wait));
+        }
+        metrics.SetCollectionsInFlight(++in_flight);
+      }
+      bool ok = Collect(id, *rt);
+      std::lock_guard<std::mutex> lock(mu);
+      metrics.SetCollectionsInFlight(--in_flight);
+      scheduler.Finish(id, ok);
+      auto sched = scheduler.Get(id);
+      if (sched && runtimes.count(id) && runtimes.at(id) == rt) {
+        agents.Update(id, [&](AgentStatus& s) { s.next_collection = sched->next_due; });
+      }
+      cv.notify_all();
+    }
+  }
+
+  // One collection. Returns true on success (snapshot stored).
+  bool Collect(const AgentId& id, Runtime& rt) {
+    const absl::Time start = absl::Now();
+    const char* command = rt.all_objects ? "GC.class_histogram -all" : "GC.class_histogram";
+    auto output = collectors::ExecuteJcmd(rt.jvm, command, attach);
+    if (!output.ok()) {
+      return Failed(id, rt, ClassifyAttachError(output.status()), output.status(), start);
+    }
+    auto histogram = collectors::ParseClassHistogram(*output);
+    if (!histogram.ok()) {
+      return Failed(id, rt, CollectionResult::kParseError, histogram.status(), start);
+    }
+    Snapshot snapshot;
+    snapshot.agent = id;
+    snapshot.time = absl::Now();
+    snapshot.histogram = *std::move(histogram);
+    Status stored = store->Append(snapshot);  // durable once OK: before anything else sees the snapshot
+    if (!stored.ok()) return Failed(id, rt, CollectionResult::kStoreError, stored, start);
+    const absl::Duration took = absl::Now() - start;
+    Succeeded(id, rt, snapshot, took);
+    return true;
+  }
+
+  void Succeeded(const AgentId& id, Runtime& rt, const Snapshot& snapshot, absl::Duration took) {
+    std::vector<diff::Suspect> suspects;
+    {
+      std::lock_guard<std::mutex> lock(rt.detector_mu);
+      rt.detector->Observe(snapshot);
+      suspects = rt.detector->Suspects();
+      std::set<std::string> names;
+      for (const diff::Suspect& s : suspects) {
+        names.insert(s.class_name);
+        if (!rt.suspect_names.count(s.class_name)) {
+          spdlog::warn("agent {}: class {} is a leak suspect (grows {:.0f} bytes/s, {:.0f} instances/s, "
+                       "now {} bytes in {} instances, score {:.2f})",
+                       Describe(rt.info), s.class_name, s.growth_bytes_per_second,
+                       s.growth_instances_per_second, s.bytes, s.instances, s.score);
+        }
+      }
+      for (const std::string& name : rt.suspect_names) {
+        if (!names.count(name)) {
+          spdlog::info("agent {}: class {} is no longer a leak suspect", Describe(rt.info), name);
+        }
+      }
+      rt.suspect_names = std::move(names);
+      if (rt.failing) {
+        spdlog::info("agent {}: collections succeed again", Describe(rt.info));
+        rt.failing = false;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (store_failing) {
+      spdlog::info("store: snapshots are stored again");
+      store_failing = false;
+    }
+    metrics.RecordCollection(id, CollectionResult::kOk, took);
+    auto it = runtimes.find(id);
+    if (it == runtimes.end() || it->second.get() != &rt) return;  // removed meanwhile: publish nothing
+    metrics.SetAgentUp(id, true);
+    metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+    agents.Update(id, [&](AgentStatus& s) {
+      s.state = AgentState::kUp;
+      s.last_snapshot_time = snapshot.time;
+      s.last_collection_duration = took;
+      s.last_error.clear();
+      s.consecutive_failures = 0;
+      s.suspects = std::move(suspects);
+    });
+  }
+
+  bool Failed(const AgentId& id, Runtime& rt, CollectionResult result, const Status& error,
+              absl::Time start) {
+    const absl::Duration took = absl::Now() - start;
+    if (result != CollectionResult::kStoreError && !collectors::VerifyLocalJvm(rt.jvm).ok()) {
+      // The JVM exited (or stopped being the JVM we discovered) during the collection: not a failure of
+      // the agent. Discovery would notice within one interval; drop it now so nothing is retried.
+      metrics.RecordCollection(id, result, took);
+      RemoveAgent(id, "its JVM exited during a collection");
+      return false;
+    }
+    const std::string reason = absl::StrCat(std::string(CollectionResultName(result)), ": ", error.ToString());
+    if (result == CollectionResult::kStoreError) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!store_failing) {
+        spdlog::error("store: cannot store a snapshot of agent {}, the snapshot is dropped: {}",
+                      Describe(rt.info), error.ToString());
+        store_failing = true;
+      }
+    } else {
+      std::lock_guard<std::mutex> lock(rt.detector_mu);
+      if (!rt.failing) {
+        spdlog::warn("agent {}: collection failed, retrying with backoff: {}", Describe(rt.info), reason);
+        rt.failing = true;
+      } else {
+        spdlog::debug("agent {}: collection failed again: {}", Describe(rt.info), reason);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    metrics.RecordCollection(id, result, took);
+    auto it = runtimes.find(id);
+    if (it == runtimes.end() || it->second.get() != &rt) return false;
+    if (result != CollectionResult::kStoreError) metrics.SetAgentUp(id, false);
+    agents.Update(id, [&](AgentStatus& s) {
+      if (result != CollectionResult::kStoreError) s.state = AgentState::kUnreachable;
+      s.last_error = reason;
+      s.last_collection_duration = took;
+      ++s.consecutive_failures;
+    });
+    return false;
+  }
+};
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
+  HW_RETURN_IF_ERROR(ValidateConfig(config));
+  auto impl = std::make_unique<Impl>(config);
+
+  storage::StoreOptions store_options;
+  store_options.dir = config.data_dir;
+  store_options.retention_age = config.retention.max_age;
+  store_options.retention_bytes = config.retention.max_bytes;
+  store_options.background_retention = false;  // the discovery thread runs it, to count and log it
+  HW_ASSIGN_OR_RETURN(impl->store, storage::SnapshotStore::Open(store_options));
+
+  try {
+    impl->exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen, 2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for metrics on ", config.metrics_listen, ": ", e.what()));
+  }
+  impl->exposer->RegisterCollectable(impl->metrics.collectable());
+  std::vector<int> ports = impl->exposer->GetListeningPorts();
+  if (ports.empty()) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", config.metrics_listen));
+  }
+  impl->metrics_port = ports.front();
+
+  HW_ASSIGN_OR_RETURN(impl->grpc, QueryServer::Start(config.grpc_listen, impl->store.get(),
+                                                     &impl->agents, &impl->metrics));
+  spdlog::info("heapwatchd: data in {}, gRPC on {} (port {}), metrics on {} (port {}), interval {}",
+               config.data_dir, config.grpc_listen, impl->grpc->port(), config.metrics_listen,
+               impl->metrics_port, FormatDurationText(config.collection.interval));
+  HW_RETURN_IF_ERROR(WritePortFile(config.grpc_port_file, impl->grpc->port()));
+  HW_RETURN_IF_ERROR(WritePortFile(config.metrics_port_file, impl->metrics_port));
+  if (auto bytes = impl->store->DiskBytes(); bytes.ok()) impl->metrics.SetStoreSize(*bytes);
+
+  Impl* raw = impl.get();
+  raw->live_workers = config.collection.concurrency;
+  for (int i = 0; i < config.collection.concurrency; ++i) {
+    raw->workers.emplace_back([raw] { raw->WorkerLoop(); });
+  }
+  raw->discovery = std::thread([raw] { raw->DiscoveryLoop(); });
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+bool Daemon::Shutdown() {
+  Impl& d = *impl_;
+  if (d.shut_down) return true;
+  d.shut_down = true;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.stopping = true;
+  }
+  d.cv.notify_all();
+  if (d.discovery.joinable()) d.discovery.join();
+  bool finished;
+  {
+    std::unique_lock<std::mutex> lock(d.mu);
+    if (d.in_flight > 0) spdlog::info("waiting for {} collections in flight", d.in_flight);
+    finished = d.cv.wait_for(lock, absl::ToChronoMilliseconds(d.config.shutdown_grace),
+                             [&d] { return d.live_workers == 0; });
+    if (!finished) {
+      spdlog::warn("abandoning {} collections still running after {}", d.in_flight,
+                   FormatDurationText(d.config.shutdown_grace));
+    }
+  }
+  if (!finished) {
+    for (std::thread& t : d.workers) t.detach();
+    return false;
+  }
+  for (std::thread& t : d.workers) t.join();
+  d.grpc->Shutdown(absl::Seconds(2));
+  d.exposer.reset();
+  d.store.reset();
+  spdlog::info("heapwatchd stopped");
+  return true;
+}
+
+Daemon::~Daemon() {
+  if (impl_ != nullptr) HW_CHECK(Shutdown());
+}
+
+int Daemon::grpc_port() const { return impl_->grpc->port(); }
+int Daemon::metrics_port() const { return impl_->metrics_port; }
+
+int Run(const Config& config) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started from here on
+  signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = Daemon::Start(config);
+  if (!daemon.ok()) {
+    spdlog::critical("heapwatchd cannot start: {}", daemon.status().ToString());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  std::thread([signals] {
+    int again = 0;
+    sigwait(&signals, &again);
+    spdlog::warn("second signal: exiting without waiting");
+    spdlog::shutdown();
+    std::_Exit(1);
+  }).detach();
+  if (!(*daemon)->Shutdown()) {
+    spdlog::shutdown();
+    std::_Exit(0);  // see Daemon::Shutdown: abandoned workers must not be destroyed
+  }
+  daemon->reset();
+  return 0;
+}
+
+int DaemonMain(int argc, char** argv) {
+  CommandLine cl = ParseCommandLine(argc, argv, std::cout, std::cerr);
+  if (cl.exit_code) return *cl.exit_code;
+  if (cl.print_config) {
+    std::cout << ConfigToYaml(cl.config);
+    return 0;
+  }
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(cl.config.log_level));
+  return Run(cl.config);
+}
+
+}  // namespace heapwatch::daemon

@@ -1,0 +1,329 @@
+#include "daemon/query_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "diff/snapshot_diff.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "proto/time_util.h"
+
+namespace heapwatch::daemon {
+namespace {
+
+namespace v1 = ::heapwatch::v1;
+
+constexpr char kServiceName[] = "heapwatch.v1.QueryService";
+
+grpc::Status ToGrpc(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+grpc::Status InvalidArgument(std::string message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::move(message));
+}
+
+v1::AgentState ToProto(AgentState state) {
+  switch (state) {
+    case AgentState::kUp:
+      return v1::AGENT_STATE_UP;
+    case AgentState::kUnreachable:
+      return v1::AGENT_STATE_UNREACHABLE;
+    case AgentState::kDown:
+      return v1::AGENT_STATE_DOWN;
+  }
+  return v1::AGENT_STATE_UNSPECIFIED;
+}
+
+v1::AgentKind ToProto(AgentKind kind) {
+  switch (kind) {
+    case AgentKind::kLocalAttach:
+      return v1::AGENT_KIND_LOCAL_ATTACH;
+    case AgentKind::kRegistered:
+      return v1::AGENT_KIND_REGISTERED;
+  }
+  return v1::AGENT_KIND_UNSPECIFIED;
+}
+
+v1::ClassChange ToProto(diff::ClassChange change) {
+  switch (change) {
+    case diff::ClassChange::kChanged:
+      return v1::CLASS_CHANGE_CHANGED;
+    case diff::ClassChange::kNew:
+      return v1::CLASS_CHANGE_NEW;
+    case diff::ClassChange::kVanished:
+      return v1::CLASS_CHANGE_VANISHED;
+    case diff::ClassChange::kUnchanged:
+      return v1::CLASS_CHANGE_UNCHANGED;
+  }
+  return v1::CLASS_CHANGE_UNSPECIFIED;
+}
+
+void FillLabels(const AgentInfo& info, v1::Agent* out) {
+  out->set_agent(info.id.value);
+  out->set_kind(ToProto(info.kind));
+  out->set_host(info.host);
+  out->set_pid(info.pid);
+  out->set_main_class(info.main_class);
+  out->set_jvm_version(info.jvm_version);
+  proto::SetTimestamp(info.start_time, out, &v1::Agent::mutable_start_time);
+}
+
+void FillSuspect(const AgentId& agent, const diff::Suspect& s, absl::Time last_snapshot,
+                 v1::Suspect* out) {
+  out->set_agent(agent.value);
+  out->set_class_name(s.class_name);
+  out->set_score(s.score);
+  proto::SetTimestamp(s.first_seen, out, &v1::Suspect::mutable_first_seen);
+  out->set_growth_bytes_per_second(s.growth_bytes_per_second);
+  out->set_growth_instances_per_second(s.growth_instances_per_second);
+  out->set_bytes(s.bytes);
+  out->set_instances(s.instances);
+  proto::SetTimestamp(last_snapshot, out, &v1::Suspect::mutable_last_snapshot_time);
+}
+
+// Reads an optional Timestamp field; unset gives `absent`.
+StatusOr<absl::Time> TimeField(bool has, const google::protobuf::Timestamp& ts, absl::Time absent,
+                               std::string_view name) {
+  if (!has) return absent;
+  auto t = proto::FromTimestamp(ts);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(name), ": ", t.status().message()));
+  }
+  return *t;
+}
+
+class QueryServiceImpl final : public v1::QueryService::Service {
+ public:
+  QueryServiceImpl(storage::SnapshotStore* store, const AgentTable* agents, Metrics* metrics)
+      : store_(store), agents_(agents), metrics_(metrics) {}
+
+  grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest* request,
+                          v1::ListAgentsResponse* response) override {
+    return Count("ListAgents", DoListAgents(*request, response));
+  }
+  grpc::Status ListSuspects(grpc::ServerContext*, const v1::ListSuspectsRequest* request,
+                            v1::ListSuspectsResponse* response) override {
+    return Count("ListSuspects", DoListSuspects(*request, response));
+  }
+  grpc::Status GetClassHistory(grpc::ServerContext*, const v1::GetClassHistoryRequest* request,
+                               v1::GetClassHistoryResponse* response) override {
+    return Count("GetClassHistory", DoGetClassHistory(*request, response));
+  }
+  grpc::Status DiffSnapshots(grpc::ServerContext*, const v1::DiffSnapshotsRequest* request,
+                             v1::DiffSnapshotsResponse* response) override {
+    return Count("DiffSnapshots", DoDiffSnapshots(*request, response));
+  }
+
+ private:
+  grpc::Status Count(std::string_view method, grpc::Status status) {
+    metrics_->RecordGrpcRequest(
+        method, absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+    return status;
+  }
+
+  grpc::Status DoListAgents(const v1::ListAgentsRequest&, v1::ListAgentsResponse* response) {
+    std::map<AgentId, v1::Agent> out;
+    for (const AgentStatus& s : agents_->List()) {
+      v1::Agent& a = out[s.info.id];
+      FillLabels(s.info, &a);
+      a.set_state(ToProto(s.state));
+      proto::SetTimestamp(s.last_snapshot_time, &a, &v1::Agent::mutable_last_snapshot_time);
+      a.set_last_error(s.last_error);
+      a.set_consecutive_failures(s.consecutive_failures);
+      proto::SetTimestamp(s.next_collection, &a, &v1::Agent::mutable_next_collection_time);
+      proto::ToDuration(s.last_collection_duration, a.mutable_last_collection_duration());
+      a.set_all_objects(s.all_objects);
+      a.set_suspect_count(static_cast<uint32_t>(s.suspects.size()));
+    }
+    auto stored = store_->ListAgents();
+    if (!stored.ok()) return ToGrpc(stored.status());
+    for (const AgentInfo& info : *stored) {
+      if (out.count(info.id)) continue;
+      v1::Agent& a = out[info.id];
+      FillLabels(info, &a);
+      a.set_state(v1::AGENT_STATE_DOWN);
+      auto times = store_->ListSnapshotTimes(info.id, absl::InfinitePast(), absl::InfiniteFuture());
+      if (times.ok() && !times->empty()) proto::SetTimestamp(times->back(), &a, &v1::Agent::mutable_last_snapshot_time);
+    }
+    for (auto& [id, a] : out) *response->add_agents() = std::move(a);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoListSuspects(const v1::ListSuspectsRequest& request,
+                              v1::ListSuspectsResponse* response) {
+    std::vector<AgentStatus> agents;
+    if (!request.agent().empty()) {
+      AgentId id(request.agent());
+      if (auto live = agents_->Get(id)) {
+        agents.push_back(*std::move(live));
+      } else {
+        auto stored = store_->GetAgent(id);
+        if (!stored.ok()) return ToGrpc(stored.status());  // NOT_FOUND, or INVALID_ARGUMENT for a bad id
+        // Known but down: no current suspects.
+      }
+    } else {
+      agents = agents_->List();
+    }
+    std::vector<v1::Suspect> suspects;
+    for (const AgentStatus& a : agents) {
+      for (const diff::Suspect& s : a.suspects) {
+        FillSuspect(a.info.id, s, a.last_snapshot_time, &suspects.emplace_back());
+      }
+    }
+    std::stable_sort(suspects.begin(), suspects.end(), [](const v1::Suspect& x, const v1::Suspect& y) {
+      if (x.score() != y.score()) return x.score() > y.score();
+      if (x.agent() != y.agent()) return x.agent() < y.agent();
+      return x.class_name() < y.class_name();
+    });
+    for (auto& s : suspects) *response->add_suspects() = std::move(s);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoGetClassHistory(const v1::GetClassHistoryRequest& request,
+                                 v1::GetClassHistoryResponse* response) {
+    if (request.agent().empty()) return InvalidArgument("agent is required");
+    if (request.class_name().empty()) return InvalidArgument("class_name is required");
+    auto from = TimeField(request.has_start_time(), request.start_time(), absl::InfinitePast(),
+                          "start_time");
+    if (!from.ok()) return ToGrpc(from.status());
+    auto to =
+        TimeField(request.has_end_time(), request.end_time(), absl::InfiniteFuture(), "end_time");
+    if (!to.ok()) return ToGrpc(to.status());
+    if (*from > *to) return InvalidArgument("start_time is after end_time");
+    auto samples = store_->ClassHistory(AgentId(request.agent()), request.class_name(), *from, *to);
+    if (!samples.ok()) return ToGrpc(samples.status());
+    response->set_agent(request.agent());
+    response->set_class_name(request.class_name());
+    for (const storage::ClassSample& s : *samples) {
+      v1::ClassSample* out = response->add_samples();
+      proto::SetTimestamp(s.time, out, &v1::ClassSample::mutable_time);
+      out->set_bytes(s.bytes);
+      out->set_instances(s.instances);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoDiffSnapshots(const v1::DiffSnapshotsRequest& request,
+                               v1::DiffSnapshotsResponse* response) {
+    if (request.agent().empty()) return InvalidArgument("agent is required");
+    const AgentId agent(request.agent());
+    auto to_time =
+        TimeField(request.has_to_time(), request.to_time(), absl::InfiniteFuture(), "to_time");
+    if (!to_time.ok()) return ToGrpc(to_time.status());
+    auto from_time = TimeField(request.has_from_time(), request.from_time(), absl::InfiniteFuture(),
+                               "from_time");
+    if (!from_time.ok()) return ToGrpc(from_time.status());
+    if (request.has_from_time() && request.has_to_time() && *from_time > *to_time) {
+      return InvalidArgument("from_time is after to_time");
+    }
+    auto to = store_->ReadLatestAtOrBefore(agent, *to_time);
+    if (!to.ok()) return ToGrpc(to.status());
+    if (!to->has_value()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          request.has_to_time() ? "no snapshot at or before to_time"
+                                                : "the agent has no snapshot");
+    }
+    StatusOr<std::optional<Snapshot>> from =
+        request.has_from_time()
+            ? store_->ReadLatestAtOrBefore(agent, *from_time)
+            : store_->ReadLatestAtOrBefore(agent, (*to)->time - absl::Microseconds(1));
+    if (!from.ok()) return ToGrpc(from.status());
+    if (!from->has_value()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          request.has_from_time()
+                              ? "no snapshot at or before from_time"
+                              : "the agent has only one snapshot at or before to_time");
+    }
+    diff::SnapshotDiff d = diff::DiffSnapshots(**from, **to);
+    response->set_agent(request.agent());
+    proto::SetTimestamp(d.from, response, &v1::DiffSnapshotsResponse::mutable_from_time);
+    proto::SetTimestamp(d.to, response, &v1::DiffSnapshotsResponse::mutable_to_time);
+    uint64_t before_bytes = 0, after_bytes = 0, before_instances = 0, after_instances = 0;
+    for (const diff::ClassDelta& c : d.classes) {
+      before_bytes += c.bytes_before;
+      after_bytes += c.bytes_after;
+      before_instances += c.instances_before;
+      after_instances += c.instances_after;
+    }
+    response->set_total_before_bytes(before_bytes);
+    response->set_total_after_bytes(after_bytes);
+    response->set_total_delta_bytes(d.total_bytes_delta);
+    response->set_total_before_instances(before_instances);
+    response->set_total_after_instances(after_instances);
+    response->set_total_delta_instances(d.total_instances_delta);
+    response->set_class_count(static_cast<uint32_t>(d.classes.size()));
+    size_t limit = request.max_classes() == 0 ? d.classes.size()
+                                              : std::min<size_t>(request.max_classes(), d.classes.size());
+    for (size_t i = 0; i < limit; ++i) {
+      const diff::ClassDelta& c = d.classes[i];
+      v1::ClassDelta* out = response->add_classes();
+      out->set_class_name(c.class_name);
+      out->set_change(ToProto(c.change));
+      out->set_before_instances(c.instances_before);
+      out->set_after_instances(c.instances_after);
+      out->set_delta_instances(c.instances_delta);
+      out->set_before_bytes(c.bytes_before);
+      out->set_after_bytes(c.bytes_after);
+      out->set_delta_bytes(c.bytes_delta);
+    }
+    return grpc::Status::OK;
+  }
+
+  storage::SnapshotStore* const store_;
+  const AgentTable* const agents_;
+  Metrics* const metrics_;
+};
+
+}  // namespace
+
+struct QueryServer::Impl {
+  std::unique_ptr<QueryServiceImpl> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  bool shut_down = false;
+};
+
+QueryServer::QueryServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+QueryServer::~QueryServer() { Shutdown(absl::ZeroDuration()); }
+
+StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& listen,
+                                                          storage::SnapshotStore* store,
+                                                          const AgentTable* agents,
+                                                          Metrics* metrics) {
+  if (listen.empty()) return absl::InvalidArgumentError("empty gRPC listen address");
+  auto impl = std::make_unique<Impl>();
+  impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.RegisterService(impl->service.get());
+  impl->server = builder.BuildAndStart();
+  if (impl->server == nullptr || impl->port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", listen,
+                                               " (address in use or invalid)"));
+  }
+  impl->server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  return std::unique_ptr<QueryServer>(new QueryServer(std::move(impl)));
+}
+
+int QueryServer::port() const { return impl_->port; }
+
+void QueryServer::Shutdown(absl::Duration grace) {
+  if (impl_ == nullptr || impl_->shut_down || impl_->server == nullptr) return;
+  impl_->shut_down = true;
+  impl_->server->GetHealthCheckService()->Shutdown();  // every service NOT_SERVING
+  impl_->server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+  impl_->server->Wait();
+}
+
+}  // namespace heapwatch::daemon
