@@ -1,0 +1,51 @@
+#include "ctl/ctl.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "ctl/analyze_command.h"
+#include "ctl/command.h"
+#include "ctl/query_commands.h"
+
+namespace heapwatch::ctl {
+
+int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"heapwatchctl: query heapwatchd (JVM leak suspects, agents, class history, diffs)",
+               "heapwatchctl"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the subcommand: `suspects --json`
+  GlobalOptions global;
+  std::string timeout = "10s";
+  app.add_option("--server", global.server, "heapwatchd gRPC address host:port")->capture_default_str();
+  app.add_flag("--json", global.json, "Machine-readable JSON output");
+  app.add_option("--timeout", timeout, "Deadline of each request, e.g. 10s")->capture_default_str();
+
+  // Subcommands. Others (e.g. `analyze`) are added here with their own Add*Command function.
+  std::vector<Subcommand> commands = AddQueryCommands(app);
+  commands.push_back(AddAnalyzeCommand(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  absl::Duration d;
+  if (!absl::ParseDuration(timeout, &d) || d <= absl::ZeroDuration()) {
+    err << "heapwatchctl: --timeout: invalid duration '" << timeout << "'\n";
+    return kExitUsage;
+  }
+  global.timeout = d;
+  global.now = absl::Now();
+  for (const Subcommand& c : commands) {
+    if (c.app->parsed()) return c.run(global, out, err);
+  }
+  err << "heapwatchctl: no subcommand given (see --help)\n";
+  return kExitUsage;
+}
+
+int CtlMain(int argc, char** argv) { return RunCtl(argc, argv, std::cout, std::cerr); }
+
+}  // namespace heapwatch::ctl

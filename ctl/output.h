@@ -1,0 +1,53 @@
+// Output helpers of heapwatchctl: aligned text tables for people, JSON for machines. JSON is produced by
+// protobuf's JSON printer (google::protobuf::util::MessageToJsonString) from a google.protobuf.Struct
+// built from the response messages, never by hand: numbers are JSON numbers (exact up to 2^53), times
+// RFC 3339 strings, names as in docs/cli.md.
+//
+// Thread-safety: Table is thread-compatible; the functions are pure.
+#ifndef HEAPWATCH_CTL_OUTPUT_H_
+#define HEAPWATCH_CTL_OUTPUT_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "google/protobuf/struct.pb.h"
+
+namespace heapwatch::ctl {
+
+// A text table: a header row and data rows, columns separated by two spaces and padded to the widest
+// cell; columns listed in `right_aligned` (numbers) are right-aligned.
+class Table {
+ public:
+  Table(std::vector<std::string> headers, std::vector<size_t> right_aligned = {});
+  void AddRow(std::vector<std::string> cells);  // REQUIRES: as many cells as headers
+  void Print(std::ostream& out) const;
+  size_t rows() const { return rows_.size(); }
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "912 B", "3.4 KiB", "12.0 MiB", "1.5 GiB" (binary units).
+std::string HumanBytes(double bytes);
+// HumanBytes with a sign: "+3.4 KiB", "-912 B", "0 B".
+std::string SignedHumanBytes(double bytes);
+// "+1234", "-5", "0".
+std::string Signed(int64_t v);
+
+// Struct value builders.
+google::protobuf::Value StringValue(const std::string& s);
+google::protobuf::Value NumberValue(double v);
+google::protobuf::Value BoolValue(bool b);
+
+// Writes `object` as JSON (two-space indentation) and a newline.
+// Errors: Internal when protobuf's printer fails (not expected for a Struct).
+Status PrintJson(const google::protobuf::Struct& object, std::ostream& out);
+
+}  // namespace heapwatch::ctl
+
+#endif  // HEAPWATCH_CTL_OUTPUT_H_

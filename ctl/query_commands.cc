@@ -1,0 +1,427 @@
+#include "ctl/query_commands.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ctl/output.h"
+#include "ctl/time_arg.h"
+#include "grpcpp/grpcpp.h"
+#include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "proto/time_util.h"
+
+namespace heapwatch::ctl {
+namespace {
+
+namespace v1 = ::heapwatch::v1;
+using google::protobuf::ListValue;
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+absl::Time TimeOf(bool has, const google::protobuf::Timestamp& ts) {
+  if (!has) return absl::InfinitePast();
+  auto t = proto::FromTimestamp(ts);
+  return t.ok() ? *t : absl::InfinitePast();
+}
+
+// A time for tables: "2026-11-21 23:51:42Z" (seconds), "-" when unknown.
+std::string ShortTime(absl::Time t) {
+  if (t == absl::InfinitePast()) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%SZ", t, absl::UTCTimeZone());
+}
+
+std::string StateName(v1::AgentState state) {
+  switch (state) {
+    case v1::AGENT_STATE_UP:
+      return "up";
+    case v1::AGENT_STATE_UNREACHABLE:
+      return "unreachable";
+    case v1::AGENT_STATE_DOWN:
+      return "down";
+    default:
+      return "unknown";
+  }
+}
+
+std::string ChangeName(v1::ClassChange change) {
+  switch (change) {
+    case v1::CLASS_CHANGE_CHANGED:
+      return "changed";
+    case v1::CLASS_CHANGE_NEW:
+      return "new";
+    case v1::CLASS_CHANGE_VANISHED:
+      return "vanished";
+    case v1::CLASS_CHANGE_UNCHANGED:
+      return "unchanged";
+    default:
+      return "unknown";
+  }
+}
+
+// Sets `key` of `s` to the RFC 3339 form of a Timestamp field, or to null when it is unset.
+void PutTime(Struct& s, const std::string& key, bool has, const google::protobuf::Timestamp& ts) {
+  absl::Time t = TimeOf(has, ts);
+  Value v;
+  if (t == absl::InfinitePast()) {
+    v.set_null_value(google::protobuf::NULL_VALUE);
+  } else {
+    v.set_string_value(Rfc3339(t));
+  }
+  (*s.mutable_fields())[key] = v;
+}
+
+void Put(Struct& s, const std::string& key, Value v) { (*s.mutable_fields())[key] = std::move(v); }
+
+Value ObjectValue(Struct s) {
+  Value v;
+  *v.mutable_struct_value() = std::move(s);
+  return v;
+}
+
+class Client {
+ public:
+  explicit Client(const GlobalOptions& global)
+      : global_(global),
+        stub_(v1::QueryService::NewStub(
+            grpc::CreateChannel(global.server, grpc::InsecureChannelCredentials()))) {}
+
+  template <typename Request, typename Response>
+  grpc::Status Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                                   Response*),
+                    const Request& request, Response* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoMilliseconds(global_.timeout));
+    return (stub_.get()->*method)(&context, request, response);
+  }
+
+ private:
+  const GlobalOptions& global_;
+  std::unique_ptr<v1::QueryService::Stub> stub_;
+};
+
+int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view what,
+                const grpc::Status& status) {
+  static const char* kCodes[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  int code = status.error_code();
+  std::string name = code >= 0 && code < static_cast<int>(std::size(kCodes)) ? kCodes[code]
+                                                                               : std::to_string(code);
+  err << "heapwatchctl: " << what << " on " << global.server << " failed: " << name << ": "
+      << status.error_message() << "\n";
+  return kExitError;
+}
+
+int Emit(const Struct& json, std::ostream& out, std::ostream& err) {
+  Status s = PrintJson(json, out);
+  if (!s.ok()) {
+    err << "heapwatchctl: " << s.message() << "\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+// ---- agents ----
+
+int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+  Client client(global);
+  v1::ListAgentsResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest(), &response);
+  if (!status.ok()) return ServerError(err, global, "ListAgents", status);
+  if (global.json) {
+    Struct root;
+    ListValue* list = (*root.mutable_fields())["agents"].mutable_list_value();
+    for (const v1::Agent& a : response.agents()) {
+      Struct o;
+      Put(o, "agent", StringValue(a.agent()));
+      Put(o, "pid", NumberValue(static_cast<double>(a.pid())));
+      Put(o, "host", StringValue(a.host()));
+      Put(o, "main_class", StringValue(a.main_class()));
+      Put(o, "jvm_version", StringValue(a.jvm_version()));
+      Put(o, "state", StringValue(StateName(a.state())));
+      PutTime(o, "start_time", a.has_start_time(), a.start_time());
+      PutTime(o, "last_snapshot_time", a.has_last_snapshot_time(), a.last_snapshot_time());
+      PutTime(o, "next_collection_time", a.has_next_collection_time(), a.next_collection_time());
+      Put(o, "last_error", StringValue(a.last_error()));
+      Put(o, "consecutive_failures", NumberValue(a.consecutive_failures()));
+      Put(o, "all_objects", BoolValue(a.all_objects()));
+      Put(o, "suspect_count", NumberValue(a.suspect_count()));
+      *list->add_values() = ObjectValue(std::move(o));
+    }
+    return Emit(root, out, err);
+  }
+  Table table({"AGENT", "STATE", "PID", "HOST", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS",
+               "LAST ERROR"},
+              {2, 7});
+  for (const v1::Agent& a : response.agents()) {
+    table.AddRow({a.agent(), StateName(a.state()), std::to_string(a.pid()), a.host(), a.main_class(),
+                  a.jvm_version(), ShortTime(TimeOf(a.has_last_snapshot_time(), a.last_snapshot_time())),
+                  a.state() == v1::AGENT_STATE_DOWN ? "-" : std::to_string(a.suspect_count()),
+                  a.last_error()});
+  }
+  if (table.rows() == 0) {
+    out << "no agents\n";
+  } else {
+    table.Print(out);
+  }
+  return kExitOk;
+}
+
+// ---- suspects ----
+
+struct SuspectsArgs {
+  std::string agent;
+};
+
+int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostream& out,
+                std::ostream& err) {
+  Client client(global);
+  v1::ListSuspectsRequest request;
+  request.set_agent(args.agent);
+  v1::ListSuspectsResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::ListSuspects, request, &response);
+  if (!status.ok()) return ServerError(err, global, "ListSuspects", status);
+  if (global.json) {
+    Struct root;
+    ListValue* list = (*root.mutable_fields())["suspects"].mutable_list_value();
+    for (const v1::Suspect& s : response.suspects()) {
+      Struct o;
+      Put(o, "agent", StringValue(s.agent()));
+      Put(o, "class", StringValue(s.class_name()));
+      Put(o, "bytes", NumberValue(static_cast<double>(s.bytes())));
+      Put(o, "instances", NumberValue(static_cast<double>(s.instances())));
+      Put(o, "growth_bytes_per_second", NumberValue(s.growth_bytes_per_second()));
+      Put(o, "growth_instances_per_second", NumberValue(s.growth_instances_per_second()));
+      Put(o, "score", NumberValue(s.score()));
+      PutTime(o, "first_seen", s.has_first_seen(), s.first_seen());
+      PutTime(o, "last_snapshot_time", s.has_last_snapshot_time(), s.last_snapshot_time());
+      *list->add_values() = ObjectValue(std::move(o));
+    }
+    return Emit(root, out, err);
+  }
+  Table table({"AGENT", "CLASS", "BYTES", "INSTANCES", "GROWTH/S", "GROWTH/H", "SCORE", "FIRST SEEN"},
+              {2, 3, 4, 5, 6});
+  for (const v1::Suspect& s : response.suspects()) {
+    table.AddRow({s.agent(), s.class_name(), HumanBytes(static_cast<double>(s.bytes())),
+                  std::to_string(s.instances()), SignedHumanBytes(s.growth_bytes_per_second()),
+                  SignedHumanBytes(s.growth_bytes_per_second() * 3600),
+                  absl::StrFormat("%.2f", s.score()),
+                  ShortTime(TimeOf(s.has_first_seen(), s.first_seen()))});
+  }
+  if (table.rows() == 0) {
+    out << "no leak suspects\n";
+  } else {
+    table.Print(out);
+  }
+  return kExitOk;
+}
+
+// ---- history ----
+
+struct HistoryArgs {
+  std::string agent;
+  std::string class_name;
+  std::string since;
+  std::string until;
+};
+
+int RunHistory(const HistoryArgs& args, const GlobalOptions& global, std::ostream& out,
+               std::ostream& err) {
+  v1::GetClassHistoryRequest request;
+  request.set_agent(args.agent);
+  request.set_class_name(args.class_name);
+  if (!args.since.empty()) {
+    auto t = ParseTimeArg(args.since, global.now, /*bare_duration_means_ago=*/true);
+    if (!t.ok()) {
+      err << "heapwatchctl history: --since: " << t.status().message() << "\n";
+      return kExitUsage;
+    }
+    proto::ToTimestamp(*t, request.mutable_start_time());
+  }
+  if (!args.until.empty()) {
+    auto t = ParseTimeArg(args.until, global.now, /*bare_duration_means_ago=*/false);
+    if (!t.ok()) {
+      err << "heapwatchctl history: --until: " << t.status().message() << "\n";
+      return kExitUsage;
+    }
+    proto::ToTimestamp(*t, request.mutable_end_time());
+  }
+  Client client(global);
+  v1::GetClassHistoryResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::GetClassHistory, request, &response);
+  if (!status.ok()) return ServerError(err, global, "GetClassHistory", status);
+  if (global.json) {
+    Struct root;
+    Put(root, "agent", StringValue(response.agent()));
+    Put(root, "class", StringValue(response.class_name()));
+    ListValue* list = (*root.mutable_fields())["points"].mutable_list_value();
+    for (const v1::ClassSample& s : response.samples()) {
+      Struct o;
+      PutTime(o, "time", s.has_time(), s.time());
+      Put(o, "bytes", NumberValue(static_cast<double>(s.bytes())));
+      Put(o, "instances", NumberValue(static_cast<double>(s.instances())));
+      *list->add_values() = ObjectValue(std::move(o));
+    }
+    return Emit(root, out, err);
+  }
+  Table table({"TIME", "BYTES", "INSTANCES", "DELTA BYTES"}, {1, 2, 3});
+  double previous = 0;
+  bool first = true;
+  for (const v1::ClassSample& s : response.samples()) {
+    double bytes = static_cast<double>(s.bytes());
+    table.AddRow({Rfc3339(TimeOf(s.has_time(), s.time())), std::to_string(s.bytes()),
+                  std::to_string(s.instances()), first ? "" : SignedHumanBytes(bytes - previous)});
+    previous = bytes;
+    first = false;
+  }
+  out << response.class_name() << " in " << response.agent() << ": " << table.rows() << " snapshots\n";
+  if (table.rows() > 0) table.Print(out);
+  return kExitOk;
+}
+
+// ---- diff ----
+
+struct DiffArgs {
+  std::string agent;
+  std::string from;
+  std::string to;
+  uint32_t max = 20;
+};
+
+int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+  v1::DiffSnapshotsRequest request;
+  request.set_agent(args.agent);
+  request.set_max_classes(args.max);
+  for (auto [text, field, name] :
+       {std::tuple{&args.from, request.mutable_from_time(), "--from"},
+        std::tuple{&args.to, request.mutable_to_time(), "--to"}}) {
+    if (text->empty()) continue;
+    auto t = ParseTimeArg(*text, global.now, /*bare_duration_means_ago=*/false);
+    if (!t.ok()) {
+      err << "heapwatchctl diff: " << name << ": " << t.status().message() << "\n";
+      return kExitUsage;
+    }
+    proto::ToTimestamp(*t, field);
+  }
+  if (args.from.empty()) request.clear_from_time();
+  if (args.to.empty()) request.clear_to_time();
+  Client client(global);
+  v1::DiffSnapshotsResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::DiffSnapshots, request, &response);
+  if (!status.ok()) return ServerError(err, global, "DiffSnapshots", status);
+  if (global.json) {
+    Struct root;
+    Put(root, "agent", StringValue(response.agent()));
+    PutTime(root, "from", response.has_from_time(), response.from_time());
+    PutTime(root, "to", response.has_to_time(), response.to_time());
+    Put(root, "total_before_bytes", NumberValue(static_cast<double>(response.total_before_bytes())));
+    Put(root, "total_after_bytes", NumberValue(static_cast<double>(response.total_after_bytes())));
+    Put(root, "total_delta_bytes", NumberValue(static_cast<double>(response.total_delta_bytes())));
+    Put(root, "total_before_instances",
+        NumberValue(static_cast<double>(response.total_before_instances())));
+    Put(root, "total_after_instances",
+        NumberValue(static_cast<double>(response.total_after_instances())));
+    Put(root, "total_delta_instances",
+        NumberValue(static_cast<double>(response.total_delta_instances())));
+    Put(root, "class_count", NumberValue(response.class_count()));
+    ListValue* list = (*root.mutable_fields())["classes"].mutable_list_value();
+    for (const v1::ClassDelta& c : response.classes()) {
+      Struct o;
+      Put(o, "class", StringValue(c.class_name()));
+      Put(o, "change", StringValue(ChangeName(c.change())));
+      Put(o, "before_bytes", NumberValue(static_cast<double>(c.before_bytes())));
+      Put(o, "after_bytes", NumberValue(static_cast<double>(c.after_bytes())));
+      Put(o, "delta_bytes", NumberValue(static_cast<double>(c.delta_bytes())));
+      Put(o, "before_instances", NumberValue(static_cast<double>(c.before_instances())));
+      Put(o, "after_instances", NumberValue(static_cast<double>(c.after_instances())));
+      Put(o, "delta_instances", NumberValue(static_cast<double>(c.delta_instances())));
+      *list->add_values() = ObjectValue(std::move(o));
+    }
+    return Emit(root, out, err);
+  }
+  absl::Time from = TimeOf(response.has_from_time(), response.from_time());
+  absl::Time to = TimeOf(response.has_to_time(), response.to_time());
+  out << absl::StrFormat("%s: %s -> %s (%s), heap %s -> %s (%s), %d classes\n", response.agent(),
+                         Rfc3339(from), Rfc3339(to), absl::FormatDuration(to - from),
+                         HumanBytes(static_cast<double>(response.total_before_bytes())),
+                         HumanBytes(static_cast<double>(response.total_after_bytes())),
+                         SignedHumanBytes(static_cast<double>(response.total_delta_bytes())),
+                         response.class_count());
+  Table table({"CLASS", "CHANGE", "BYTES BEFORE", "BYTES AFTER", "DELTA", "INSTANCES", "DELTA INST"},
+              {2, 3, 4, 5, 6});
+  for (const v1::ClassDelta& c : response.classes()) {
+    table.AddRow({c.class_name(), ChangeName(c.change()), std::to_string(c.before_bytes()),
+                  std::to_string(c.after_bytes()), SignedHumanBytes(static_cast<double>(c.delta_bytes())),
+                  std::to_string(c.after_instances()), Signed(c.delta_instances())});
+  }
+  table.Print(out);
+  if (response.class_count() > static_cast<uint32_t>(response.classes_size())) {
+    out << "(" << response.class_count() - response.classes_size()
+        << " more classes; --max 0 shows all)\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::vector<Subcommand> AddQueryCommands(CLI::App& app) {
+  std::vector<Subcommand> commands;
+
+  CLI::App* agents = app.add_subcommand("agents", "List the JVM agents heapwatchd knows (live and down)");
+  commands.push_back({agents, RunAgents});
+
+  auto suspects_args = std::make_shared<SuspectsArgs>();
+  CLI::App* suspects = app.add_subcommand("suspects", "List current leak suspects");
+  suspects->add_option("--agent", suspects_args->agent, "Only this agent");
+  commands.push_back({suspects, [suspects_args](const GlobalOptions& g, std::ostream& o,
+                                                std::ostream& e) {
+                        return RunSuspects(*suspects_args, g, o, e);
+                      }});
+
+  auto history_args = std::make_shared<HistoryArgs>();
+  CLI::App* history = app.add_subcommand("history", "Bytes and instances of one class over time");
+  history->add_option("agent", history_args->agent, "Agent id (see `heapwatchctl agents`)")->required();
+  history->add_option("class", history_args->class_name, "Class name, e.g. com.example.Cache$Entry")
+      ->required();
+  history->add_option("--since", history_args->since,
+                      "Start: RFC 3339 time, or a duration before now (10m, -10m)");
+  history->add_option("--until", history_args->until, "End: RFC 3339 time or -DURATION (default: now)");
+  commands.push_back({history, [history_args](const GlobalOptions& g, std::ostream& o,
+                                              std::ostream& e) {
+                        return RunHistory(*history_args, g, o, e);
+                      }});
+
+  auto diff_args = std::make_shared<DiffArgs>();
+  CLI::App* diff = app.add_subcommand("diff", "Per-class difference between two snapshots of an agent");
+  diff->add_option("agent", diff_args->agent, "Agent id")->required();
+  diff->add_option("--from", diff_args->from,
+                   "Older snapshot: the newest at or before this time (RFC 3339 or -DURATION; default: "
+                   "the snapshot before --to)");
+  diff->add_option("--to", diff_args->to,
+                   "Newer snapshot: the newest at or before this time (default: the latest)");
+  diff->add_option("--max", diff_args->max, "Show at most this many classes, largest growth first; 0 = all")
+      ->capture_default_str();
+  commands.push_back({diff, [diff_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
+                        return RunDiff(*diff_args, g, o, e);
+                      }});
+  return commands;
+}
+
+}  // namespace heapwatch::ctl
