@@ -1,0 +1,410 @@
+// End to end with real JVMs, the real heapwatchd and heapwatchctl binaries, real gRPC, real /metrics:
+//
+//  1. start LeakyApp (a static list that grows by ~300 KB/s of LeakyApp$Leak) and HealthyApp (a cache that
+//     fills then plateaus, a sawtooth buffer, flat churn), then heapwatchd on a temporary data dir with
+//     ephemeral ports and a 1 s interval, watching only those two JVMs;
+//  2. within a bounded number of snapshots LeakyApp$Leak must be a suspect over gRPC, in
+//     `heapwatchctl suspects --json` and in /metrics; nothing of HealthyApp may ever be a suspect (checked by
+//     polling all three views and, for the moments between polls, the daemon's log of suspect changes);
+//  3. kill -9 the daemon, restart it on the same data dir: every history point seen before the kill
+//     (`heapwatchctl history --json`) is still there, and the agents are watched again under the same ids;
+//  4. kill HealthyApp: it is reported down and all its Prometheus series disappear;
+//  5. SIGTERM: heapwatchd exits 0.
+// Every child process dies with the test (see subprocess.h).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "common/status.h"
+#include "tests/e2e/subprocess.h"
+
+namespace heapwatch {
+namespace {
+
+namespace v1 = ::heapwatch::v1;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::Subprocess;
+
+constexpr char kLeakClass[] = "LeakyApp$Leak";
+constexpr absl::Duration kInterval = absl::Seconds(1);
+// The trend detector's defaults flag a steady leak after warm-up (3) + min_snapshots (8) snapshots; allow
+// for jitter and slow machines, but stay bounded.
+constexpr int kMaxSnapshotsToFlag = 30;
+// HealthyApp must stay clean for at least this many of its snapshots (more than warm-up + two windows).
+constexpr int kMinHealthySnapshots = 30;
+
+std::string TempDir() {
+  std::string base = ::testing::TempDir();
+  if (base.empty() || base.back() != '/') base += '/';
+  std::string tmpl = base + "heapwatch-e2e-XXXXXX";
+  HW_CHECK(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+bool WaitFor(absl::Duration timeout, const std::function<bool()>& done) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  return done();
+}
+
+std::optional<int> ReadPort(const std::string& path) {
+  int port = 0;
+  std::string text(absl::StripAsciiWhitespace(ReadFile(path)));
+  if (!text.empty() && absl::SimpleAtoi(text, &port) && port > 0) return port;
+  return std::nullopt;
+}
+
+google::protobuf::Struct ParseJson(const std::string& text) {
+  google::protobuf::Struct s;
+  auto status = google::protobuf::util::JsonStringToMessage(text, &s);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << text;
+  return s;
+}
+
+std::string Field(const google::protobuf::Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  if (it == s.fields().end()) return "";
+  if (it->second.has_string_value()) return it->second.string_value();
+  if (it->second.has_number_value()) return absl::StrCat(it->second.number_value());
+  return "";
+}
+
+struct HistoryPoint {
+  std::string time;
+  double bytes = 0;
+  double instances = 0;
+  friend bool operator<(const HistoryPoint& a, const HistoryPoint& b) { return a.time < b.time; }
+};
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir();
+    std::cout << "e2e work directory: " << dir_ << std::endl;
+    leaky_ = StartJava("LeakyApp");
+    healthy_ = StartJava("HealthyApp");
+    ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+      return absl::StrContains(ReadFile(dir_ + "/LeakyApp.log"), "ready") &&
+             absl::StrContains(ReadFile(dir_ + "/HealthyApp.log"), "ready");
+    })) << "the Java programs did not start:\n"
+        << ReadFile(dir_ + "/LeakyApp.log") << ReadFile(dir_ + "/HealthyApp.log");
+    std::ofstream(dir_ + "/heapwatchd.yaml") << R"(# Only this test's JVMs are watched.
+watch:
+  agents:
+    include: [LeakyApp, HealthyApp]
+collection:
+  discovery_interval: 1s
+  backoff_initial: 2s
+  backoff_max: 4s
+)";
+  }
+
+  void TearDown() override {
+    daemon_.reset();
+    leaky_.reset();
+    healthy_.reset();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<Subprocess> StartJava(const std::string& main_class) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{HEAPWATCH_JAVA, "-Xmx512m", "-XX:+UseSerialGC", "-cp",
+                                 HEAPWATCH_E2E_CLASSES, main_class, "--max-seconds", "900"},
+        dir_ + "/" + main_class + ".log");
+  }
+
+  // Starts heapwatchd and waits for its two ports.
+  void StartDaemon(const std::string& log_name) {
+    std::filesystem::remove(dir_ + "/grpc.port");
+    std::filesystem::remove(dir_ + "/metrics.port");
+    daemon_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{HEAPWATCHD, "--config", dir_ + "/heapwatchd.yaml", "--data-dir",
+                                 dir_ + "/data", "--grpc-listen", "127.0.0.1:0", "--metrics-listen",
+                                 "127.0.0.1:0", "--grpc-port-file", dir_ + "/grpc.port",
+                                 "--metrics-port-file", dir_ + "/metrics.port", "--interval",
+                                 absl::FormatDuration(kInterval)},
+        dir_ + "/" + log_name);
+    ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+      return ReadPort(dir_ + "/grpc.port") && ReadPort(dir_ + "/metrics.port");
+    })) << "heapwatchd wrote no port files:\n"
+        << ReadFile(dir_ + "/" + log_name);
+    grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
+    metrics_url_ = absl::StrCat("http://127.0.0.1:", *ReadPort(dir_ + "/metrics.port"), "/metrics");
+    stub_ = v1::QueryService::NewStub(
+        grpc::CreateChannel(grpc_address_, grpc::InsecureChannelCredentials()));
+  }
+
+  template <typename Req, typename Resp>
+  Resp Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+            const Req& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    Resp response;
+    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    return response;
+  }
+
+  std::map<int64_t, v1::Agent> AgentsByPid() {
+    std::map<int64_t, v1::Agent> out;
+    const v1::ListAgentsResponse response =
+        Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
+    for (const v1::Agent& a : response.agents()) {
+      if (a.state() != v1::AGENT_STATE_DOWN) out[a.pid()] = a;
+    }
+    return out;
+  }
+
+  std::vector<v1::Suspect> Suspects() {
+    auto r = Call(&v1::QueryService::Stub::ListSuspects, v1::ListSuspectsRequest());
+    return {r.suspects().begin(), r.suspects().end()};
+  }
+
+  int SnapshotCount(const std::string& agent, const std::string& class_name) {
+    v1::GetClassHistoryRequest request;
+    request.set_agent(agent);
+    request.set_class_name(class_name);
+    grpc::ClientContext context;
+    v1::GetClassHistoryResponse response;
+    if (!stub_->GetClassHistory(&context, request, &response).ok()) return 0;
+    return response.samples_size();
+  }
+
+  std::string Metrics() {
+    auto r = RunCommand({HEAPWATCH_CURL, "-sf", "--max-time", "10", metrics_url_}, absl::Seconds(15));
+    EXPECT_EQ(r.exit_code, 0) << "curl " << metrics_url_ << ": " << r.err;
+    return r.out;
+  }
+
+  testing::CommandResult Ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {HEAPWATCHCTL, "--server", grpc_address_});
+    return RunCommand(args, absl::Seconds(30));
+  }
+
+  std::vector<HistoryPoint> History(const std::string& agent, const std::string& class_name) {
+    auto r = Ctl({"history", agent, class_name, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    google::protobuf::Struct root = ParseJson(r.out);
+    EXPECT_EQ(Field(root, "agent"), agent);
+    EXPECT_EQ(Field(root, "class"), class_name);
+    std::vector<HistoryPoint> points;
+    for (const auto& v : root.fields().at("points").list_value().values()) {
+      const auto& p = v.struct_value();
+      points.push_back({Field(p, "time"), p.fields().at("bytes").number_value(),
+                        p.fields().at("instances").number_value()});
+    }
+    return points;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Subprocess> leaky_, healthy_, daemon_;
+  std::string grpc_address_, metrics_url_;
+  std::unique_ptr<v1::QueryService::Stub> stub_;
+};
+
+TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
+  const absl::Time test_start = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd-1.log"));
+
+  // ---- 1. both JVMs are discovered ----
+  std::string leaky_agent, healthy_agent;
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    auto agents = AgentsByPid();
+    if (agents.count(leaky_->pid())) leaky_agent = agents[leaky_->pid()].agent();
+    if (agents.count(healthy_->pid())) healthy_agent = agents[healthy_->pid()].agent();
+    return !leaky_agent.empty() && !healthy_agent.empty();
+  })) << ReadFile(dir_ + "/heapwatchd-1.log");
+  {
+    auto agents = AgentsByPid();
+    EXPECT_EQ(agents[leaky_->pid()].main_class(), "LeakyApp");
+    EXPECT_EQ(agents[healthy_->pid()].main_class(), "HealthyApp");
+    EXPECT_FALSE(agents[leaky_->pid()].jvm_version().empty());
+  }
+
+  // ---- 2. the leak is flagged over gRPC within a bounded number of snapshots; the healthy JVM never ----
+  auto check_healthy_clean = [&](const std::vector<v1::Suspect>& healthy_suspects) {
+    for (const v1::Suspect& s : healthy_suspects) {
+      ADD_FAILURE() << "healthy JVM has a suspect: " << s.class_name() << " score " << s.score();
+    }
+  };
+  int snapshots_at_flag = 0;
+  absl::Time flagged_at;
+  bool flagged = WaitFor(absl::Seconds(kMaxSnapshotsToFlag * 3), [&] {
+    std::vector<v1::Suspect> suspects = Suspects();
+    std::vector<v1::Suspect> healthy;
+    bool leak = false;
+    for (const v1::Suspect& s : suspects) {
+      if (s.agent() == healthy_agent) healthy.push_back(s);
+      if (s.agent() == leaky_agent && s.class_name() == kLeakClass) leak = true;
+    }
+    check_healthy_clean(healthy);
+    if (leak) {
+      snapshots_at_flag = SnapshotCount(leaky_agent, kLeakClass);
+      flagged_at = absl::Now();
+    }
+    return leak || SnapshotCount(leaky_agent, kLeakClass) > kMaxSnapshotsToFlag;
+  });
+  ASSERT_TRUE(flagged && snapshots_at_flag > 0)
+      << kLeakClass << " was not flagged within " << kMaxSnapshotsToFlag << " snapshots\n"
+      << ReadFile(dir_ + "/heapwatchd-1.log");
+  EXPECT_LE(snapshots_at_flag, kMaxSnapshotsToFlag);
+  std::cout << "E2E: " << kLeakClass << " flagged over gRPC after " << snapshots_at_flag
+            << " snapshots of the leaky JVM (" << absl::FormatDuration(flagged_at - test_start)
+            << " after the daemon started)" << std::endl;
+  RecordProperty("snapshots_until_flagged", snapshots_at_flag);
+
+  // ... in heapwatchctl suspects --json ...
+  bool in_ctl = WaitFor(absl::Seconds(10), [&] {
+    auto r = Ctl({"suspects", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    google::protobuf::Struct root = ParseJson(r.out);
+    bool found = false;
+    for (const auto& v : root.fields().at("suspects").list_value().values()) {
+      const auto& s = v.struct_value();
+      EXPECT_NE(Field(s, "agent"), healthy_agent) << r.out;
+      if (Field(s, "agent") == leaky_agent && Field(s, "class") == kLeakClass) {
+        found = true;
+        for (const char* key : {"bytes", "instances", "growth_bytes_per_second", "score"}) {
+          EXPECT_TRUE(s.fields().count(key) && s.fields().at(key).has_number_value()) << key;
+        }
+        EXPECT_GT(s.fields().at("bytes").number_value(), 0);
+        EXPECT_GT(s.fields().at("growth_bytes_per_second").number_value(), 10'000) << r.out;
+        EXPECT_FALSE(Field(s, "first_seen").empty()) << r.out;
+      }
+    }
+    return found;
+  });
+  EXPECT_TRUE(in_ctl) << "heapwatchctl suspects --json does not list the leak";
+
+  // ... and in /metrics.
+  const std::string suspect_series =
+      absl::StrCat("heapwatch_leak_suspect{agent=\"", leaky_agent, "\",class=\"", kLeakClass, "\"} 1");
+  bool in_metrics = WaitFor(absl::Seconds(10), [&] {
+    return absl::StrContains(Metrics(), suspect_series);
+  });
+  EXPECT_TRUE(in_metrics) << "no " << suspect_series << " in\n" << Metrics();
+  {
+    std::string metrics = Metrics();
+    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_agent_up{agent=\"", leaky_agent, "\"} 1")));
+    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_class_growth_bytes_per_second{agent=\"",
+                                                        leaky_agent, "\",class=\"", kLeakClass, "\"}")));
+    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_class_bytes{agent=\"", healthy_agent)));
+    EXPECT_FALSE(absl::StrContains(metrics, absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
+  }
+
+  // Keep watching the healthy JVM until it has had plenty of snapshots past warm-up.
+  ASSERT_TRUE(WaitFor(absl::Seconds(kMinHealthySnapshots * 3), [&] {
+    std::vector<v1::Suspect> healthy;
+    for (const v1::Suspect& s : Suspects()) {
+      if (s.agent() == healthy_agent) healthy.push_back(s);
+    }
+    check_healthy_clean(healthy);
+    EXPECT_FALSE(absl::StrContains(Metrics(), absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
+    return SnapshotCount(healthy_agent, "HealthyApp$CacheEntry") >= kMinHealthySnapshots;
+  }));
+
+  // ---- 3. kill -9 and restart: the history is all there ----
+  std::vector<HistoryPoint> leak_before = History(leaky_agent, kLeakClass);
+  std::vector<HistoryPoint> cache_before = History(healthy_agent, "HealthyApp$CacheEntry");
+  ASSERT_GE(leak_before.size(), static_cast<size_t>(snapshots_at_flag));
+  ASSERT_GE(cache_before.size(), static_cast<size_t>(kMinHealthySnapshots));
+  EXPECT_LT(leak_before.front().bytes, leak_before.back().bytes);
+  daemon_->Kill(SIGKILL);
+  ASSERT_TRUE(daemon_->Wait(absl::Seconds(10)).has_value());
+  const std::string log1 = ReadFile(dir_ + "/heapwatchd-1.log");
+
+  ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd-2.log"));
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    auto agents = AgentsByPid();
+    return agents.count(leaky_->pid()) && agents.count(healthy_->pid());
+  }));
+  {
+    auto agents = AgentsByPid();
+    EXPECT_EQ(agents[leaky_->pid()].agent(), leaky_agent) << "the agent id must survive a restart";
+    EXPECT_EQ(agents[healthy_->pid()].agent(), healthy_agent);
+  }
+  for (auto [agent, class_name, before] :
+       {std::tuple{leaky_agent, std::string(kLeakClass), &leak_before},
+        std::tuple{healthy_agent, std::string("HealthyApp$CacheEntry"), &cache_before}}) {
+    std::vector<HistoryPoint> after = History(agent, class_name);
+    std::map<std::string, HistoryPoint> by_time;
+    for (const HistoryPoint& p : after) by_time[p.time] = p;
+    size_t missing = 0;
+    for (const HistoryPoint& p : *before) {
+      auto it = by_time.find(p.time);
+      if (it == by_time.end()) {
+        ++missing;
+        continue;
+      }
+      EXPECT_EQ(it->second.bytes, p.bytes) << p.time;
+      EXPECT_EQ(it->second.instances, p.instances) << p.time;
+    }
+    EXPECT_EQ(missing, 0u) << class_name << ": " << missing << " of " << before->size()
+                           << " points seen before kill -9 are gone";
+    std::cout << "E2E: " << class_name << ": " << before->size() << " points before kill -9, all "
+              << "present after restart (" << after.size() << " now)" << std::endl;
+  }
+
+  // ---- 4. an exiting JVM is reported down and its series vanish ----
+  healthy_->Kill(SIGKILL);
+  ASSERT_TRUE(healthy_->Wait(absl::Seconds(10)).has_value());
+  const std::string healthy_label = absl::StrCat("agent=\"", healthy_agent, "\"");
+  ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    bool down = false;
+    const v1::ListAgentsResponse response =
+        Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
+    for (const v1::Agent& a : response.agents()) {
+      if (a.agent() == healthy_agent) down = a.state() == v1::AGENT_STATE_DOWN;
+    }
+    return down && !absl::StrContains(Metrics(), healthy_label);
+  })) << Metrics();
+  EXPECT_TRUE(absl::StrContains(Metrics(), absl::StrCat("agent=\"", leaky_agent, "\"")));
+
+  // ---- 5. SIGTERM: graceful exit ----
+  daemon_->Kill(SIGTERM);
+  std::optional<int> status = daemon_->Wait(absl::Seconds(40));
+  ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status;
+
+  // Between polls: the daemon logs every class that becomes a suspect; none may be of the healthy JVM.
+  const std::string log2 = ReadFile(dir_ + "/heapwatchd-2.log");
+  for (const std::string* log : {&log1, &log2}) {
+    for (absl::string_view line : absl::StrSplit(*log, '\n')) {
+      if (absl::StrContains(line, "is a leak suspect")) {
+        EXPECT_FALSE(absl::StrContains(line, healthy_agent)) << line;
+      }
+      EXPECT_FALSE(absl::StrContains(line, " critical ")) << line;
+    }
+  }
+  EXPECT_TRUE(absl::StrContains(log1, absl::StrCat(kLeakClass, " is a leak suspect")));
+  EXPECT_TRUE(absl::StrContains(log2, "heapwatchd stopped"));
+  std::cout << "E2E: total " << absl::FormatDuration(absl::Now() - test_start) << std::endl;
+}
+
+}  // namespace
+}  // namespace heapwatch
