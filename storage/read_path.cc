@@ -199,7 +199,9 @@ StatusOr<std::vector<Snapshot>> SnapshotStore::Impl::Materialize(
     size_t e = 0;
     for (const NumberedRow& r : h.rows) {
       // Both h.rows and `wanted` are sorted by class number.
-      e = std::lower_bound(wanted.begin() + e, wanted.end(), r.cls) - wanted.begin();
+      e = static_cast<size_t>(
+          std::lower_bound(wanted.begin() + static_cast<std::ptrdiff_t>(e), wanted.end(), r.cls) -
+          wanted.begin());
       HW_CHECK(e < wanted.size() && wanted[e] == r.cls);
       rows.push_back(Ranked{r.bytes, rank[e], r.instances, static_cast<uint32_t>(e)});
     }
