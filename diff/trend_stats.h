@@ -17,8 +17,9 @@
 //   - P. K. Sen, "Estimates of the regression coefficient based on Kendall's tau", JASA 63:1379-1389, 1968.
 //
 // Thread-safety: every function here is a pure function of its arguments (the exact-distribution table is
-// built once, on first use, under C++'s thread-safe static initialisation), so all of them may be called
-// concurrently from any thread. Functions taking a `scratch` vector write only to that vector.
+// built once, on first use, under C++'s thread-safe static initialisation; medians use a thread_local
+// partition buffer), so all of them may be called concurrently from any thread. Functions taking a
+// `scratch` vector write only to that vector (and their thread's buffer).
 #ifndef HEAPWATCH_DIFF_TREND_STATS_H_
 #define HEAPWATCH_DIFF_TREND_STATS_H_
 
@@ -62,7 +63,7 @@ MannKendallResult MannKendall(std::span<const double> values, std::vector<double
 
 // Exact upper tail P(S >= s) of the Mann-Kendall statistic for n untied observations under H0 (every
 // permutation equally likely). REQUIRES: 1 <= n <= kMannKendallExactMaxN. Returns 1 for s <= -n(n-1)/2 and
-// 0 for s > n(n-1)/2. Complexity: O(1) after a one-time O(N^4) table build (N = 40, well under 1 ms).
+// 0 for s > n(n-1)/2. Complexity: O(1) after a one-time O(N^3) table build (N = 40: about 10^4 entries).
 double MannKendallExactUpperTail(size_t n, int64_t s);
 
 // Upper tail of the standard normal distribution, P(Z >= z) = erfc(z / sqrt(2)) / 2.
@@ -74,7 +75,7 @@ double NormalUpperTail(double z);
 // (jittered, gaps) and need not be sorted, but must be finite. Returns 0 when there is no pair with distinct
 // times (n < 2). REQUIRES: times.size() == values.size(). Breakdown point ~29%: up to that share of
 // arbitrary outliers cannot move the estimate arbitrarily.
-// Complexity: O(n^2) time (slopes, then nth_element); `scratch` holds the n(n-1)/2 slopes.
+// Complexity: O(n^2) time (slopes, then a quickselect); `scratch` holds the n(n-1)/2 slopes.
 double TheilSenSlope(std::span<const double> times, std::span<const double> values,
                      std::vector<double>* scratch);
 
@@ -86,7 +87,7 @@ double TheilSenSlopePrecomputed(std::span<const double> inverse_dt, std::span<co
                                 std::vector<double>* scratch);
 
 // Median of `values` (the mean of the two middle values for an even count); 0 for an empty span.
-// Complexity O(n) expected (nth_element on a copy in `scratch`).
+// Complexity O(n) expected, O(n log n) worst case (quickselect on a copy in `scratch`).
 double Median(std::span<const double> values, std::vector<double>* scratch);
 
 // Theil-Sen intercept (Conover's estimator, as in Gilbert 1987 section 16.5): the median of
