@@ -80,6 +80,7 @@ struct ReadState {
   ClassId primitive_array_class[12];               // by FieldType code
   std::vector<uint64_t> duplicate_offsets;         // records dropped as duplicates (pass 2 -> 3)
   std::vector<uint8_t> heap_of;                    // per object, when the dump has several heaps
+  uint64_t stream_bytes_hint = 0;                  // bytes of the HPROF stream seen in pass 1
   uint8_t heap_index_of_type(uint32_t type) const {
     for (size_t i = 0; i < heap_infos.size(); ++i) {
       if (heap_infos[i].first == type) return static_cast<uint8_t>(i + 1);
@@ -244,6 +245,26 @@ Status BuildClassTable(Rep& rep, ReadState& st, const Pass1& p1) {
       rep.classes[c].super_class = s;
     } else {
       rep.classes[c].super_class = ClassId{it->second};
+    }
+  }
+  // Work and memory of the layouts below grow with the sum over classes of the fields of their whole
+  // hierarchy. Real dumps have a few hundred thousand; a malformed file cannot make it unbounded.
+  {
+    uint64_t total = 0;
+    std::vector<uint64_t> own(rep.classes.size());
+    for (size_t c = 0; c < rep.classes.size(); ++c) own[c] = rep.classes[c].instance_fields.size();
+    for (size_t c = 0; c < rep.classes.size(); ++c) {
+      size_t steps = 0;
+      for (ClassId k{static_cast<uint32_t>(c)}; k.valid() && steps <= rep.classes.size();
+           k = rep.classes[k.value].super_class, ++steps) {
+        total += own[k.value];
+      }
+      total += steps;
+    }
+    uint64_t limit = std::max<uint64_t>(64ull << 20, 64 * st.stream_bytes_hint);
+    if (total > limit) {
+      return absl::DataLossError(absl::StrFormat(
+          "corrupt dump: class hierarchies declare %d instance fields in total (more than %d)", total, limit));
     }
   }
   std::vector<std::vector<uint32_t>> cp(rep.classes.size());
@@ -958,7 +979,7 @@ void ResolveRootsAndHeaps(Rep& rep, ReadState& st) {
 }
 
 StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
-  StreamReader in(source);
+  StreamReader in(source, StreamReader::WindowFor(*source));
   HW_ASSIGN_OR_RETURN(HprofHeader header, ReadHprofHeader(in));
   ReadState st;
   st.header = header;
@@ -986,6 +1007,7 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
     HprofScanner<Pass1> scanner(in, header, scan, p1);
     HW_RETURN_IF_ERROR(scanner.Run());
     st.dump_count = scanner.dumps();
+    st.stream_bytes_hint = in.offset();
     rep->info.dump_count = st.dump_count;
     if (options.dump_ordinal >= 0 && static_cast<uint32_t>(options.dump_ordinal) >= st.dump_count) {
       return absl::InvalidArgumentError(absl::StrFormat("heap dump #%d requested but the file holds %d heap dump(s)",
@@ -1043,6 +1065,14 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
   if (any_weak) g.weak.assign(g.offsets[n], false);
   rep->BuildSlotSamples();
   uint64_t total_slots = n == 0 ? 0 : rep->SlotStart(n - 1) + rep->SlotCount(n - 1);
+  // Every reference slot of a well-formed dump is backed by an id in the file (a field value, an array
+  // element), so more slots than ids in the stream means instances shorter than their class layouts.
+  if (total_slots > st.stream_bytes_hint / header.id_size + (rep->info.instance_class_edges ? n : 0)) {
+    return absl::DataLossError(absl::StrFormat(
+        "corrupt dump: %d reference slots but only %d bytes of dump; instance records are shorter than "
+        "their CLASS DUMP layouts",
+        total_slots, st.stream_bytes_hint));
+  }
   rep->slot_bits.assign((total_slots + 63) / 64, 0);
 
   // Pass 3.
@@ -1096,7 +1126,7 @@ class CensusPass {
 };
 
 StatusOr<RecordCensus> CensusImpl(ByteSource* source) {
-  StreamReader in(source);
+  StreamReader in(source, StreamReader::WindowFor(*source));
   HW_ASSIGN_OR_RETURN(HprofHeader header, ReadHprofHeader(in));
   RecordCensus census;
   census.format = header.format;

@@ -173,7 +173,7 @@ class HprofScanner {
           "corrupt dump: STRING IN UTF8 record at byte %d has length %d, shorter than an id", rec_off, length));
     }
     constexpr uint32_t kMaxString = 1u << 20;
-    if (length - id_ > kMaxString) {
+    if (length - id_ > kMaxString || length > in_.max_window()) {
       // Symbols are at most 64 KiB in a JVM; keep the id with a placeholder rather than buffering more.
       HW_ASSIGN_OR_RETURN(bool ok, in_.Ensure(id_));
       if (!ok) return scanner_internal::Truncated("STRING IN UTF8 record", rec_off, in_.offset(), id_);

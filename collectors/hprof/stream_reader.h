@@ -6,6 +6,7 @@
 #ifndef HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
 #define HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -18,6 +19,12 @@ namespace heapwatch::hprof {
 class StreamReader {
  public:
   static constexpr size_t kDefaultWindow = 4 << 20;
+  static constexpr size_t kMinWindow = 64 << 10;
+  // The window for `source`: 4 MiB, or less for a small uncompressed stream (never below 64 KiB).
+  static size_t WindowFor(const ByteSource& source) {
+    if (source.compressed()) return kDefaultWindow;
+    return std::max(kMinWindow, std::min<size_t>(kDefaultWindow, source.total() + 16));
+  }
   explicit StreamReader(ByteSource* source, size_t max_window = kDefaultWindow)
       : source_(source), buf_(max_window), max_window_(max_window) {}
 
