@@ -60,21 +60,37 @@ StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn
       HW_ASSIGN_OR_RETURN(ok, c.Move(MDB_NEXT, &k, nullptr));
     }
   }
-  d.now_empty = !remaining.has_value();
-  if (times.empty()) return d;
+  if (times.empty()) {
+    d.now_empty = !remaining.has_value();
+    return d;
+  }
 
+  // The first remaining snapshot must not depend on what is deleted: a delta becomes a key frame. A
+  // remaining snapshot that cannot be decoded (a corrupt value in its chain) is unreadable for good
+  // once its base is gone: it is deleted too, and the next one considered, so that retention always
+  // makes progress.
   std::optional<NumberedHistogram> key_frame;
-  if (remaining.has_value()) {
+  while (remaining.has_value()) {
     std::string key = detail::SnapshotKey(agent, *remaining);
     HW_ASSIGN_OR_RETURN(auto v, txn.Get(snapshots, key));
     HW_CHECK(v.has_value());
-    HW_ASSIGN_OR_RETURN(detail::SnapshotValue sv,
-                        detail::ParseSnapshotValue(*v, detail::DescribeSnapshot(id, *remaining)));
-    if (sv.kind == detail::SnapshotKind::kDelta) {
+    StatusOr<detail::SnapshotValue> sv =
+        detail::ParseSnapshotValue(*v, detail::DescribeSnapshot(id, *remaining));
+    Status decoded = sv.status();
+    if (sv.ok() && sv->kind == detail::SnapshotKind::kFull) break;
+    if (sv.ok()) {
       key_frame.emplace();
-      HW_RETURN_IF_ERROR(DecodeAt(txn, id, agent, *remaining, &*key_frame));
+      decoded = DecodeAt(txn, id, agent, *remaining, &*key_frame);
+      if (decoded.ok()) break;
+      key_frame.reset();
     }
+    if (!absl::IsDataLoss(decoded)) return decoded;
+    spdlog::error("heapwatch store {}: retention deletes unreadable {}: {}", dir,
+                  detail::DescribeSnapshot(id, *remaining), decoded.ToString());
+    times.push_back(*remaining);
+    HW_ASSIGN_OR_RETURN(remaining, FirstAtOrAfter(txn, agent, *remaining + 1));
   }
+  d.now_empty = !remaining.has_value();
   for (int64_t t : times)
     HW_RETURN_IF_ERROR(txn.Del(snapshots, detail::SnapshotKey(agent, t)).status());
   if (key_frame.has_value()) {

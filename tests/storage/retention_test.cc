@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "storage/detail/codec.h"
 #include "storage/snapshot_store.h"
 #include "tests/storage/test_util.h"
 
@@ -55,6 +56,36 @@ TEST(RetentionTest, ByAgeDeletesOldSnapshotsAndKeepsTheRestDecodable) {
                                      absl::InfiniteFuture());
   ASSERT_TRUE(history.ok());
   EXPECT_EQ(history->size(), 61u);
+}
+
+TEST(RetentionTest, UnreadableSnapshotsAfterTheCutoffDoNotStopRetention) {
+  TempDir tmp;
+  FakeClock clock(T0());
+  auto o = TestOptions(tmp.path());
+  o.clock = &clock;
+  o.retention_age = absl::Hours(1);
+  o.keyframe_interval = 4;  // key frames at minutes 0, 4, 8
+  std::vector<Snapshot> written;
+  {
+    auto store = *SnapshotStore::Open(o);
+    for (int step = 0; step < 12; ++step) {
+      written.push_back(SyntheticSnapshot("a", 2, step, 40));
+      ASSERT_TRUE(store->Append(written.back()).ok());
+    }
+  }
+  // Corrupt the key frame at minute 4: minutes 5-7 are deltas on it.
+  testing::Poke(tmp.path(), "snapshots",
+                detail::SnapshotKey(detail::AgentNo{0}, absl::ToUnixMicros(written[4].time)),
+                "bad");
+  auto store = *SnapshotStore::Open(o);
+  clock.Set(T0() + absl::Minutes(65));  // cutoff: minute 5
+  ASSERT_TRUE(store->EnforceRetention().ok());
+  std::vector<absl::Time> times = Times(*store, "a");
+  ASSERT_EQ(times.size(), 4u);  // 5-7 could not be kept without their base
+  EXPECT_EQ(times.front(), T0() + absl::Minutes(8));
+  for (int step = 8; step < 12; ++step) {
+    ExpectSameSnapshot(*store->ReadSnapshot(AgentId("a"), written[step].time), written[step]);
+  }
 }
 
 TEST(RetentionTest, ByAgeDeletesIdleAgentsAndTheirDictionaries) {

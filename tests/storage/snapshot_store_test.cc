@@ -4,7 +4,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <lmdb.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -18,6 +17,7 @@ namespace {
 
 using testing::ExpectSameSnapshot;
 using ::testing::HasSubstr;
+using testing::Poke;
 using testing::SyntheticSnapshot;
 using testing::T0;
 using testing::TempDir;
@@ -443,24 +443,6 @@ TEST(SnapshotStoreTest, MapFullAtMaxIsResourceExhaustedAndChangesNothing) {
   auto got = store->ReadSnapshot(AgentId("a"), times->back());
   ASSERT_TRUE(got.ok());
   ExpectSameSnapshot(*got, SyntheticSnapshot("a", 4, appended - 1, 2000));
-}
-
-// Overwrites the value under `key` of LMDB table `table` in the store at `dir` (closed).
-void Poke(const std::string& dir, const char* table, const std::string& key,
-          const std::string& value) {
-  MDB_env* env;
-  ASSERT_EQ(mdb_env_create(&env), 0);
-  ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
-  ASSERT_EQ(mdb_env_open(env, dir.c_str(), 0, 0600), 0);
-  MDB_txn* txn;
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-  MDB_dbi dbi;
-  ASSERT_EQ(mdb_dbi_open(txn, table, 0, &dbi), 0);
-  MDB_val k{key.size(), const_cast<char*>(key.data())};
-  MDB_val v{value.size(), const_cast<char*>(value.data())};
-  ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
-  ASSERT_EQ(mdb_txn_commit(txn), 0);
-  mdb_env_close(env);
 }
 
 TEST(SnapshotStoreTest, CorruptValuesAreDataLossNamingTheKey) {

@@ -4,6 +4,7 @@
 #define HEAPWATCH_TESTS_STORAGE_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <lmdb.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,24 @@ inline StoreOptions TestOptions(const std::string& dir) {
   o.background_retention = false;
   o.initial_map_bytes = 1 << 20;
   return o;
+}
+
+// Overwrites the value under `key` of LMDB table `table` in the store at `dir` (closed).
+inline void Poke(const std::string& dir, const char* table, const std::string& key,
+                 const std::string& value) {
+  MDB_env* env;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_set_maxdbs(env, 8), 0);
+  ASSERT_EQ(mdb_env_open(env, dir.c_str(), 0, 0600), 0);
+  MDB_txn* txn;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_dbi_open(txn, table, 0, &dbi), 0);
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{value.size(), const_cast<char*>(value.data())};
+  ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
 }
 
 // Runs `fn` in a forked child and returns what it returned ("" = success). The child never returns
