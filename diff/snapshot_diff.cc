@@ -54,8 +54,8 @@ SnapshotDiff DiffSnapshots(const Snapshot& from, const Snapshot& to) {
   diff.from = from.time;
   diff.to = to.time;
 
-  // Index of each class name in diff.classes. The keys view strings owned by the two snapshots, which
-  // outlive this function's use of the map.
+  // Index of each class name in diff.classes. The keys view strings owned by the two snapshots,
+  // which outlive this function's use of the map.
   absl::flat_hash_map<std::string_view, size_t> index;
   index.reserve(from.histogram.rows.size() + to.histogram.rows.size());
   std::vector<bool> in_from, in_to;

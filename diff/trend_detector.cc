@@ -61,7 +61,8 @@ Status ValidateTrendOptions(const TrendOptions& o) {
                "[0, infinity)");
   }
   if (!(o.min_relative_growth >= 0) || !std::isfinite(o.min_relative_growth)) {
-    return Bad("min_relative_growth", absl::StrFormat("%g", o.min_relative_growth), "[0, infinity)");
+    return Bad("min_relative_growth", absl::StrFormat("%g", o.min_relative_growth),
+               "[0, infinity)");
   }
   if (!(o.min_step_fraction >= 0 && o.min_step_fraction <= 1)) {
     return Bad("min_step_fraction", absl::StrFormat("%g", o.min_step_fraction), "[0, 1]");
@@ -157,10 +158,10 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
   last_time_ = snapshot.time;
 
   if (warmup_end_seq_ < 0) {
-    const absl::Time origin = (agent_start_ != absl::InfinitePast() &&
-                               agent_start_ != absl::InfiniteFuture())
-                                  ? agent_start_
-                                  : first_time_;
+    const absl::Time origin =
+        (agent_start_ != absl::InfinitePast() && agent_start_ != absl::InfiniteFuture())
+            ? agent_start_
+            : first_time_;
     if (current >= static_cast<int64_t>(options_.warmup_snapshots) &&
         snapshot.time >= origin + options_.warmup) {
       warmup_end_seq_ = current;
@@ -170,15 +171,17 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
   if (warmup_end_seq_ >= 0) {
     const size_t post = static_cast<size_t>(seq_ - warmup_end_seq_);
     window_n_ = std::min(options_.window_snapshots, post);
-    // Test D's earlier maximum also looks at warm-up snapshots: they are real observations of the class,
-    // and a peak seen during warm-up (e.g. a sawtooth's previous tooth) must veto, never flag.
+    // Test D's earlier maximum also looks at warm-up snapshots: they are real observations of the
+    // class, and a peak seen during warm-up (e.g. a sawtooth's previous tooth) must veto, never
+    // flag.
     lookback_n_ = std::min(options_.peak_lookback_snapshots, static_cast<size_t>(seq_));
-    // Window times in seconds since the window's first snapshot, and the reciprocal pair differences
-    // shared by every class's Theil-Sen slope.
+    // Window times in seconds since the window's first snapshot, and the reciprocal pair
+    // differences shared by every class's Theil-Sen slope.
     const int64_t window_start = seq_ - static_cast<int64_t>(window_n_);
-    const absl::Time t0 = times_[static_cast<size_t>(window_start % static_cast<int64_t>(capacity_))];
-    // Seconds since the window start of every snapshot in the ring (negative before the window), shared by
-    // every class's evaluation.
+    const absl::Time t0 =
+        times_[static_cast<size_t>(window_start % static_cast<int64_t>(capacity_))];
+    // Seconds since the window start of every snapshot in the ring (negative before the window),
+    // shared by every class's evaluation.
     for (size_t p = 0; p < capacity_; ++p) ring_seconds_[p] = absl::ToDoubleSeconds(times_[p] - t0);
     window_seconds_.resize(window_n_);
     for (size_t k = 0; k < window_n_; ++k) {
@@ -217,7 +220,8 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
         }
       }
       if (st.suspect) {
-        // A class that just became a suspect was evaluated with short-circuiting: complete its figures.
+        // A class that just became a suspect was evaluated with short-circuiting: complete its
+        // figures.
         const Evaluation full = was_suspect ? e : Evaluate(slot, /*full=*/true);
         st.score = std::max(0.0, full.tau) *
                    std::min(1.0, static_cast<double>(window_n_) /
@@ -234,8 +238,7 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
   // Forget classes that had no objects during the whole ring and are not suspects.
   for (uint32_t slot = 0; slot < states_.size(); ++slot) {
     const ClassState& st = states_[slot];
-    if (st.in_use && !st.suspect &&
-        st.last_nonzero_seq < seq_ - static_cast<int64_t>(capacity_)) {
+    if (st.in_use && !st.suspect && st.last_nonzero_seq < seq_ - static_cast<int64_t>(capacity_)) {
       FreeSlot(slot);
     }
   }
@@ -256,8 +259,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   double wmin = std::numeric_limits<double>::infinity();
   double wmax = -wmin;
   for (size_t k = 0; k < n; ++k) {
-    const double v =
-        static_cast<double>(samples[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+    const double v = static_cast<double>(
+        samples[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
     y_[k] = v;
     wmin = std::min(wmin, v);
     wmax = std::max(wmax, v);
@@ -266,16 +269,16 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   const double min_growth = static_cast<double>(options_.min_growth_bytes);
   if (!full && range < min_growth) return e;
 
-  // Tests C and D look for records: maxima that beat every earlier snapshot within the lookback (warm-up
-  // included: it can only veto). One forward scan over the lookback collects what both need; times are in
-  // window seconds (negative before the window).
+  // Tests C and D look for records: maxima that beat every earlier snapshot within the lookback
+  // (warm-up included: it can only veto). One forward scan over the lookback collects what both
+  // need; times are in window seconds (negative before the window).
   //
-  // Test C splits the last m = min_snapshots snapshots into `segments` parts; boundary[g] is the first
-  // sequence number of part g (1-based), and boundary[0] = boundary[1] - |part 1| starts a reference part
-  // just before them. Part g must hold a record over everything before boundary[g - 1]: so growth must
-  // span all parts (a cache that filled only in the last few snapshots, or a one-time step, fails), while
-  // a stall as long as one part in a noisy leak is tolerated.
-  // Test D: the maximum of the last r = recent_snapshots snapshots must beat everything before them.
+  // Test C splits the last m = min_snapshots snapshots into `segments` parts; boundary[g] is the
+  // first sequence number of part g (1-based), and boundary[0] = boundary[1] - |part 1| starts a
+  // reference part just before them. Part g must hold a record over everything before boundary[g -
+  // 1]: so growth must span all parts (a cache that filled only in the last few snapshots, or a
+  // one-time step, fails), while a stall as long as one part in a noisy leak is tolerated. Test D:
+  // the maximum of the last r = recent_snapshots snapshots must beat everything before them.
   const int64_t lookback_start = seq_ - static_cast<int64_t>(lookback_n_);
   const size_t m = options_.min_snapshots;
   const size_t segments = options_.segments;
@@ -291,7 +294,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   double before_recent_max = running_max, before_recent_t = 0;
   double recent_max = running_max;
   size_t next_boundary = 0;
-  // The reference part may start before the lookback (too little history): nothing before it to beat.
+  // The reference part may start before the lookback (too little history): nothing before it to
+  // beat.
   while (boundary_[next_boundary] < lookback_start) {
     prefix_max_[next_boundary] = -std::numeric_limits<double>::infinity();
     prefix_max_t_[next_boundary] = 0;
@@ -311,7 +315,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
     const size_t p = static_cast<size_t>(q % icap);
     const double v = static_cast<double>(samples[p]);
     const double t = ring_seconds_[p];
-    if (next_boundary > 0 && q == boundary_[next_boundary - 1]) part_start_t_[next_boundary - 1] = t;
+    if (next_boundary > 0 && q == boundary_[next_boundary - 1])
+      part_start_t_[next_boundary - 1] = t;
     if (q == recent_start) {
       before_recent_max = running_max;
       before_recent_t = running_max_t;
@@ -347,17 +352,18 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   e.slope_bytes = slope;
   e.growth_bytes = growth;
   const double start_level = TheilSenIntercept(window_seconds_, y_, slope, &scratch_);
-  // Relative growth gates becoming a suspect only: a leak of constant rate grows less and less relative
-  // to its own size, and must not be dropped for that once flagged.
-  const bool relative_ok = full || start_level <= 0 ||
-                           growth >= options_.min_relative_growth * start_level;
+  // Relative growth gates becoming a suspect only: a leak of constant rate grows less and less
+  // relative to its own size, and must not be dropped for that once flagged.
+  const bool relative_ok =
+      full || start_level <= 0 || growth >= options_.min_relative_growth * start_level;
   const bool pass_b = slope > 0 && growth >= min_growth &&
                       slope >= options_.min_growth_bytes_per_second && relative_ok;
 
-  // Tests C and D with their margins: each record must beat the earlier maximum by at least a fraction of
-  // what the slope predicts over the time between the two. For test C that time is counted from no earlier
-  // than the start of the previous part: the earlier maximum may be an old noise peak from before the
-  // growth began, and the slope says nothing about how much a leak grew before it started.
+  // Tests C and D with their margins: each record must beat the earlier maximum by at least a
+  // fraction of what the slope predicts over the time between the two. For test C that time is
+  // counted from no earlier than the start of the previous part: the earlier maximum may be an old
+  // noise peak from before the growth began, and the slope says nothing about how much a leak grew
+  // before it started.
   const double f = options_.min_step_fraction;
   bool pass_c = records;
   for (size_t g = 1; g <= segments && pass_c; ++g) {
@@ -368,14 +374,16 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   const double rise = recent_max - before_recent_max;
   const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t);
 
-  // Test C, like relative growth, gates becoming a suspect: it rejects steps and short fills. A suspect
-  // stays one while its growth is significant, large enough and still setting records (A, B, D); C would
-  // otherwise clear a leak that was flagged early while its growth does not yet span min_snapshots.
+  // Test C, like relative growth, gates becoming a suspect: it rejects steps and short fills. A
+  // suspect stays one while its growth is significant, large enough and still setting records (A,
+  // B, D); C would otherwise clear a leak that was flagged early while its growth does not yet span
+  // min_snapshots.
   e.pass = pass_a && pass_b && (full || pass_c) && pass_d;
   if (full) {
-    // Instances slope. Theil-Sen is scale-equivariant, so when bytes are the same multiple of instances in
-    // every snapshot of the window (every class whose objects all have one size, i.e. every non-array
-    // class), it is the bytes slope divided by that size; only arrays need their own pass.
+    // Instances slope. Theil-Sen is scale-equivariant, so when bytes are the same multiple of
+    // instances in every snapshot of the window (every class whose objects all have one size, i.e.
+    // every non-array class), it is the bytes slope divided by that size; only arrays need their
+    // own pass.
     const uint64_t* inst = instances_.data() + slot * cap;
     uint64_t object_size = 0;
     bool proportional = true;
@@ -394,7 +402,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
       e.slope_instances = slope / static_cast<double>(object_size);
     } else {
       for (size_t k = 0; k < n; ++k) {
-        y_[k] = static_cast<double>(inst[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+        y_[k] = static_cast<double>(
+            inst[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
       }
       e.slope_instances = TheilSenSlopePrecomputed(inverse_dt_, y_, &scratch_);
     }

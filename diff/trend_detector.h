@@ -1,45 +1,51 @@
 // Leak-suspect trend detection over a sliding window of class histograms (snapshots) of one agent.
 //
-// A class is a *suspect* when its shallow bytes keep growing. TrendDetector watches every class of one
-// agent and, after each snapshot, decides per class with four tests on its bytes (docs/trend-detection.md
-// explains each one, the defaults, and how caches, sawtooth buffers, flat noise and start-up growth are
-// ruled out). The window is the most recent window_snapshots post-warm-up snapshots (n of them, n >=
-// min_snapshots); times are real timestamps, so irregular intervals are fine.
-//   A. significance: the one-sided Mann-Kendall test over the window (Mann 1945, Kendall 1975; exact null
-//      distribution without ties, normal approximation with tie-corrected variance and continuity
-//      correction otherwise, Gilbert 1987 ch. 16; see diff/trend_stats.h) has p <= max_p_value.
-//   B. magnitude: the Theil-Sen slope over the window (Theil 1950, Sen 1968) is positive and at least
-//      min_growth_bytes_per_second, and the growth over the window, min(slope * window span, window max -
-//      window min), is at least min_growth_bytes and (to become a suspect; not to stay one, since a
-//      constant-rate leak grows ever less relative to its own size) at least min_relative_growth times the
-//      Theil-Sen line's level at the window's start.
-//   C. sustained: the last min_snapshots snapshots are split into `segments` parts, preceded by a reference
-//      part as long as the first; each part's maximum must beat the maximum of everything before the part
-//      preceding it (within the lookback), by at least min_step_fraction of what the slope predicts. So the
-//      growth must span all of the last min_snapshots snapshots: a one-time step (a buffer allocated once)
-//      or a cache that filled for fewer than min_snapshots - min_snapshots / segments snapshots (6 at the
-//      defaults) fails, while a noisy leak that stalls for one part does not.
-//   D. still growing: the maximum of the last recent_snapshots snapshots beats the maximum of every earlier
-//      snapshot within the last peak_lookback_snapshots (warm-up snapshots included: they can only veto) by
-//      at least min_step_fraction of what the slope predicts since that earlier maximum. A cache that has
-//      plateaued, or a sawtooth that never beats its previous peak, fails this.
-// Hysteresis: a class becomes a suspect after passing all four on confirm_snapshots consecutive snapshots.
-// It stays one while it passes A, B without the relative part, and D (test C and relative growth guard
-// entry only), and stops being one after failing those on clear_snapshots consecutive snapshots, or at once
-// when it has no objects in the latest snapshot (vanished).
+// A class is a *suspect* when its shallow bytes keep growing. TrendDetector watches every class of
+// one agent and, after each snapshot, decides per class with four tests on its bytes
+// (docs/trend-detection.md explains each one, the defaults, and how caches, sawtooth buffers, flat
+// noise and start-up growth are ruled out). The window is the most recent window_snapshots
+// post-warm-up snapshots (n of them, n >= min_snapshots); times are real timestamps, so irregular
+// intervals are fine.
+//   A. significance: the one-sided Mann-Kendall test over the window (Mann 1945, Kendall 1975;
+//      exact null distribution without ties, normal approximation with tie-corrected variance and
+//      continuity correction otherwise, Gilbert 1987 ch. 16; see diff/trend_stats.h) has p <=
+//      max_p_value.
+//   B. magnitude: the Theil-Sen slope over the window (Theil 1950, Sen 1968) is positive and at
+//      least min_growth_bytes_per_second, and the growth over the window, min(slope * window span,
+//      window max - window min), is at least min_growth_bytes and (to become a suspect; not to stay
+//      one, since a constant-rate leak grows ever less relative to its own size) at least
+//      min_relative_growth times the Theil-Sen line's level at the window's start.
+//   C. sustained: the last min_snapshots snapshots are split into `segments` parts, preceded by a
+//      reference part as long as the first; each part's maximum must beat the maximum of everything
+//      before the part preceding it (within the lookback), by at least min_step_fraction of what
+//      the slope predicts. So the growth must span all of the last min_snapshots snapshots: a
+//      one-time step (a buffer allocated once) or a cache that filled for fewer than
+//      (min_snapshots - min_snapshots / segments) snapshots (6 at the defaults) fails, while a
+//      noisy leak that stalls for one part does not.
+//   D. still growing: the maximum of the last recent_snapshots snapshots beats the maximum of every
+//      earlier snapshot within the last peak_lookback_snapshots (warm-up snapshots included: they
+//      can only veto) by at least min_step_fraction of what the slope predicts since that earlier
+//      maximum. A cache that has plateaued, or a sawtooth that never beats its previous peak, fails
+//      this.
+// Hysteresis: a class becomes a suspect after passing all four on confirm_snapshots consecutive
+// snapshots. It stays one while it passes A, B without the relative part, and D (test C and
+// relative growth guard entry only), and stops being one after failing those on clear_snapshots
+// consecutive snapshots, or at once when it has no objects in the latest snapshot (vanished).
 //
-// Determinism: the state is a pure function of the options, the agent start time given to the constructor
-// and the sequence of snapshots passed to Observe(); there is no randomness and no clock. After a restart,
-// replaying the agent's whole stored history in time order reproduces the suspects, their first_seen times
-// and every reported figure exactly. Replaying only the most recent snapshots reproduces every per-class
-// statistic once warmup_snapshots + peak_lookback_snapshots snapshots have been replayed, but a suspect is
-// restored only if it passes the entry conditions somewhere in the replayed span: one whose window growth
-// has since fallen below min_relative_growth of its size (a leak that has run for a long time) stays
-// cleared until then, and first_seen is the first time it passed in the replayed span.
+// Determinism: the state is a pure function of the options, the agent start time given to the
+// constructor and the sequence of snapshots passed to Observe(); there is no randomness and no
+// clock. After a restart, replaying the agent's whole stored history in time order reproduces the
+// suspects, their first_seen times and every reported figure exactly. Replaying only the most
+// recent snapshots reproduces every per-class statistic once warmup_snapshots +
+// peak_lookback_snapshots snapshots have been replayed, but a suspect is restored only if it passes
+// the entry conditions somewhere in the replayed span: one whose window growth has since fallen
+// below min_relative_growth of its size (a leak that has run for a long time) stays cleared until
+// then, and first_seen is the first time it passed in the replayed span.
 //
 // Memory: per tracked class, 16 bytes per snapshot of the ring (max(window_snapshots,
-// peak_lookback_snapshots) = 36 at the defaults, so 576 bytes) plus about 150 bytes of state and the class
-// name. A class with no objects in any snapshot of the ring, and not a suspect, is forgotten.
+// peak_lookback_snapshots) = 36 at the defaults, so 576 bytes) plus about 150 bytes of state and
+// the class name. A class with no objects in any snapshot of the ring, and not a suspect, is
+// forgotten.
 //
 // Thread-safety: a TrendDetector is not thread-safe; one per agent, and the caller serialises calls
 // (const methods may run concurrently with each other, but not with Observe()).
@@ -60,65 +66,67 @@
 
 namespace heapwatch::diff {
 
-// Every knob of the trend detector. Defaults are chosen to work unchanged at the daemon's 60 s histogram
-// interval and at the 1-2 s intervals of tests: every threshold except min_growth_bytes_per_second (off by
-// default) is expressed in snapshots or in growth over the window, not in absolute time.
-// docs/trend-detection.md has the reasoning behind each default.
+// Every knob of the trend detector. Defaults are chosen to work unchanged at the daemon's 60 s
+// histogram interval and at the 1-2 s intervals of tests: every threshold except
+// min_growth_bytes_per_second (off by default) is expressed in snapshots or in growth over the
+// window, not in absolute time. docs/trend-detection.md has the reasoning behind each default.
 struct TrendOptions {
-  // Number of most recent post-warm-up snapshots the tests run on. Latency and robustness grow with it.
-  // Range [min_snapshots, 1024].
+  // Number of most recent post-warm-up snapshots the tests run on. Latency and robustness grow with
+  // it. Range [min_snapshots, 1024].
   size_t window_snapshots = 12;
-  // Fewest post-warm-up snapshots in the window before any class can be a suspect (a leak running since
-  // the agent started is flagged after warm-up plus this many snapshots at the earliest), and the span
-  // that test C requires growth over. Range [max(4, 2 * segments), window_snapshots].
+  // Fewest post-warm-up snapshots in the window before any class can be a suspect (a leak running
+  // since the agent started is flagged after warm-up plus this many snapshots at the earliest), and
+  // the span that test C requires growth over. Range [max(4, 2 * segments), window_snapshots].
   size_t min_snapshots = 8;
 
-  // Warm-up: snapshots taken before both limits have passed are left out of the window (tests A-C) but
-  // still count as earlier maxima for test D, where they can only prevent a class from being flagged.
-  // The first `warmup_snapshots` snapshots of the agent are ignored...
+  // Warm-up: snapshots taken before both limits have passed are left out of the window (tests A-C)
+  // but still count as earlier maxima for test D, where they can only prevent a class from being
+  // flagged. The first `warmup_snapshots` snapshots of the agent are ignored...
   size_t warmup_snapshots = 5;
-  // ...and so is every snapshot taken less than `warmup` after the agent started (the agent start time
-  // given to the constructor; the first snapshot's time when it is unknown). Non-negative, finite.
+  // ...and so is every snapshot taken less than `warmup` after the agent started (the agent start
+  // time given to the constructor; the first snapshot's time when it is unknown). Non-negative,
+  // finite.
   absl::Duration warmup = absl::ZeroDuration();
 
   // Test A: largest one-sided Mann-Kendall p-value accepted as significant growth. Range (0, 0.5].
   double max_p_value = 0.002;
 
-  // Test B: smallest growth over the window in bytes (1 MiB). Also lets classes whose bytes varied less
-  // than this over the window be skipped without computing any statistic.
+  // Test B: smallest growth over the window in bytes (1 MiB). Also lets classes whose bytes varied
+  // less than this over the window be skipped without computing any statistic.
   uint64_t min_growth_bytes = uint64_t{1} << 20;
-  // Test B: smallest Theil-Sen slope in bytes per second; 0 disables it (the default, because an absolute
-  // rate means very different things at 1 s and 60 s intervals; min_growth_bytes already bounds it at
-  // min_growth_bytes / window span). Non-negative, finite.
+  // Test B: smallest Theil-Sen slope in bytes per second; 0 disables it (the default, because an
+  // absolute rate means very different things at 1 s and 60 s intervals; min_growth_bytes already
+  // bounds it at min_growth_bytes / window span). Non-negative, finite.
   double min_growth_bytes_per_second = 0;
-  // Test B, to become a suspect only: smallest growth over the window relative to the Theil-Sen line's
-  // level at the window's start (0.10 = grew by 10%). A class that starts the window at zero bytes passes.
-  // Non-negative, finite.
+  // Test B, to become a suspect only: smallest growth over the window relative to the Theil-Sen
+  // line's level at the window's start (0.10 = grew by 10%). A class that starts the window at zero
+  // bytes passes. Non-negative, finite.
   double min_relative_growth = 0.10;
 
-  // Test C: number of parts the last min_snapshots snapshots are split into (each must set a record).
-  // Range [1, 8], and 2 * segments <= min_snapshots.
+  // Test C: number of parts the last min_snapshots snapshots are split into (each must set a
+  // record). Range [1, 8], and 2 * segments <= min_snapshots.
   size_t segments = 3;
-  // Tests C and D: a new maximum must exceed the earlier one by at least this fraction of the growth the
-  // Theil-Sen slope predicts between the two (0 only requires a strictly larger maximum). Range [0, 1].
+  // Tests C and D: a new maximum must exceed the earlier one by at least this fraction of the
+  // growth the Theil-Sen slope predicts between the two (0 only requires a strictly larger
+  // maximum). Range [0, 1].
   double min_step_fraction = 0.25;
-  // Test D: number of most recent snapshots that must hold a new maximum. Range [1, min_snapshots / 2].
-  // 2 tolerates one low reading right after a record.
+  // Test D: number of most recent snapshots that must hold a new maximum. Range
+  // [1, min_snapshots/2]. 2 tolerates one low reading right after a record.
   size_t recent_snapshots = 2;
-  // Test D: how many most recent snapshots (including the window and any warm-up ones) the earlier maximum
-  // is taken over, so that a sawtooth whose period is longer than the window is still recognised.
-  // Range [window_snapshots, 4096].
+  // Test D: how many most recent snapshots (including the window and any warm-up ones) the earlier
+  // maximum is taken over, so that a sawtooth whose period is longer than the window is still
+  // recognised. Range [window_snapshots, 4096].
   size_t peak_lookback_snapshots = 36;
 
-  // Hysteresis: consecutive passing evaluations before a class becomes a suspect (>= 1), and consecutive
-  // failing evaluations before a suspect is cleared (>= 1).
+  // Hysteresis: consecutive passing evaluations before a class becomes a suspect (>= 1), and
+  // consecutive failing evaluations before a suspect is cleared (>= 1).
   size_t confirm_snapshots = 1;
   size_t clear_snapshots = 3;
 };
 
-// Checks every field against the ranges documented on TrendOptions. Returns OK, or InvalidArgument whose
-// message names the first offending field and its value (e.g. "TrendOptions.max_p_value = 0 not in
-// (0, 0.5]"). Complexity O(1).
+// Checks every field against the ranges documented on TrendOptions. Returns OK, or InvalidArgument
+// whose message names the first offending field and its value (e.g. "TrendOptions.max_p_value = 0
+// not in (0, 0.5]"). Complexity O(1).
 Status ValidateTrendOptions(const TrendOptions& options);
 
 // One class the detector currently believes is leaking.
@@ -127,16 +135,18 @@ struct Suspect {
   // Confidence in [0, 1]: Kendall's tau-a of the window (1 = every later snapshot larger than every
   // earlier one) times min(1, window_size / window_snapshots) (less evidence, less confidence).
   double score = 0;
-  // Time of the snapshot at which the class became a suspect in the current episode (an episode ends when
-  // the class is cleared; a later one gets a new first_seen).
+  // Time of the snapshot at which the class became a suspect in the current episode (an episode
+  // ends when the class is cleared; a later one gets a new first_seen).
   absl::Time first_seen;
-  double growth_bytes_per_second = 0;      // Theil-Sen slope of bytes over the window, bytes/s
-  double growth_instances_per_second = 0;  // Theil-Sen slope of instances over the window, instances/s
+  // Theil-Sen slopes over the window: bytes per second and instances per second.
+  double growth_bytes_per_second = 0;
+  double growth_instances_per_second = 0;
   uint64_t bytes = 0;      // shallow bytes of the class in the latest snapshot
   uint64_t instances = 0;  // instances of the class in the latest snapshot
   double p_value = 1;      // Mann-Kendall one-sided p-value of the latest evaluation
   size_t window_size = 0;  // number of snapshots in the latest evaluation's window
-  // Growth over the window in bytes, min(slope * window span, window max - window min), as used by test B.
+  // Growth over the window in bytes, min(slope * window span, window max - window min), as used by
+  // test B.
   double window_growth_bytes = 0;
 
   friend bool operator==(const Suspect&, const Suspect&) = default;
@@ -146,9 +156,9 @@ struct Suspect {
 class TrendDetector {
  public:
   // REQUIRES: ValidateTrendOptions(options).ok() (HW_CHECKed; callers that build options from
-  // configuration validate first, or use Create()). `agent_start` is when the agent (JVM) started, the
-  // origin of the `warmup` duration; absl::InfinitePast() (or any non-finite time) means unknown, and the
-  // first observed snapshot's time is used instead.
+  // configuration validate first, or use Create()). `agent_start` is when the agent (JVM) started,
+  // the origin of the `warmup` duration; absl::InfinitePast() (or any non-finite time) means
+  // unknown, and the first observed snapshot's time is used instead.
   explicit TrendDetector(TrendOptions options, absl::Time agent_start = absl::InfinitePast());
 
   // Like the constructor, but returns InvalidArgument (from ValidateTrendOptions) for bad options.
@@ -160,23 +170,25 @@ class TrendDetector {
   TrendDetector(const TrendDetector&) = delete;
   TrendDetector& operator=(const TrendDetector&) = delete;
 
-  // Adds the next snapshot of the agent and re-evaluates every class. Snapshots must come in time order: one
-  // whose time is older than or equal to the latest accepted one is ignored, and so is one of another agent
-  // than the first accepted snapshot (returns false in both cases; nothing changes). Rows with the same
-  // class name (one class loaded by several class loaders) are summed. A class missing from the histogram
-  // has 0 instances and 0 bytes.
-  // Returns true when the snapshot was accepted.
-  // Complexity: O(r + c * L) for r rows, c tracked classes and L = peak_lookback_snapshots, plus O(w^2)
-  // (w = window_snapshots) for each class that passes the cheap checks (varied by at least
-  // min_growth_bytes over the window, set the records of tests C and D); no allocation once every class
-  // has been seen, except for new class names. Measured (bench/diff, 5,000 classes, window 30): about
-  // 1.3 ms of CPU per snapshot for a typical histogram, 22 ms when every class is a leaking suspect.
+  // Adds the next snapshot of the agent and re-evaluates every class. Snapshots must come in time
+  // order: one whose time is older than or equal to the latest accepted one is ignored, and so is
+  // one of another agent than the first accepted snapshot (returns false in both cases; nothing
+  // changes). Rows with the same class name (one class loaded by several class loaders) are summed.
+  // A class missing from the histogram has 0 instances and 0 bytes. Returns true when the snapshot
+  // was accepted. Complexity: O(r + c * L) for r rows, c tracked classes and L =
+  // peak_lookback_snapshots, plus O(w^2) (w = window_snapshots) for each class that passes the
+  // cheap checks (varied by at least min_growth_bytes over the window, set the records of tests C
+  // and D); no allocation once every class has been seen, except for new class names. Measured
+  // (bench/diff, 5,000 classes, window 30): about 1.3 ms of CPU per snapshot for a typical
+  // histogram, 22 ms when every class is a leaking suspect.
   bool Observe(const Snapshot& snapshot);
 
-  // Current suspects, sorted by score descending, then class name ascending. O(s log s) for s suspects.
+  // Current suspects, sorted by score descending, then class name ascending. O(s log s) for s
+  // suspects.
   std::vector<Suspect> Suspects() const;
 
-  // The suspect entry for `class_name`, or nullopt when that class is not a suspect now. O(1) expected.
+  // The suspect entry for `class_name`, or nullopt when that class is not a suspect now. O(1)
+  // expected.
   std::optional<Suspect> SuspectFor(std::string_view class_name) const;
 
   const TrendOptions& options() const { return options_; }
@@ -217,25 +229,27 @@ class TrendDetector {
 
   uint32_t SlotFor(const std::string& class_name);
   void FreeSlot(uint32_t slot);
-  // Runs tests A-D for one class. `full` is true for a current suspect: every figure is computed (no
-  // short-circuit) and the entry-only conditions (test C, the relative part of test B) are skipped.
+  // Runs tests A-D for one class. `full` is true for a current suspect: every figure is computed
+  // (no short-circuit) and the entry-only conditions (test C, the relative part of test B) are
+  // skipped.
   Evaluation Evaluate(uint32_t slot, bool full);
   Suspect MakeSuspect(const ClassState& state, uint32_t slot) const;
 
   TrendOptions options_;
   absl::Time agent_start_;
   AgentId agent_;
-  size_t capacity_ = 0;               // ring length in snapshots: max(window, peak lookback)
-  size_t window_n_ = 0;               // snapshots in the current window (set by Observe)
-  size_t lookback_n_ = 0;             // snapshots in the current lookback of test D (>= window_n_)
-  int64_t seq_ = 0;                   // number of accepted snapshots; the next one gets this sequence number
-  int64_t warmup_end_seq_ = -1;       // sequence number of the first post-warm-up snapshot, -1 before
+  size_t capacity_ = 0;    // ring length in snapshots: max(window, peak lookback)
+  size_t window_n_ = 0;    // snapshots in the current window (set by Observe)
+  size_t lookback_n_ = 0;  // snapshots in the current lookback of test D (>= window_n_)
+  int64_t seq_ = 0;        // number of accepted snapshots; the next one gets this sequence number
+  int64_t warmup_end_seq_ = -1;  // sequence number of the first post-warm-up snapshot, -1 before
   absl::Time first_time_ = absl::InfinitePast();
   absl::Time last_time_ = absl::InfinitePast();
-  std::vector<absl::Time> times_;     // ring of snapshot times, index seq % capacity_
+  std::vector<absl::Time> times_;  // ring of snapshot times, index seq % capacity_
 
-  // Per-class history, slot-major: samples of slot s are [s * capacity_, (s + 1) * capacity_), indexed by
-  // seq % capacity_. Zero for snapshots in which the class had no row (or before it was first seen).
+  // Per-class history, slot-major: samples of slot s are [s * capacity_, (s + 1) * capacity_),
+  // indexed by seq % capacity_. Zero for snapshots in which the class had no row (or before it was
+  // first seen).
   std::vector<uint64_t> bytes_;
   std::vector<uint64_t> instances_;
   std::vector<ClassState> states_;
@@ -243,16 +257,18 @@ class TrendDetector {
   absl::flat_hash_map<std::string, uint32_t> slot_of_;
 
   // Scratch space reused by every evaluation (no allocation per class once grown).
-  std::vector<double> ring_seconds_;    // per ring position: seconds since the window start (this snapshot)
-  std::vector<double> window_seconds_;  // times of the window's snapshots, seconds since the window start
-  std::vector<double> inverse_dt_;      // 1 / (t[j] - t[i]) for window pairs i < j
-  std::vector<double> y_;               // the class's bytes (or instances) over the window
+  std::vector<double>
+      ring_seconds_;  // per ring position: seconds since the window start (this snapshot)
+  std::vector<double>
+      window_seconds_;  // times of the window's snapshots, seconds since the window start
+  std::vector<double> inverse_dt_;  // 1 / (t[j] - t[i]) for window pairs i < j
+  std::vector<double> y_;           // the class's bytes (or instances) over the window
   // Test C, indexed by part (0 = the reference part before the last min_snapshots snapshots):
-  std::vector<int64_t> boundary_;      // first sequence number of each part; [segments + 1] = seq_
-  std::vector<double> prefix_max_;     // maximum over the lookback before boundary_[g], and its time
+  std::vector<int64_t> boundary_;   // first sequence number of each part; [segments + 1] = seq_
+  std::vector<double> prefix_max_;  // maximum over the lookback before boundary_[g], and its time
   std::vector<double> prefix_max_t_;
-  std::vector<double> part_start_t_;   // time of boundary_[g]
-  std::vector<double> segment_max_;    // maximum within part g (g >= 1), and its time
+  std::vector<double> part_start_t_;  // time of boundary_[g]
+  std::vector<double> segment_max_;   // maximum within part g (g >= 1), and its time
   std::vector<double> segment_max_t_;
   std::vector<double> scratch_;
 };

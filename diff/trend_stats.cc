@@ -9,11 +9,12 @@
 namespace heapwatch::diff {
 namespace {
 
-// Cumulative exact null distribution of the number of inversions of a random permutation of n elements
-// (Mahonian numbers normalised to probabilities): cdf[n][k] = P(inversions <= k). For untied data,
-// S = M - 2 * inversions with M = n(n-1)/2 (Kendall 1975 ch. 4). Built with the recurrence
-// P_n(k) = (1/n) * sum_{j=0}^{min(k, n-1)} P_{n-1}(k - j) in doubles: every term is a probability, so
-// there is no overflow (40! does not fit in 64 bits, its reciprocal fits in a double).
+// Cumulative exact null distribution of the number of inversions of a random permutation of n
+// elements (Mahonian numbers normalised to probabilities): cdf[n][k] = P(inversions <= k). For
+// untied data, S = M - 2 * inversions with M = n(n-1)/2 (Kendall 1975 ch. 4). Built with the
+// recurrence P_n(k) = (1/n) * sum_{j=0}^{min(k, n-1)} P_{n-1}(k - j) in doubles: every term is a
+// probability, so there is no overflow (40! does not fit in 64 bits, its reciprocal fits in a
+// double).
 class ExactTable {
  public:
   ExactTable() {
@@ -28,9 +29,9 @@ class ExactTable {
       for (size_t i = 0; i < pmf_prev.size(); ++i) prefix[i] = (acc += pmf_prev[i]);
       std::vector<double> pmf(max_inv + 1);
       const size_t prev_max = pmf_prev.size() - 1;
-      // The distribution is symmetric (pmf[k] == pmf[max_inv - k]); computing the lower half from prefix
-      // sums and mirroring it keeps the small tail probabilities exact to relative precision instead of
-      // leaving rounding residue of the prefix differences in the upper half.
+      // The distribution is symmetric (pmf[k] == pmf[max_inv - k]); computing the lower half from
+      // prefix sums and mirroring it keeps the small tail probabilities exact to relative precision
+      // instead of leaving rounding residue of the prefix differences in the upper half.
       for (size_t k = 0; k <= max_inv / 2; ++k) {
         // Window of previous inversion counts k-(n-1) .. k, clipped to the previous support.
         const size_t lo = k >= n - 1 ? k - (n - 1) : 0;
@@ -43,7 +44,8 @@ class ExactTable {
       std::vector<double> cdf(max_inv + 1);
       acc = 0;
       for (size_t k = 0; k <= max_inv; ++k) cdf[k] = (acc += pmf[k]);
-      // Summation order makes the last entry 1 up to rounding; pin it so the tail never goes negative.
+      // Summation order makes the last entry 1 up to rounding; pin it so the tail never goes
+      // negative.
       cdf.back() = 1.0;
       cdf_[n] = std::move(cdf);
       pmf_prev = std::move(pmf);
@@ -81,12 +83,13 @@ double TieTerm(std::span<const double> sorted) {
   return term;
 }
 
-// Returns the k-th smallest value of v (0-based) and leaves v partitioned around it: every element before
-// index k is <= v[k] (like std::nth_element). Quickselect with a median-of-3 pivot and a branchless
-// three-way partition through `buffer`: each element is written to both ends of the buffer and the write
-// cursors advance by the comparison results, so the loop has no data-dependent branch (std::nth_element's
-// mispredicted branches dominated Theil-Sen's cost: about 2x slower on 435 slopes). After 64 rounds
-// (adversarial input) it hands over to std::nth_element, so the worst case stays O(n log n).
+// Returns the k-th smallest value of v (0-based) and leaves v partitioned around it: every element
+// before index k is <= v[k] (like std::nth_element). Quickselect with a median-of-3 pivot and a
+// branchless three-way partition through `buffer`: each element is written to both ends of the
+// buffer and the write cursors advance by the comparison results, so the loop has no data-dependent
+// branch (std::nth_element's mispredicted branches dominated Theil-Sen's cost: about 2x slower on
+// 435 slopes). After 64 rounds (adversarial input) it hands over to std::nth_element, so the worst
+// case stays O(n log n).
 double SelectKth(std::vector<double>& v, size_t k, std::vector<double>& buffer) {
   double* a = v.data();
   size_t lo = 0, hi = v.size();
@@ -132,8 +135,8 @@ double SelectKth(std::vector<double>& v, size_t k, std::vector<double>& buffer) 
 
 double MedianInPlace(std::vector<double>& v) {
   if (v.empty()) return 0.0;
-  // The partition buffer is per thread: no allocation per call once it has grown, and the functions stay
-  // safe to call concurrently.
+  // The partition buffer is per thread: no allocation per call once it has grown, and the functions
+  // stay safe to call concurrently.
   thread_local std::vector<double> buffer;
   const size_t mid = v.size() / 2;
   const double upper = SelectKth(v, mid, buffer);
@@ -239,8 +242,8 @@ double Median(std::span<const double> values, std::vector<double>* scratch) {
   return MedianInPlace(*scratch);
 }
 
-double TheilSenIntercept(std::span<const double> times, std::span<const double> values, double slope,
-                         std::vector<double>* scratch) {
+double TheilSenIntercept(std::span<const double> times, std::span<const double> values,
+                         double slope, std::vector<double>* scratch) {
   HW_CHECK(times.size() == values.size());
   scratch->resize(values.size());
   for (size_t i = 0; i < values.size(); ++i) (*scratch)[i] = values[i] - slope * times[i];

@@ -1,18 +1,20 @@
-// heapwatch_diff_bench: cost of TrendDetector::Observe (one evaluation of every class of an agent per
-// snapshot) and of DiffSnapshots, on synthetic histograms of 5,000 classes.
+// heapwatch_diff_bench: cost of TrendDetector::Observe (one evaluation of every class of an agent
+// per snapshot) and of DiffSnapshots, on synthetic histograms of 5,000 classes.
 //
 // Workloads (every one after the detector's history is full, so each Observe runs the tests):
-//   typical    95% small classes (< 200 KB, skipped by the min_growth_bytes range check), 4% large flat
+//   typical    95% small classes (< 200 KB, skipped by the min_growth_bytes range check), 4% large
+//   flat
 //              noisy classes, 1% leaking: what a real JVM's histogram looks like;
-//   noisy      every class large (5-55 MB) and flat with 2% noise: every class passes the range check;
-//   worst      every class large and leaking with noise, so that every class is a suspect and runs every
-//              test (Mann-Kendall, Theil-Sen, records) and the instances slope on every snapshot: the
-//              upper bound, not a real JVM.
-// One class in ten is array-like (bytes not a fixed multiple of instances, so its instances slope needs its
-// own Theil-Sen pass); the others have bytes = 24 * instances exactly, as HotSpot reports fixed-size
-// objects.
-// Window 12 (default) and 30 snapshots (the figure). Target: well under 50 ms per Observe.
-// Run: build-bench/bench/diff/heapwatch_diff_bench (scripts/bench.sh builds it in Release).
+//   noisy      every class large (5-55 MB) and flat with 2% noise: every class passes the range
+//   check; worst      every class large and leaking with noise, so that every class is a suspect
+//   and runs every
+//              test (Mann-Kendall, Theil-Sen, records) and the instances slope on every snapshot:
+//              the upper bound, not a real JVM.
+// One class in ten is array-like (bytes not a fixed multiple of instances, so its instances slope
+// needs its own Theil-Sen pass); the others have bytes = 24 * instances exactly, as HotSpot reports
+// fixed-size objects. Window 12 (default) and 30 snapshots (the figure). Target: well under
+// 50 ms per Observe. Run: build-bench/bench/diff/heapwatch_diff_bench (scripts/bench.sh builds it
+// in Release).
 #include <cstdint>
 #include <random>
 #include <string>
@@ -37,7 +39,8 @@ class HistogramGenerator {
     std::uniform_real_distribution<double> u(0, 1);
     for (size_t c = 0; c < classes; ++c) {
       snapshot_.histogram.rows.push_back(
-          {absl::StrFormat("com.example.generated.package%d.SomeClassName%d", c % 97, c), "", 0, 0});
+          {absl::StrFormat("com.example.generated.package%d.SomeClassName%d", c % 97, c), "", 0,
+           0});
       kind_.push_back(w == Workload::kWorst   ? 2
                       : w == Workload::kNoisy ? 1
                                               : (c % 100 == 0 ? 2 : (c % 25 == 1 ? 1 : 0)));

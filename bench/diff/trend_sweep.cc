@@ -1,13 +1,14 @@
-// heapwatch_trend_sweep: detection latency and false positives of the trend detector over many seeds of
-// the synthetic patterns used by tests/diff (tests/diff/synthetic.h), with default TrendOptions or the
-// overrides given on the command line. Prints the tables quoted in docs/trend-detection.md ("Measured").
+// heapwatch_trend_sweep: detection latency and false positives of the trend detector over many
+// seeds of the synthetic patterns used by tests/diff (tests/diff/synthetic.h), with default
+// TrendOptions or the overrides given on the command line. Prints the tables quoted in
+// docs/trend-detection.md ("Measured").
 //
 //   heapwatch_trend_sweep [--seeds=N] [--stress_runs=M] [field=value ...]
 //
 // field is a TrendOptions field (window_snapshots, min_snapshots, warmup_snapshots, max_p_value,
 // min_growth_bytes, min_relative_growth, segments, min_step_fraction, recent_snapshots,
-// peak_lookback_snapshots, confirm_snapshots, clear_snapshots). Deterministic: the same arguments print
-// the same numbers.
+// peak_lookback_snapshots, confirm_snapshots, clear_snapshots). Deterministic: the same arguments
+// print the same numbers.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -34,25 +35,39 @@ struct Histogram {
   }
   std::string Format() const {
     std::string out;
-    for (const auto& [k, v] : counts) out += absl::StrFormat(" %s:%d", k < 0 ? "missed" : std::to_string(k), v);
+    for (const auto& [k, v] : counts)
+      out += absl::StrFormat(" %s:%d", k < 0 ? "missed" : std::to_string(k), v);
     return out;
   }
 };
 
 bool SetOption(TrendOptions& o, const std::string& key, double v) {
-  if (key == "window_snapshots") o.window_snapshots = static_cast<size_t>(v);
-  else if (key == "min_snapshots") o.min_snapshots = static_cast<size_t>(v);
-  else if (key == "warmup_snapshots") o.warmup_snapshots = static_cast<size_t>(v);
-  else if (key == "max_p_value") o.max_p_value = v;
-  else if (key == "min_growth_bytes") o.min_growth_bytes = static_cast<uint64_t>(v);
-  else if (key == "min_relative_growth") o.min_relative_growth = v;
-  else if (key == "segments") o.segments = static_cast<size_t>(v);
-  else if (key == "min_step_fraction") o.min_step_fraction = v;
-  else if (key == "recent_snapshots") o.recent_snapshots = static_cast<size_t>(v);
-  else if (key == "peak_lookback_snapshots") o.peak_lookback_snapshots = static_cast<size_t>(v);
-  else if (key == "confirm_snapshots") o.confirm_snapshots = static_cast<size_t>(v);
-  else if (key == "clear_snapshots") o.clear_snapshots = static_cast<size_t>(v);
-  else return false;
+  if (key == "window_snapshots")
+    o.window_snapshots = static_cast<size_t>(v);
+  else if (key == "min_snapshots")
+    o.min_snapshots = static_cast<size_t>(v);
+  else if (key == "warmup_snapshots")
+    o.warmup_snapshots = static_cast<size_t>(v);
+  else if (key == "max_p_value")
+    o.max_p_value = v;
+  else if (key == "min_growth_bytes")
+    o.min_growth_bytes = static_cast<uint64_t>(v);
+  else if (key == "min_relative_growth")
+    o.min_relative_growth = v;
+  else if (key == "segments")
+    o.segments = static_cast<size_t>(v);
+  else if (key == "min_step_fraction")
+    o.min_step_fraction = v;
+  else if (key == "recent_snapshots")
+    o.recent_snapshots = static_cast<size_t>(v);
+  else if (key == "peak_lookback_snapshots")
+    o.peak_lookback_snapshots = static_cast<size_t>(v);
+  else if (key == "confirm_snapshots")
+    o.confirm_snapshots = static_cast<size_t>(v);
+  else if (key == "clear_snapshots")
+    o.clear_snapshots = static_cast<size_t>(v);
+  else
+    return false;
   return true;
 }
 
@@ -68,8 +83,10 @@ int Main(int argc, char** argv) {
       return 2;
     }
     const std::string key = arg.substr(0, eq);
-    if (key == "--seeds") seeds = static_cast<int>(v);
-    else if (key == "--stress_runs") stress_runs = static_cast<int>(v);
+    if (key == "--seeds")
+      seeds = static_cast<int>(v);
+    else if (key == "--stress_runs")
+      stress_runs = static_cast<int>(v);
     else if (!SetOption(o, key, v)) {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
       return 2;
@@ -80,8 +97,10 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const size_t warm = o.warmup_snapshots;
-  std::printf("seeds per pattern: %d; latency = snapshots from the last snapshot before growth (after "
-              "warm-up) to the first with the class flagged\n", seeds);
+  std::printf(
+      "seeds per pattern: %d; latency = snapshots from the last snapshot before growth (after "
+      "warm-up) to the first with the class flagged\n",
+      seeds);
 
   for (const double interval : {60.0, 1.5}) {
     const double jitter = interval == 60 ? 0.1 : 0.3;
@@ -97,8 +116,8 @@ int Main(int argc, char** argv) {
       return r;
     };
 
-    // Leaks: steady, occasional drops, rough. Start with the agent, at the end of warm-up, or after 10-40
-    // flat snapshots, in turn.
+    // Leaks: steady, occasional drops, rough. Start with the agent, at the end of warm-up, or after
+    // 10-40 flat snapshots, in turn.
     const char* names[] = {"steady leak", "noisy leak (occasional drops)", "rough leak"};
     for (int kind = 0; kind < 3; ++kind) {
       Histogram lat;
@@ -106,7 +125,9 @@ int Main(int argc, char** argv) {
       for (int seed = 0; seed < seeds; ++seed) {
         Rng rng(1000 * (kind + 1) + seed);
         const auto times = times_of(70, rng);
-        const size_t start = seed % 3 == 0 ? 0 : seed % 3 == 1 ? warm : warm + 10 + static_cast<size_t>(Uniform(rng, 0, 30));
+        const size_t start = seed % 3 == 0   ? 0
+                             : seed % 3 == 1 ? warm
+                                             : warm + 10 + static_cast<size_t>(Uniform(rng, 0, 30));
         const double step = Uniform(rng, kind == 0 ? 200e3 : 300e3, 2e6);
         const double base = Uniform(rng, 0, kind == 0 ? 8e6 : 6e6);
         const double noise = step * Uniform(rng, 0, kind == 0 ? 0.2 : 0.3);
@@ -122,12 +143,12 @@ int Main(int argc, char** argv) {
           }
         }
       }
-      std::printf("%5.1fs %-30s latency>10: %4d  cleared mid-leak: %4d  latency:%s\n", interval, names[kind],
-                  lat.late, flaps, lat.Format().c_str());
+      std::printf("%5.1fs %-30s latency>10: %4d  cleared mid-leak: %4d  latency:%s\n", interval,
+                  names[kind], lat.late, flaps, lat.Format().c_str());
     }
 
-    // Plateauing cache: fill of 2-15 snapshots starting anywhere in the first 30, then flat (exact or with
-    // noise up to 0.5% of the capacity); linear or tapering (concave) fill.
+    // Plateauing cache: fill of 2-15 snapshots starting anywhere in the first 30, then flat (exact
+    // or with noise up to 0.5% of the capacity); linear or tapering (concave) fill.
     {
       int flagged = 0, max_into_plateau = 0;
       size_t shortest = 1000;
@@ -139,7 +160,8 @@ int Main(int argc, char** argv) {
         const double capacity = Uniform(rng, 5e6, 100e6);
         const double noise = seed % 2 ? 0.0 : capacity * Uniform(rng, 0, 0.005);
         const double base = Uniform(rng, 0, 5e6);
-        const DetectorRun r = run(times, PlateauCache(times, fs, fe, base, capacity, seed % 4 < 2, noise, rng), rng);
+        const DetectorRun r =
+            run(times, PlateauCache(times, fs, fe, base, capacity, seed % 4 < 2, noise, rng), rng);
         int last = -1;
         for (size_t i = 0; i < times.size(); ++i)
           if (r.IsSuspect(i, kTarget)) last = static_cast<int>(i);
@@ -148,9 +170,10 @@ int Main(int argc, char** argv) {
         shortest = std::min(shortest, fe > warm ? fe - std::max(fs, warm) : 0);
         max_into_plateau = std::max(max_into_plateau, last - static_cast<int>(fe) + 1);
       }
-      std::printf("%5.1fs plateauing cache: flagged during its fill in %d runs; shortest fill flagged %zu "
-                  "snapshots; still flagged at most %d snapshots into the plateau\n",
-                  interval, flagged, shortest, max_into_plateau);
+      std::printf(
+          "%5.1fs plateauing cache: flagged during its fill in %d runs; shortest fill flagged %zu "
+          "snapshots; still flagged at most %d snapshots into the plateau\n",
+          interval, flagged, shortest, max_into_plateau);
     }
 
     // Sawtooth, periods 2-10, any phase, amplitude 2-50 MB with 5% tooth-to-tooth jitter.
@@ -164,12 +187,15 @@ int Main(int argc, char** argv) {
         const auto times = times_of(120, rng);
         const double base = Uniform(rng, 0, 5e6);
         const double noise = amplitude * Uniform(rng, 0, 0.01);
-        fp += run(times, Sawtooth(120, period, phase, base, amplitude, 0.05, noise, rng), rng).FirstSuspect(kTarget) >= 0;
+        fp += run(times, Sawtooth(120, period, phase, base, amplitude, 0.05, noise, rng), rng)
+                  .FirstSuspect(kTarget) >= 0;
       }
-      std::printf("%5.1fs sawtooth: %d of %d runs (120 snapshots) ever flagged\n", interval, fp, seeds);
+      std::printf("%5.1fs sawtooth: %d of %d runs (120 snapshots) ever flagged\n", interval, fp,
+                  seeds);
     }
 
-    // Flat with noise: level 1-500 MB, Gaussian sd 0.1-10%, half the runs with up to 50% `-all` garbage.
+    // Flat with noise: level 1-500 MB, Gaussian sd 0.1-10%, half the runs with up to 50% `-all`
+    // garbage.
     {
       int fp = 0;
       for (int seed = 0; seed < seeds; ++seed) {
@@ -180,14 +206,17 @@ int Main(int argc, char** argv) {
         const auto times = times_of(120, rng);
         fp += run(times, FlatNoise(120, level, sd, garbage, rng), rng).FirstSuspect(kTarget) >= 0;
       }
-      std::printf("%5.1fs flat noise: %d of %d runs (120 snapshots) ever flagged\n", interval, fp, seeds);
+      std::printf("%5.1fs flat noise: %d of %d runs (120 snapshots) ever flagged\n", interval, fp,
+                  seeds);
     }
-    std::printf("%5.1fs background classes of a quiet JVM (28 per run, every run above): flagged in %d runs\n",
-                interval, background_fp_runs);
+    std::printf(
+        "%5.1fs background classes of a quiet JVM (28 per run, every run above): flagged in %d "
+        "runs\n",
+        interval, background_fp_runs);
   }
 
-  // False-positive stress: 10 large flat classes per run, every one noisy (Gaussian sd 0.1-10%, half with up
-  // to 50% `-all` garbage), 120 snapshots at 60 s.
+  // False-positive stress: 10 large flat classes per run, every one noisy (Gaussian sd 0.1-10%,
+  // half with up to 50% `-all` garbage), 120 snapshots at 60 s.
   {
     int runs_with_fp = 0;
     long evaluations = 0;
@@ -215,9 +244,11 @@ int Main(int argc, char** argv) {
     }
     std::string at;
     for (const auto& [k, v] : first_at) at += absl::StrFormat(" %d:%d", k, v);
-    std::printf("false-positive stress: %d of %d runs (10 noisy classes, 120 snapshots, %ld class evaluations) "
-                "had a suspect; first at snapshot:%s\n",
-                runs_with_fp, stress_runs, evaluations, at.c_str());
+    std::printf(
+        "false-positive stress: %d of %d runs (10 noisy classes, 120 snapshots, %ld class "
+        "evaluations) "
+        "had a suspect; first at snapshot:%s\n",
+        runs_with_fp, stress_runs, evaluations, at.c_str());
   }
   return 0;
 }

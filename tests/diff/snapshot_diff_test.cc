@@ -33,10 +33,13 @@ TEST(DiffSnapshotsTest, ChangedNewVanishedUnchangedSortedByGrowth) {
   EXPECT_EQ(d.to, absl::FromUnixSeconds(160));
   ASSERT_EQ(d.classes.size(), 5u);
   // bytes_delta: byte[] +4000, New +48, Same 0, Gone -72, String -240.
-  EXPECT_EQ(d.classes[0], (ClassDelta{"byte[]", 10, 12, 1000, 5000, 2, 4000, ClassChange::kChanged}));
+  EXPECT_EQ(d.classes[0],
+            (ClassDelta{"byte[]", 10, 12, 1000, 5000, 2, 4000, ClassChange::kChanged}));
   EXPECT_EQ(d.classes[1], (ClassDelta{"com.example.New", 0, 2, 0, 48, 2, 48, ClassChange::kNew}));
-  EXPECT_EQ(d.classes[2], (ClassDelta{"com.example.Same", 7, 7, 112, 112, 0, 0, ClassChange::kUnchanged}));
-  EXPECT_EQ(d.classes[3], (ClassDelta{"com.example.Gone", 3, 0, 72, 0, -3, -72, ClassChange::kVanished}));
+  EXPECT_EQ(d.classes[2],
+            (ClassDelta{"com.example.Same", 7, 7, 112, 112, 0, 0, ClassChange::kUnchanged}));
+  EXPECT_EQ(d.classes[3],
+            (ClassDelta{"com.example.Gone", 3, 0, 72, 0, -3, -72, ClassChange::kVanished}));
   EXPECT_EQ(d.classes[4],
             (ClassDelta{"java.lang.String", 50, 40, 1200, 960, -10, -240, ClassChange::kChanged}));
   EXPECT_EQ(d.total_bytes_delta, 4000 + 48 - 72 - 240);
@@ -44,7 +47,8 @@ TEST(DiffSnapshotsTest, ChangedNewVanishedUnchangedSortedByGrowth) {
 }
 
 TEST(DiffSnapshotsTest, TiesBrokenByName) {
-  const SnapshotDiff d = DiffSnapshots(Make(1, {}), Make(2, {{"b.B", "", 1, 16}, {"a.A", "", 1, 16}}));
+  const SnapshotDiff d =
+      DiffSnapshots(Make(1, {}), Make(2, {{"b.B", "", 1, 16}, {"a.A", "", 1, 16}}));
   ASSERT_EQ(d.classes.size(), 2u);
   EXPECT_EQ(d.classes[0].class_name, "a.A");
   EXPECT_EQ(d.classes[1].class_name, "b.B");
@@ -74,10 +78,11 @@ TEST(DiffSnapshotsTest, EmptySnapshots) {
 
 TEST(DiffSnapshotsTest, HugeValuesSaturateInsteadOfOverflowing) {
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  const SnapshotDiff d = DiffSnapshots(Make(1, {{"x", "", 0, 0}}), Make(2, {{"x", "", kMax, kMax}}));
+  const SnapshotDiff d =
+      DiffSnapshots(Make(1, {{"x", "", 0, 0}}), Make(2, {{"x", "", kMax, kMax}}));
   EXPECT_EQ(d.classes[0].bytes_delta, std::numeric_limits<int64_t>::max());
-  const SnapshotDiff back = DiffSnapshots(Make(1, {{"x", "", kMax, kMax}, {"x", "", 5, 5}}),
-                                          Make(2, {{"x", "", 0, 0}}));
+  const SnapshotDiff back =
+      DiffSnapshots(Make(1, {{"x", "", kMax, kMax}, {"x", "", 5, 5}}), Make(2, {{"x", "", 0, 0}}));
   EXPECT_EQ(back.classes[0].bytes_before, kMax);  // summing duplicates saturates too
   EXPECT_EQ(back.classes[0].bytes_delta, std::numeric_limits<int64_t>::min());
 }

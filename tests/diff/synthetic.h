@@ -1,8 +1,10 @@
-// Synthetic class-histogram series for the trend detector tests: leaks, caches, sawtooth buffers, noise.
+// Synthetic class-histogram series for the trend detector tests: leaks, caches, sawtooth buffers,
+// noise.
 //
-// Every generator returns one value per snapshot time: the class's shallow bytes, or nullopt when the class
-// has no row in that histogram (no live objects). Growth is expressed per second of real (jittered) time,
-// so irregular timestamps matter. All randomness comes from the caller's seeded engine.
+// Every generator returns one value per snapshot time: the class's shallow bytes, or nullopt when
+// the class has no row in that histogram (no live objects). Growth is expressed per second of real
+// (jittered) time, so irregular timestamps matter. All randomness comes from the caller's seeded
+// engine.
 #ifndef HEAPWATCH_TESTS_DIFF_SYNTHETIC_H_
 #define HEAPWATCH_TESTS_DIFF_SYNTHETIC_H_
 
@@ -48,10 +50,10 @@ inline double Seconds(const std::vector<absl::Time>& times, size_t i, size_t j) 
   return absl::ToDoubleSeconds(times[j] - times[i]);
 }
 
-// Flat at `base`, then from snapshot `start` on grows by `rate` bytes/s (counted from snapshot start-1,
-// so snapshot `start` is the first grown one), plus Gaussian noise of `noise_sd` bytes.
-inline Values SteadyLeak(const std::vector<absl::Time>& times, size_t start, double base, double rate,
-                         double noise_sd, Rng& rng) {
+// Flat at `base`, then from snapshot `start` on grows by `rate` bytes/s (counted from snapshot
+// start-1, so snapshot `start` is the first grown one), plus Gaussian noise of `noise_sd` bytes.
+inline Values SteadyLeak(const std::vector<absl::Time>& times, size_t start, double base,
+                         double rate, double noise_sd, Rng& rng) {
   Values v;
   for (size_t i = 0; i < times.size(); ++i) {
     const double growth = (start > 0 && i >= start) ? rate * Seconds(times, start - 1, i)
@@ -64,21 +66,22 @@ inline Values SteadyLeak(const std::vector<absl::Time>& times, size_t start, dou
 
 // How a noisy leak misbehaves. Every figure is in units of the mean growth per snapshot interval.
 struct LeakNoise {
-  double increment_spread = 0.5;  // each interval grows by U(1 - spread, 1 + spread) mean increments
-  double setback_probability = 0.05;  // part of the leaked set is released for good...
+  // Each interval grows by U(1 - spread, 1 + spread) mean increments.
+  double increment_spread = 0.5;
+  double setback_probability = 0.05;          // part of the leaked set is released for good...
   double setback_lo = 0.5, setback_hi = 1.5;  // ...this many increments
-  double dip_probability = 0.10;  // one snapshot reads low (a transient drop)...
-  double dip_lo = 1, dip_hi = 3;  // ...by this many increments
+  double dip_probability = 0.10;              // one snapshot reads low (a transient drop)...
+  double dip_lo = 1, dip_hi = 3;              // ...by this many increments
 };
 // "Growth with occasional drops": the default LeakNoise.
 inline LeakNoise OccasionalDrops() { return LeakNoise{}; }
 // A much rougher leak: increments anywhere in [0, 2], 10% setbacks, 15% dips.
 inline LeakNoise Rough() { return LeakNoise{1.0, 0.10, 0.5, 1.5, 0.15, 1, 3}; }
 
-// A leak of `rate` bytes/s on average from snapshot `start` on, misbehaving as `shape` says, plus Gaussian
-// noise of `noise_sd` bytes. Setbacks and dips never go below the pre-leak level.
-inline Values NoisyLeak(const std::vector<absl::Time>& times, size_t start, double base, double rate,
-                        double noise_sd, const LeakNoise& shape, Rng& rng) {
+// A leak of `rate` bytes/s on average from snapshot `start` on, misbehaving as `shape` says, plus
+// Gaussian noise of `noise_sd` bytes. Setbacks and dips never go below the pre-leak level.
+inline Values NoisyLeak(const std::vector<absl::Time>& times, size_t start, double base,
+                        double rate, double noise_sd, const LeakNoise& shape, Rng& rng) {
   Values v;
   double level = base;
   for (size_t i = 0; i < times.size(); ++i) {
@@ -99,9 +102,9 @@ inline Values NoisyLeak(const std::vector<absl::Time>& times, size_t start, doub
   return v;
 }
 
-// A cache: `base` until snapshot fill_start, fills to base + capacity by snapshot fill_end (linearly in
-// time, or concave: fast first, then slower), then stays there with Gaussian noise (or exactly, when
-// noise_sd is 0, as in live-object histograms of an idle cache).
+// A cache: `base` until snapshot fill_start, fills to base + capacity by snapshot fill_end
+// (linearly in time, or concave: fast first, then slower), then stays there with Gaussian noise (or
+// exactly, when noise_sd is 0, as in live-object histograms of an idle cache).
 inline Values PlateauCache(const std::vector<absl::Time>& times, size_t fill_start, size_t fill_end,
                            double base, double capacity, bool concave, double noise_sd, Rng& rng) {
   Values v;
@@ -119,7 +122,8 @@ inline Values PlateauCache(const std::vector<absl::Time>& times, size_t fill_sta
 }
 
 // A buffer that fills over `period` snapshots and is emptied: base + amplitude * k / period for
-// k = (i + phase) mod period, with each tooth's amplitude jittered by +-amp_jitter and Gaussian noise.
+// k = (i + phase) mod period, with each tooth's amplitude jittered by +-amp_jitter and Gaussian
+// noise.
 inline Values Sawtooth(size_t n, size_t period, size_t phase, double base, double amplitude,
                        double amp_jitter, double noise_sd, Rng& rng) {
   Values v;
@@ -127,18 +131,20 @@ inline Values Sawtooth(size_t n, size_t period, size_t phase, double base, doubl
   for (size_t i = 0; i < n; ++i) {
     const size_t k = (i + phase) % period;
     if (k == 0) tooth_amp = amplitude * (1 + Uniform(rng, -amp_jitter, amp_jitter));
-    v.push_back(ToBytes(base + tooth_amp * static_cast<double>(k + 1) / static_cast<double>(period) +
+    v.push_back(ToBytes(base +
+                        tooth_amp * static_cast<double>(k + 1) / static_cast<double>(period) +
                         Normal(rng, noise_sd)));
   }
   return v;
 }
 
-// Flat at `level` with Gaussian noise; with garbage > 0, plus uniform [0, garbage] bytes of unreachable
-// objects (what `GC.class_histogram -all` adds between collections).
+// Flat at `level` with Gaussian noise; with garbage > 0, plus uniform [0, garbage] bytes of
+// unreachable objects (what `GC.class_histogram -all` adds between collections).
 inline Values FlatNoise(size_t n, double level, double noise_sd, double garbage, Rng& rng) {
   Values v;
   for (size_t i = 0; i < n; ++i) {
-    v.push_back(ToBytes(level + Normal(rng, noise_sd) + (garbage > 0 ? Uniform(rng, 0, garbage) : 0)));
+    v.push_back(
+        ToBytes(level + Normal(rng, noise_sd) + (garbage > 0 ? Uniform(rng, 0, garbage) : 0)));
   }
   return v;
 }
@@ -217,7 +223,7 @@ struct DetectorRun {
 };
 
 inline DetectorRun RunDetector(const TrendOptions& options, const std::vector<Snapshot>& snapshots,
-                       absl::Time agent_start = absl::InfinitePast()) {
+                               absl::Time agent_start = absl::InfinitePast()) {
   TrendDetector detector(options, agent_start);
   DetectorRun run;
   for (const Snapshot& s : snapshots) {

@@ -1,5 +1,5 @@
-// TrendDetector's contract on small hand-made series: validation, ordering, warm-up, each of tests A-D,
-// the reported figures, hysteresis, determinism and forgetting. Pattern sweeps are in
+// TrendDetector's contract on small hand-made series: validation, ordering, warm-up, each of tests
+// A-D, the reported figures, hysteresis, determinism and forgetting. Pattern sweeps are in
 // trend_patterns_test.cc.
 #include "diff/trend_detector.h"
 
@@ -22,13 +22,14 @@ Snapshot Snap(int index, const std::vector<std::pair<std::string, double>>& clas
   s.agent = AgentId(agent);
   s.time = kT0 + interval * index;
   for (const auto& [name, bytes] : classes) {
-    s.histogram.rows.push_back({name, "", static_cast<uint64_t>(bytes / 16), static_cast<uint64_t>(bytes)});
+    s.histogram.rows.push_back(
+        {name, "", static_cast<uint64_t>(bytes / 16), static_cast<uint64_t>(bytes)});
   }
   return s;
 }
 
-// Feeds values[i] as class "C" (plus an unrelated flat class) at times kT0 + i * interval; returns the index of
-// every snapshot after which "C" was a suspect.
+// Feeds values[i] as class "C" (plus an unrelated flat class) at times kT0 + i * interval; returns
+// the index of every snapshot after which "C" was a suspect.
 std::vector<int> SuspectIndices(TrendDetector& d, const std::vector<double>& values) {
   std::vector<int> out;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -143,7 +144,8 @@ TEST(TrendDetectorTest, WarmupDurationCountsFromAgentStartOrFirstSnapshot) {
     EXPECT_TRUE(d.warmed_up());
   }
   {
-    TrendDetector d(o, kT0 - absl::Minutes(7));  // the JVM started 7 minutes before the first snapshot
+    TrendDetector d(o,
+                    kT0 - absl::Minutes(7));  // the JVM started 7 minutes before the first snapshot
     for (int i = 0; i < 3; ++i) {
       d.Observe(Snap(i, {{"C", 1}}));
       EXPECT_FALSE(d.warmed_up()) << i;
@@ -155,8 +157,8 @@ TEST(TrendDetectorTest, WarmupDurationCountsFromAgentStartOrFirstSnapshot) {
 
 TEST(TrendDetectorTest, TestAInsignificantOrderNotFlagged) {
   // Large and growing overall, but zig-zagging: Mann-Kendall's p stays above 0.002 on every window
-  // (exact p for 8..12 points: 0.031, 0.060, 0.014, 0.030, 0.0069), so it is not flagged; with a looser
-  // significance level the same series is.
+  // (exact p for 8..12 points: 0.031, 0.060, 0.014, 0.030, 0.0069), so it is not flagged; with a
+  // looser significance level the same series is.
   std::vector<double> bytes;
   for (double x : {10, 20, 11, 21, 12, 22, 13, 23, 14, 24, 15, 25}) bytes.push_back(x * kMiB);
   TrendOptions o;
@@ -173,7 +175,8 @@ TEST(TrendDetectorTest, TestAInsignificantOrderNotFlagged) {
 TEST(TrendDetectorTest, TestBTooLittleGrowthNotFlagged) {
   TrendOptions o;
   {
-    TrendDetector d(o);  // perfectly monotonic, but only 64 KiB per snapshot: 0.75 MiB over the window
+    TrendDetector d(
+        o);  // perfectly monotonic, but only 64 KiB per snapshot: 0.75 MiB over the window
     EXPECT_TRUE(SuspectIndices(d, Linear(40, 0, 64 * 1024)).empty());
   }
   {
@@ -194,25 +197,26 @@ TEST(TrendDetectorTest, TestBTooLittleGrowthNotFlagged) {
 }
 
 TEST(TrendDetectorTest, TestCOneTimeStepNotFlagged) {
-  // Flat at 2 MiB, a 50 MiB buffer allocated once, flat again: Mann-Kendall is significant right after the
-  // step, but the growth does not span the last min_snapshots snapshots.
+  // Flat at 2 MiB, a 50 MiB buffer allocated once, flat again: Mann-Kendall is significant right
+  // after the step, but the growth does not span the last min_snapshots snapshots.
   TrendDetector d(TrendOptions{});
   std::vector<double> v(20, 2 * kMiB);
   for (int i = 0; i < 20; ++i) v.push_back(52 * kMiB + (i % 3) * 1024);
   std::vector<double> scratch;
-  ASSERT_LE(MannKendall(std::vector<double>(v.begin() + 14, v.begin() + 26), &scratch).p_value, 0.002);
+  ASSERT_LE(MannKendall(std::vector<double>(v.begin() + 14, v.begin() + 26), &scratch).p_value,
+            0.002);
   EXPECT_TRUE(SuspectIndices(d, v).empty());
 }
 
 TEST(TrendDetectorTest, TestDPlateauClearedAfterClearSnapshots) {
   TrendOptions o;
   TrendDetector d(o);
-  std::vector<double> v = Linear(25, 0, kMiB);  // grows until index 24...
+  std::vector<double> v = Linear(25, 0, kMiB);          // grows until index 24...
   for (int i = 0; i < 15; ++i) v.push_back(24 * kMiB);  // ...then stays exactly there
   const std::vector<int> at = SuspectIndices(d, v);
   ASSERT_FALSE(at.empty());
-  // Index 25 is the first plateau snapshot; the last two snapshots hold no new maximum from index 26 on,
-  // and clear_snapshots (3) failing evaluations later the class is cleared.
+  // Index 25 is the first plateau snapshot; the last two snapshots hold no new maximum from index
+  // 26 on, and clear_snapshots (3) failing evaluations later the class is cleared.
   EXPECT_EQ(at.back(), 25 + static_cast<int>(o.clear_snapshots) - 1);
 }
 
@@ -220,7 +224,7 @@ TEST(TrendDetectorTest, HysteresisAndNewEpisodeGetsNewFirstSeen) {
   TrendOptions o;
   TrendDetector d(o);
   std::vector<double> v = Linear(25, 0, kMiB);
-  for (int i = 0; i < 40; ++i) v.push_back(24 * kMiB);  // plateau: cleared
+  for (int i = 0; i < 40; ++i) v.push_back(24 * kMiB);         // plateau: cleared
   for (int i = 1; i <= 20; ++i) v.push_back((24 + i) * kMiB);  // grows again from index 65
   absl::Time first_episode = absl::InfinitePast();
   bool cleared = false;
@@ -285,7 +289,8 @@ TEST(TrendDetectorTest, VanishedClassIsNotSuspectAndIsForgotten) {
   EXPECT_EQ(d.tracked_classes(), 2u);
   d.Observe(Snap(20, {{"Flat", kMiB}}));
   EXPECT_FALSE(d.SuspectFor("C").has_value());
-  // Forgotten once every snapshot in its history ring (peak_lookback_snapshots of them) has it absent.
+  // Forgotten once every snapshot in its history ring (peak_lookback_snapshots of them) has it
+  // absent.
   const int forgotten_at = 20 + static_cast<int>(o.peak_lookback_snapshots) - 1;
   for (int i = 21; i <= forgotten_at; ++i) {
     EXPECT_EQ(d.tracked_classes(), 2u) << i;
@@ -318,7 +323,8 @@ std::vector<Snapshot> MixedHistory(int n) {
         {"noise.Flat", 50 * kMiB * (1 + 0.1 * next())},
     };
     if (i % 7 != 3) rows.push_back({"sometimes.Absent", 4 * kMiB});
-    out.push_back(Snap(i, rows, absl::Seconds(60) + absl::Milliseconds(static_cast<int>(next() * 9000))));
+    out.push_back(
+        Snap(i, rows, absl::Seconds(60) + absl::Milliseconds(static_cast<int>(next() * 9000))));
   }
   return out;
 }
@@ -331,8 +337,8 @@ TEST(TrendDetectorTest, DeterministicAndReplayable) {
     live.Observe(s);
     seen.push_back(live.Suspects());
   }
-  // A daemon restart: a new detector replays the stored history and ends in the same state, with the
-  // same suspects at every step along the way.
+  // A daemon restart: a new detector replays the stored history and ends in the same state, with
+  // the same suspects at every step along the way.
   TrendDetector replay(TrendOptions{});
   for (size_t i = 0; i < history.size(); ++i) {
     replay.Observe(history[i]);
@@ -352,9 +358,10 @@ TEST(TrendDetectorTest, DeterministicAndReplayable) {
 }
 
 TEST(TrendDetectorTest, PartialReplayReproducesStatisticsOfRestoredSuspects) {
-  // Replaying only the last warmup_snapshots + peak_lookback_snapshots snapshots gives the same per-class
-  // statistics; every suspect it restores is a live suspect with the same figures (first_seen aside), and
-  // a leak young enough to pass the entry conditions in the replayed span is restored.
+  // Replaying only the last warmup_snapshots + peak_lookback_snapshots snapshots gives the same
+  // per-class statistics; every suspect it restores is a live suspect with the same figures
+  // (first_seen aside), and a leak young enough to pass the entry conditions in the replayed span
+  // is restored.
   const TrendOptions o;
   const std::vector<Snapshot> history = MixedHistory(120);
   TrendDetector live(o);

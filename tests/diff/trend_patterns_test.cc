@@ -1,11 +1,13 @@
-// The trend detector on synthetic series of every pattern the issue names, 200 seeds each, at the daemon's
-// default 60 s interval and at the 1.5 s interval of end-to-end tests (both jittered), with default options.
+// The trend detector on synthetic series of every pattern the issue names, 200 seeds each, at the
+// daemon's default 60 s interval and at the 1.5 s interval of end-to-end tests (both jittered),
+// with default options.
 //
-// Leaks (steady, noisy, irregular timestamps, appearing late) must be flagged within 10 snapshots of the
-// start of the leak (counted after warm-up); healthy patterns (flat noise, sawtooth, start-up growth) must
-// never be flagged; a plateauing cache must stop being a suspect soon after it plateaus, and never be
-// flagged when its fill is short. Background classes of a quiet JVM ride along in every run and must
-// never be flagged either. Each test prints the measured distribution (latency, counts).
+// Leaks (steady, noisy, irregular timestamps, appearing late) must be flagged within 10 snapshots
+// of the start of the leak (counted after warm-up); healthy patterns (flat noise, sawtooth,
+// start-up growth) must never be flagged; a plateauing cache must stop being a suspect soon after
+// it plateaus, and never be flagged when its fill is short. Background classes of a quiet JVM ride
+// along in every run and must never be flagged either. Each test prints the measured distribution
+// (latency, counts).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -19,12 +21,13 @@ namespace heapwatch::diff {
 namespace {
 
 using synthetic::ClassSeries;
-using synthetic::Rng;
 using synthetic::DetectorRun;
+using synthetic::Rng;
 using synthetic::Uniform;
 
 constexpr int kSeeds = 200;
-constexpr int kMaxLatency = 10;  // snapshots from the start of a leak (after warm-up) to its detection
+// Snapshots from the start of a leak (after warm-up) to its detection.
+constexpr int kMaxLatency = 10;
 const std::string kTarget = "com.example.Target";
 
 struct Timescale {
@@ -35,7 +38,7 @@ struct Timescale {
 
 class PatternTest : public ::testing::TestWithParam<Timescale> {
  protected:
-  TrendOptions options_;  // defaults
+  TrendOptions options_;                                           // defaults
   size_t warmup_end() const { return options_.warmup_snapshots; }  // first post-warm-up snapshot
 
   std::vector<absl::Time> Times(size_t n, Rng& rng) const {
@@ -45,7 +48,7 @@ class PatternTest : public ::testing::TestWithParam<Timescale> {
   double IntervalSeconds() const { return absl::ToDoubleSeconds(GetParam().interval); }
 
   DetectorRun RunWith(const std::vector<absl::Time>& times, synthetic::Values target, Rng& rng,
-              uint64_t object_size = 40) const {
+                      uint64_t object_size = 40) const {
     std::vector<ClassSeries> classes = synthetic::Background(times.size(), rng);
     classes.push_back({kTarget, object_size, std::move(target)});
     return synthetic::RunDetector(options_, synthetic::BuildSnapshots(times, classes));
@@ -65,8 +68,8 @@ struct Latencies {
   }
 };
 
-// Where a leak starts: with the agent (during warm-up), right at the end of warm-up, or after a long flat
-// stretch of history.
+// Where a leak starts: with the agent (during warm-up), right at the end of warm-up, or after a
+// long flat stretch of history.
 size_t LeakStart(int seed, size_t warmup_end, Rng& rng) {
   switch (seed % 3) {
     case 0:
@@ -78,17 +81,20 @@ size_t LeakStart(int seed, size_t warmup_end, Rng& rng) {
   }
 }
 
-// Checks a leak run; returns the latency (snapshots from the last snapshot before growth that the detector
-// could use, i.e. max(start, warm-up end) - 1, to the first snapshot with the class flagged).
+// Checks a leak run; returns the latency (snapshots from the last snapshot before growth that the
+// detector could use, i.e. max(start, warm-up end) - 1, to the first snapshot with the class
+// flagged).
 int CheckLeak(const DetectorRun& run, size_t start, size_t warmup_end, int seed,
               int max_latency = kMaxLatency) {
   const int first = run.FirstSuspect(kTarget);
   EXPECT_GE(first, 0) << "seed " << seed << ": leak never flagged";
   if (first < 0) return -1;
-  EXPECT_GE(first, static_cast<int>(start)) << "seed " << seed << ": flagged before the leak started";
+  EXPECT_GE(first, static_cast<int>(start))
+      << "seed " << seed << ": flagged before the leak started";
   const int latency = first - (static_cast<int>(std::max(start, warmup_end)) - 1);
   EXPECT_LE(latency, max_latency) << "seed " << seed;
-  EXPECT_EQ(run.OtherSuspects(kTarget), 0u) << "seed " << seed << ": background classes flagged:" << run.DescribeOthers(kTarget);
+  EXPECT_EQ(run.OtherSuspects(kTarget), 0u)
+      << "seed " << seed << ": background classes flagged:" << run.DescribeOthers(kTarget);
   return latency;
 }
 
@@ -124,14 +130,15 @@ TEST_P(PatternTest, SteadyLeakFlaggedWithinTenSnapshotsAndStaysFlagged) {
     EXPECT_LE(it->score, 1.0);
     EXPECT_LE(it->p_value, options_.max_p_value);
   }
-  std::printf("[%s] steady leak latency (snapshots:seeds):%s\n", GetParam().name, lat.Format().c_str());
+  std::printf("[%s] steady leak latency (snapshots:seeds):%s\n", GetParam().name,
+              lat.Format().c_str());
   EXPECT_LE(lat.Max(), kMaxLatency);
 }
 
-// "Growth with occasional drops" (synthetic::OccasionalDrops): increments 0.5-1.5x the mean, 5% permanent
-// setbacks of 0.5-1.5 increments, 10% transient dips of 1-3 increments, Gaussian noise up to 0.3
-// increments. Every run must be flagged within the window (12 snapshots) and at least 98% within 10; the
-// printed distribution is the measured one.
+// "Growth with occasional drops" (synthetic::OccasionalDrops): increments 0.5-1.5x the mean, 5%
+// permanent setbacks of 0.5-1.5 increments, 10% transient dips of 1-3 increments, Gaussian noise up
+// to 0.3 increments. Every run must be flagged within the window (12 snapshots) and at least 98%
+// within 10; the printed distribution is the measured one.
 TEST_P(PatternTest, NoisyLeakWithDropsFlaggedWithinTenSnapshots) {
   Latencies lat;
   int cleared_episodes = 0, within_ten = 0;
@@ -141,8 +148,9 @@ TEST_P(PatternTest, NoisyLeakWithDropsFlaggedWithinTenSnapshots) {
     const auto times = Times(n, rng);
     const size_t start = LeakStart(seed, warmup_end(), rng);
     const double step = Uniform(rng, 300e3, 2e6);
-    auto values = synthetic::NoisyLeak(times, start, Uniform(rng, 0, 6e6), step / IntervalSeconds(),
-                                       step * Uniform(rng, 0, 0.3), synthetic::OccasionalDrops(), rng);
+    auto values =
+        synthetic::NoisyLeak(times, start, Uniform(rng, 0, 6e6), step / IntervalSeconds(),
+                             step * Uniform(rng, 0, 0.3), synthetic::OccasionalDrops(), rng);
     const DetectorRun run = RunWith(times, values, rng);
     const int latency =
         CheckLeak(run, start, warmup_end(), seed, static_cast<int>(options_.window_snapshots));
@@ -156,15 +164,18 @@ TEST_P(PatternTest, NoisyLeakWithDropsFlaggedWithinTenSnapshots) {
       cleared_episodes += run.IsSuspect(i - 1, kTarget) && !run.IsSuspect(i, kTarget);
     }
   }
-  std::printf("[%s] noisy leak latency (snapshots:seeds):%s; suspect cleared mid-leak %d times in %d runs\n",
-              GetParam().name, lat.Format().c_str(), cleared_episodes, kSeeds);
+  std::printf(
+      "[%s] noisy leak latency (snapshots:seeds):%s; suspect cleared mid-leak %d times in %d "
+      "runs\n",
+      GetParam().name, lat.Format().c_str(), cleared_episodes, kSeeds);
   EXPECT_GE(within_ten, kSeeds * 98 / 100);
-  // Hysteresis keeps a noisy leak flagged: at most a handful of flaps over 200 runs of 70 snapshots.
+  // Hysteresis keeps a noisy leak flagged: at most a handful of flaps over 200 runs of 70
+  // snapshots.
   EXPECT_LE(cleared_episodes, kSeeds / 10);
 }
 
-// A much rougher leak (synthetic::Rough: increments anywhere in 0-2x the mean, 10% setbacks, 15% dips):
-// measured, and required to be flagged within 3 windows.
+// A much rougher leak (synthetic::Rough: increments anywhere in 0-2x the mean, 10% setbacks, 15%
+// dips): measured, and required to be flagged within 3 windows.
 TEST_P(PatternTest, RoughLeakFlaggedEventually) {
   Latencies lat;
   for (int seed = 0; seed < kSeeds; ++seed) {
@@ -184,7 +195,8 @@ TEST_P(PatternTest, RoughLeakFlaggedEventually) {
     }
     lat.Add(latency);
   }
-  std::printf("[%s] rough leak latency (snapshots:seeds):%s\n", GetParam().name, lat.Format().c_str());
+  std::printf("[%s] rough leak latency (snapshots:seeds):%s\n", GetParam().name,
+              lat.Format().c_str());
 }
 
 TEST_P(PatternTest, LeakWithIrregularTimestamps) {
@@ -224,7 +236,8 @@ TEST_P(PatternTest, ClassAppearingLateAndLeaking) {
     const size_t appear = 5 + static_cast<size_t>(Uniform(rng, 0, 40));
     const double rate = Uniform(rng, 200e3, 2e6) / IntervalSeconds();
     auto values = synthetic::SteadyLeak(times, appear, 0, rate, 0, rng);
-    for (size_t i = 0; i < appear; ++i) values[i] = std::nullopt;  // no row at all before it appears
+    for (size_t i = 0; i < appear; ++i)
+      values[i] = std::nullopt;  // no row at all before it appears
     const DetectorRun run = RunWith(times, values, rng);
     const int latency = CheckLeak(run, appear, warmup_end(), seed);
     if (latency < 0) {
@@ -242,8 +255,10 @@ TEST_P(PatternTest, VanishingClassIsClearedAndForgotten) {
     const size_t n = 100;
     const size_t vanish = 30 + static_cast<size_t>(Uniform(rng, 0, 10));
     const auto times = Times(n, rng);
-    auto values = synthetic::SteadyLeak(times, warmup_end(), 1e6, 1e6 / IntervalSeconds(), 1e4, rng);
-    for (size_t i = vanish; i < n; ++i) values[i] = std::nullopt;  // the class is unloaded / collected
+    auto values =
+        synthetic::SteadyLeak(times, warmup_end(), 1e6, 1e6 / IntervalSeconds(), 1e4, rng);
+    for (size_t i = vanish; i < n; ++i)
+      values[i] = std::nullopt;  // the class is unloaded / collected
     std::vector<ClassSeries> classes = synthetic::Background(n, rng);
     classes.push_back({kTarget, 40, values});
     const auto snapshots = synthetic::BuildSnapshots(times, classes);
@@ -264,7 +279,8 @@ TEST_P(PatternTest, VanishingClassIsClearedAndForgotten) {
 
 TEST_P(PatternTest, PlateauingCacheStopsBeingSuspectAndShortFillsAreNeverFlagged) {
   int flagged_runs = 0;
-  int max_flagged_after_plateau = -1;  // snapshots after the fill ended that the class was still flagged
+  // Snapshots after the fill ended that the class was still flagged.
+  int max_flagged_after_plateau = -1;
   size_t longest_never_flagged_fill = 0, shortest_flagged_fill = 1000;
   for (int seed = 0; seed < kSeeds; ++seed) {
     Rng rng(6000 + seed);
@@ -275,12 +291,14 @@ TEST_P(PatternTest, PlateauingCacheStopsBeingSuspectAndShortFillsAreNeverFlagged
     const auto times = Times(n, rng);
     const double capacity = Uniform(rng, 5e6, 100e6);
     const double noise = seed % 2 ? 0.0 : capacity * Uniform(rng, 0, 0.005);
-    auto values = synthetic::PlateauCache(times, fill_start, fill_end, Uniform(rng, 0, 5e6), capacity,
-                                          seed % 4 < 2, noise, rng);
+    auto values = synthetic::PlateauCache(times, fill_start, fill_end, Uniform(rng, 0, 5e6),
+                                          capacity, seed % 4 < 2, noise, rng);
     const DetectorRun run = RunWith(times, values, rng);
-    EXPECT_EQ(run.OtherSuspects(kTarget), 0u) << "seed " << seed << ":" << run.DescribeOthers(kTarget);
+    EXPECT_EQ(run.OtherSuspects(kTarget), 0u)
+        << "seed " << seed << ":" << run.DescribeOthers(kTarget);
     // Snapshots of the fill the detector sees after warm-up.
-    const size_t visible_fill = fill_end > warmup_end() ? fill_end - std::max(fill_start, warmup_end()) : 0;
+    const size_t visible_fill =
+        fill_end > warmup_end() ? fill_end - std::max(fill_start, warmup_end()) : 0;
     int last_flagged = -1;
     for (size_t i = 0; i < n; ++i)
       if (run.IsSuspect(i, kTarget)) last_flagged = static_cast<int>(i);
@@ -296,14 +314,16 @@ TEST_P(PatternTest, PlateauingCacheStopsBeingSuspectAndShortFillsAreNeverFlagged
     EXPECT_LE(last_flagged, static_cast<int>(fill_end) + 4) << "seed " << seed;
   }
   std::printf(
-      "[%s] plateau cache: flagged during fill in %d/%d runs; shortest visible fill flagged %zu, longest "
+      "[%s] plateau cache: flagged during fill in %d/%d runs; shortest visible fill flagged %zu, "
+      "longest "
       "never flagged %zu; flagged at most %d snapshots into the plateau\n",
       GetParam().name, flagged_runs, kSeeds, shortest_flagged_fill, longest_never_flagged_fill,
       max_flagged_after_plateau);
   // A fill whose growth the detector sees for fewer than min_snapshots - min_snapshots / segments
-  // snapshots (6 at the defaults) is never flagged: test C needs a record in the first part of the last
-  // min_snapshots snapshots.
-  EXPECT_GE(shortest_flagged_fill, options_.min_snapshots - options_.min_snapshots / options_.segments);
+  // snapshots (6 at the defaults) is never flagged: test C needs a record in the first part of the
+  // last min_snapshots snapshots.
+  EXPECT_GE(shortest_flagged_fill,
+            options_.min_snapshots - options_.min_snapshots / options_.segments);
   EXPECT_GE(longest_never_flagged_fill, 6u);  // the sweep does cover short fills
 }
 
@@ -322,7 +342,8 @@ TEST_P(PatternTest, SawtoothNeverFlagged) {
     const int first = run.FirstSuspect(kTarget);
     false_positives += first >= 0;
     EXPECT_EQ(first, -1) << "seed " << seed << " period " << period << " phase " << phase;
-    EXPECT_EQ(run.OtherSuspects(kTarget), 0u) << "seed " << seed << ":" << run.DescribeOthers(kTarget);
+    EXPECT_EQ(run.OtherSuspects(kTarget), 0u)
+        << "seed " << seed << ":" << run.DescribeOthers(kTarget);
   }
   std::printf("[%s] sawtooth (periods 2-10): %d false positives in %d runs of 120 snapshots\n",
               GetParam().name, false_positives, kSeeds);
@@ -335,14 +356,16 @@ TEST_P(PatternTest, FlatNoiseNeverFlagged) {
     const size_t n = 120;
     const double level = std::exp(Uniform(rng, std::log(1e6), std::log(500e6)));
     const double sd = level * Uniform(rng, 0.001, 0.1);
-    // Half the runs add what `-all` histograms add: up to 50% of the level in not-yet-collected garbage.
+    // Half the runs add what `-all` histograms add: up to 50% of the level in not-yet-collected
+    // garbage.
     const double garbage = seed % 2 ? level * Uniform(rng, 0, 0.5) : 0;
     const auto times = Times(n, rng);
     const DetectorRun run = RunWith(times, synthetic::FlatNoise(n, level, sd, garbage, rng), rng);
     const int first = run.FirstSuspect(kTarget);
     false_positives += first >= 0;
     EXPECT_EQ(first, -1) << "seed " << seed;
-    EXPECT_EQ(run.OtherSuspects(kTarget), 0u) << "seed " << seed << ":" << run.DescribeOthers(kTarget);
+    EXPECT_EQ(run.OtherSuspects(kTarget), 0u)
+        << "seed " << seed << ":" << run.DescribeOthers(kTarget);
   }
   std::printf("[%s] flat noise: %d false positives in %d runs of 120 snapshots\n", GetParam().name,
               false_positives, kSeeds);
@@ -357,20 +380,24 @@ TEST_P(PatternTest, StartupOnlyGrowthNeverFlagged) {
     const double capacity = Uniform(rng, 5e6, 200e6);
     const double noise = seed % 2 ? 0.0 : capacity * Uniform(rng, 0, 0.005);
     // Grows from the first snapshot until somewhere in warm-up, then flat.
-    const size_t grow_until = 1 + static_cast<size_t>(Uniform(rng, 0, static_cast<double>(warmup_end())));
-    auto values = synthetic::PlateauCache(times, 0, grow_until, 0, capacity, seed % 4 < 2, noise, rng);
+    const size_t grow_until =
+        1 + static_cast<size_t>(Uniform(rng, 0, static_cast<double>(warmup_end())));
+    auto values =
+        synthetic::PlateauCache(times, 0, grow_until, 0, capacity, seed % 4 < 2, noise, rng);
     const DetectorRun run = RunWith(times, values, rng);
     false_positives += run.FirstSuspect(kTarget) >= 0;
     EXPECT_EQ(run.FirstSuspect(kTarget), -1) << "seed " << seed;
-    EXPECT_EQ(run.OtherSuspects(kTarget), 0u) << "seed " << seed << ":" << run.DescribeOthers(kTarget);
+    EXPECT_EQ(run.OtherSuspects(kTarget), 0u)
+        << "seed " << seed << ":" << run.DescribeOthers(kTarget);
   }
   std::printf("[%s] start-up-only growth: %d false positives in %d runs\n", GetParam().name,
               false_positives, kSeeds);
 }
 
 TEST_P(PatternTest, StartupGrowthWithinWarmupDurationNeverFlagged) {
-  // Warm-up given as a duration from the JVM's start: growth during the first `warmup` of the agent's life
-  // (many snapshots at short intervals) is ignored, and a leak after it is still caught.
+  // Warm-up given as a duration from the JVM's start: growth during the first `warmup` of the
+  // agent's life (many snapshots at short intervals) is ignored, and a leak after it is still
+  // caught.
   TrendOptions options = options_;
   options.warmup = GetParam().interval * 15;
   int false_positives = 0;
@@ -384,13 +411,16 @@ TEST_P(PatternTest, StartupGrowthWithinWarmupDurationNeverFlagged) {
     while (warm < n && times[warm] < agent_start + options.warmup) ++warm;
     warm = std::max(warm, options.warmup_snapshots);
     const double capacity = Uniform(rng, 5e6, 100e6);
-    auto growth = synthetic::PlateauCache(times, 0, warm > 1 ? warm - 1 : 1, 0, capacity, seed % 2, 0, rng);
+    auto growth =
+        synthetic::PlateauCache(times, 0, warm > 1 ? warm - 1 : 1, 0, capacity, seed % 2, 0, rng);
     // A second class leaks from the agent's start: flagged within 10 snapshots after warm-up.
-    auto leak = synthetic::SteadyLeak(times, 0, 1e6, Uniform(rng, 300e3, 2e6) / IntervalSeconds(), 0, rng);
+    auto leak =
+        synthetic::SteadyLeak(times, 0, 1e6, Uniform(rng, 300e3, 2e6) / IntervalSeconds(), 0, rng);
     std::vector<ClassSeries> classes = synthetic::Background(n, rng);
     classes.push_back({kTarget, 40, growth});
     classes.push_back({"com.example.Leak", 40, leak});
-    const DetectorRun run = synthetic::RunDetector(options, synthetic::BuildSnapshots(times, classes), agent_start);
+    const DetectorRun run =
+        synthetic::RunDetector(options, synthetic::BuildSnapshots(times, classes), agent_start);
     false_positives += run.FirstSuspect(kTarget) >= 0;
     EXPECT_EQ(run.FirstSuspect(kTarget), -1) << "seed " << seed;
     const int first_leak = run.FirstSuspect("com.example.Leak");
@@ -398,17 +428,19 @@ TEST_P(PatternTest, StartupGrowthWithinWarmupDurationNeverFlagged) {
     lat.Add(first_leak - (static_cast<int>(warm) - 1));
     EXPECT_LE(first_leak - (static_cast<int>(warm) - 1), kMaxLatency) << "seed " << seed;
   }
-  std::printf("[%s] growth inside a %s warm-up: %d false positives; leak latency after warm-up:%s\n",
-              GetParam().name, absl::FormatDuration(options.warmup).c_str(), false_positives,
-              lat.Format().c_str());
+  std::printf(
+      "[%s] growth inside a %s warm-up: %d false positives; leak latency after warm-up:%s\n",
+      GetParam().name, absl::FormatDuration(options.warmup).c_str(), false_positives,
+      lat.Format().c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Timescales, PatternTest,
                          ::testing::Values(Timescale{"60s", absl::Seconds(60), 0.9, 1.1},
                                            Timescale{"1.5s", absl::Milliseconds(1500), 0.7, 1.3}),
                          [](const ::testing::TestParamInfo<Timescale>& info) {
-                           return info.param.interval == absl::Seconds(60) ? std::string("Interval60s")
-                                                                           : std::string("Interval1500ms");
+                           return info.param.interval == absl::Seconds(60)
+                                      ? std::string("Interval60s")
+                                      : std::string("Interval1500ms");
                          });
 
 }  // namespace

@@ -13,7 +13,8 @@ namespace heapwatch::diff {
 namespace {
 
 TEST(MannKendallTest, StrictlyIncreasingFivePoints) {
-  // S = 10 (every pair concordant), Var = 5*4*15/18, exact P(S >= 10) = 1/5! (one permutation of 120).
+  // S = 10 (every pair concordant), Var = 5*4*15/18, exact P(S >= 10) = 1/5! (one permutation of
+  // 120).
   std::vector<double> scratch;
   const std::vector<double> y = {1, 2, 3, 4, 5};
   const MannKendallResult r = MannKendall(y, &scratch);
@@ -28,8 +29,8 @@ TEST(MannKendallTest, StrictlyIncreasingFivePoints) {
 }
 
 TEST(MannKendallTest, HandComputedWithOneTie) {
-  // y = 3 1 4 1 5. Pairs by first element: 3:(-,+,-,+)=0, 1:(+,0,+)=+2, 4:(-,+)=0, 1:(+)=+1 -> S = 3.
-  // One tie group of size 2: Var = (5*4*15 - 2*1*9) / 18 = 282/18. Z = (3-1)/sqrt(282/18).
+  // y = 3 1 4 1 5. Pairs by first element: 3:(-,+,-,+)=0, 1:(+,0,+)=+2, 4:(-,+)=0, 1:(+)=+1 -> S
+  // = 3. One tie group of size 2: Var = (5*4*15 - 2*1*9) / 18 = 282/18. Z = (3-1)/sqrt(282/18).
   std::vector<double> scratch;
   const std::vector<double> y = {3, 1, 4, 1, 5};
   const MannKendallResult r = MannKendall(y, &scratch);
@@ -75,7 +76,8 @@ TEST(MannKendallTest, DegenerateInputs) {
 }
 
 TEST(MannKendallTest, NormalApproximationFarFromExactAtSmallN) {
-  // The reason for using the exact distribution at short windows (see trend_stats.h): n = 6, S = 15.
+  // The reason for using the exact distribution at short windows (see trend_stats.h): n = 6, S
+  // = 15.
   EXPECT_NEAR(MannKendallExactUpperTail(6, 15), 1.0 / 720.0, 1e-16);
   EXPECT_NEAR(NormalUpperTail(14.0 / std::sqrt(6 * 5 * 17 / 18.0)), 0.00427, 5e-5);
 }
@@ -103,7 +105,8 @@ TEST(MannKendallTest, ExactTailMatchesPermutationEnumeration) {
     for (int64_t s = -m - 1; s <= m + 1; ++s) {
       double at_least = 0;
       for (int64_t t = std::max(s, -m); t <= m; ++t) at_least += counts[static_cast<size_t>(t + m)];
-      EXPECT_NEAR(MannKendallExactUpperTail(n, s), at_least / total, 1e-12) << "n=" << n << " s=" << s;
+      EXPECT_NEAR(MannKendallExactUpperTail(n, s), at_least / total, 1e-12)
+          << "n=" << n << " s=" << s;
     }
   }
 }
@@ -118,14 +121,15 @@ TEST(MannKendallTest, ExactTailKnownTableValues) {
   for (size_t n : {12u, 25u, 40u}) {
     const int64_t m = static_cast<int64_t>(n * (n - 1) / 2);
     for (int64_t s = -m; s <= m; s += 2) {
-      EXPECT_NEAR(MannKendallExactUpperTail(n, s) + MannKendallExactUpperTail(n, -s + 2), 1.0, 1e-12);
+      EXPECT_NEAR(MannKendallExactUpperTail(n, s) + MannKendallExactUpperTail(n, -s + 2), 1.0,
+                  1e-12);
     }
   }
 }
 
 TEST(MannKendallTest, NormalApproximationCloseToExactAtLargeN) {
-  // Justifies switching to the normal approximation above n = 40: for p in [0.001, 0.05] the two agree to
-  // within 4e-4 at n = 40 (at n = 6 the gap is 4e-3, three times the exact value).
+  // Justifies switching to the normal approximation above n = 40: for p in [0.001, 0.05] the two
+  // agree to within 4e-4 at n = 40 (at n = 6 the gap is 4e-3, three times the exact value).
   const size_t n = 40;
   const double var = n * (n - 1) * (2.0 * n + 5) / 18.0;
   int compared = 0;
@@ -237,8 +241,8 @@ TEST(TheilSenTest, MatchesSortedMedianOnRandomData) {
 }
 
 TEST(MedianTest, MatchesSortOnLargeInputsWithDuplicatesAndAdversarialOrders) {
-  // Exercises the quickselect (ranges above 32 elements), its three-way partition (many equal values)
-  // and its fallback (sorted, reversed and organ-pipe orders).
+  // Exercises the quickselect (ranges above 32 elements), its three-way partition (many equal
+  // values) and its fallback (sorted, reversed and organ-pipe orders).
   std::mt19937_64 rng(99);
   std::vector<double> scratch;
   for (int iter = 0; iter < 2000; ++iter) {
@@ -247,11 +251,21 @@ TEST(MedianTest, MatchesSortOnLargeInputsWithDuplicatesAndAdversarialOrders) {
     const int kind = iter % 5;
     for (size_t i = 0; i < n; ++i) {
       switch (kind) {
-        case 0: v[i] = static_cast<double>(rng() % 1000000); break;
-        case 1: v[i] = static_cast<double>(rng() % 3); break;  // heavy ties
-        case 2: v[i] = static_cast<double>(i); break;          // sorted
-        case 3: v[i] = static_cast<double>(n - i); break;      // reversed
-        default: v[i] = static_cast<double>(std::min(i, n - i)); break;  // organ pipe
+        case 0:
+          v[i] = static_cast<double>(rng() % 1000000);
+          break;
+        case 1:
+          v[i] = static_cast<double>(rng() % 3);
+          break;  // heavy ties
+        case 2:
+          v[i] = static_cast<double>(i);
+          break;  // sorted
+        case 3:
+          v[i] = static_cast<double>(n - i);
+          break;  // reversed
+        default:
+          v[i] = static_cast<double>(std::min(i, n - i));
+          break;  // organ pipe
       }
     }
     std::vector<double> sorted = v;
