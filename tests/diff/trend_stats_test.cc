@@ -104,7 +104,8 @@ TEST(MannKendallTest, ExactTailMatchesPermutationEnumeration) {
     const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
     for (int64_t s = -m - 1; s <= m + 1; ++s) {
       double at_least = 0;
-      for (int64_t t = std::max(s, -m); t <= m; ++t) at_least += counts[static_cast<size_t>(t + m)];
+      for (int64_t t = std::max(s, -m); t <= m; ++t)
+        at_least += static_cast<double>(counts[static_cast<size_t>(t + m)]);
       EXPECT_NEAR(MannKendallExactUpperTail(n, s), at_least / total, 1e-12)
           << "n=" << n << " s=" << s;
     }
