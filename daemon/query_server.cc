@@ -305,6 +305,8 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& lis
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, which would let a second daemon bind the same port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
