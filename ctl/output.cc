@@ -59,30 +59,13 @@ std::string SignedHumanBytes(double bytes) {
 
 std::string Signed(int64_t v) { return v > 0 ? absl::StrFormat("+%d", v) : absl::StrFormat("%d", v); }
 
-google::protobuf::Value StringValue(const std::string& s) {
-  google::protobuf::Value v;
-  v.set_string_value(s);
-  return v;
-}
-
-google::protobuf::Value NumberValue(double d) {
-  google::protobuf::Value v;
-  v.set_number_value(d);
-  return v;
-}
-
-google::protobuf::Value BoolValue(bool b) {
-  google::protobuf::Value v;
-  v.set_bool_value(b);
-  return v;
-}
-
-Status PrintJson(const google::protobuf::Struct& object, std::ostream& out) {
+Status PrintJson(const google::protobuf::Message& message, std::ostream& out) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
   std::string json;
-  auto status = google::protobuf::util::MessageToJsonString(object, &json, options);
+  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) {
     return absl::InternalError(absl::StrFormat("JSON output failed: %s", status.ToString()));
   }

@@ -1,7 +1,7 @@
 // Output helpers of heapwatchctl: aligned text tables for people, JSON for machines. JSON is produced by
-// protobuf's JSON printer (google::protobuf::util::MessageToJsonString) from a google.protobuf.Struct
-// built from the response messages, never by hand: numbers are JSON numbers (exact up to 2^53), times
-// RFC 3339 strings, names as in docs/cli.md.
+// protobuf's JSON printer (google::protobuf::util::MessageToJsonString) from the heapwatch.ctl.v1
+// messages (proto/heapwatch/ctl/v1/json.proto), never by hand: keys in a fixed order, numbers as JSON
+// numbers (exact up to 2^53), times as RFC 3339 strings, names as in docs/cli.md.
 //
 // Thread-safety: Table is thread-compatible; the functions are pure.
 #ifndef HEAPWATCH_CTL_OUTPUT_H_
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/message.h"
 
 namespace heapwatch::ctl {
 
@@ -39,14 +39,9 @@ std::string SignedHumanBytes(double bytes);
 // "+1234", "-5", "0".
 std::string Signed(int64_t v);
 
-// Struct value builders.
-google::protobuf::Value StringValue(const std::string& s);
-google::protobuf::Value NumberValue(double v);
-google::protobuf::Value BoolValue(bool b);
-
-// Writes `object` as JSON (two-space indentation) and a newline.
-// Errors: Internal when protobuf's printer fails (not expected for a Struct).
-Status PrintJson(const google::protobuf::Struct& object, std::ostream& out);
+// Writes `message` as JSON (indented, proto field names, zero values included) and a newline.
+// Errors: Internal when protobuf's printer fails.
+Status PrintJson(const google::protobuf::Message& message, std::ostream& out);
 
 }  // namespace heapwatch::ctl
 

@@ -9,6 +9,7 @@
 #include "ctl/output.h"
 #include "ctl/time_arg.h"
 #include "grpcpp/grpcpp.h"
+#include "heapwatch/ctl/v1/json.pb.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
 #include "proto/time_util.h"
 
@@ -16,9 +17,6 @@ namespace heapwatch::ctl {
 namespace {
 
 namespace v1 = ::heapwatch::v1;
-using google::protobuf::ListValue;
-using google::protobuf::Struct;
-using google::protobuf::Value;
 
 absl::Time TimeOf(bool has, const google::protobuf::Timestamp& ts) {
   if (!has) return absl::InfinitePast();
@@ -60,24 +58,13 @@ std::string ChangeName(v1::ClassChange change) {
   }
 }
 
-// Sets `key` of `s` to the RFC 3339 form of a Timestamp field, or to null when it is unset.
-void PutTime(Struct& s, const std::string& key, bool has, const google::protobuf::Timestamp& ts) {
-  absl::Time t = TimeOf(has, ts);
-  Value v;
-  if (t == absl::InfinitePast()) {
-    v.set_null_value(google::protobuf::NULL_VALUE);
-  } else {
-    v.set_string_value(Rfc3339(t));
-  }
-  (*s.mutable_fields())[key] = v;
-}
+namespace json = ::heapwatch::ctl::v1;
 
-void Put(Struct& s, const std::string& key, Value v) { (*s.mutable_fields())[key] = std::move(v); }
-
-Value ObjectValue(Struct s) {
-  Value v;
-  *v.mutable_struct_value() = std::move(s);
-  return v;
+// Copies an optional Timestamp field (unset stays unset, and is omitted from the JSON).
+template <typename M>
+void CopyTime(bool has, const google::protobuf::Timestamp& from, M* msg,
+              google::protobuf::Timestamp* (M::*mutable_field)()) {
+  if (has) *(msg->*mutable_field)() = from;
 }
 
 class Client {
@@ -129,7 +116,7 @@ int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view
   return kExitError;
 }
 
-int Emit(const Struct& json, std::ostream& out, std::ostream& err) {
+int Emit(const google::protobuf::Message& json, std::ostream& out, std::ostream& err) {
   Status s = PrintJson(json, out);
   if (!s.ok()) {
     err << "heapwatchctl: " << s.message() << "\n";
@@ -146,24 +133,24 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
   grpc::Status status = client.Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest(), &response);
   if (!status.ok()) return ServerError(err, global, "ListAgents", status);
   if (global.json) {
-    Struct root;
-    ListValue* list = (*root.mutable_fields())["agents"].mutable_list_value();
+    json::AgentList root;
     for (const v1::Agent& a : response.agents()) {
-      Struct o;
-      Put(o, "agent", StringValue(a.agent()));
-      Put(o, "pid", NumberValue(static_cast<double>(a.pid())));
-      Put(o, "host", StringValue(a.host()));
-      Put(o, "main_class", StringValue(a.main_class()));
-      Put(o, "jvm_version", StringValue(a.jvm_version()));
-      Put(o, "state", StringValue(StateName(a.state())));
-      PutTime(o, "start_time", a.has_start_time(), a.start_time());
-      PutTime(o, "last_snapshot_time", a.has_last_snapshot_time(), a.last_snapshot_time());
-      PutTime(o, "next_collection_time", a.has_next_collection_time(), a.next_collection_time());
-      Put(o, "last_error", StringValue(a.last_error()));
-      Put(o, "consecutive_failures", NumberValue(a.consecutive_failures()));
-      Put(o, "all_objects", BoolValue(a.all_objects()));
-      Put(o, "suspect_count", NumberValue(a.suspect_count()));
-      *list->add_values() = ObjectValue(std::move(o));
+      json::Agent* o = root.add_agents();
+      o->set_agent(a.agent());
+      o->set_pid(static_cast<int32_t>(a.pid()));
+      o->set_host(a.host());
+      o->set_main_class(a.main_class());
+      o->set_state(StateName(a.state()));
+      o->set_jvm_version(a.jvm_version());
+      CopyTime(a.has_start_time(), a.start_time(), o, &json::Agent::mutable_start_time);
+      CopyTime(a.has_last_snapshot_time(), a.last_snapshot_time(), o,
+               &json::Agent::mutable_last_snapshot_time);
+      CopyTime(a.has_next_collection_time(), a.next_collection_time(), o,
+               &json::Agent::mutable_next_collection_time);
+      o->set_last_error(a.last_error());
+      o->set_consecutive_failures(a.consecutive_failures());
+      o->set_all_objects(a.all_objects());
+      o->set_suspect_count(a.suspect_count());
     }
     return Emit(root, out, err);
   }
@@ -199,20 +186,19 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
   grpc::Status status = client.Call(&v1::QueryService::Stub::ListSuspects, request, &response);
   if (!status.ok()) return ServerError(err, global, "ListSuspects", status);
   if (global.json) {
-    Struct root;
-    ListValue* list = (*root.mutable_fields())["suspects"].mutable_list_value();
+    json::SuspectList root;
     for (const v1::Suspect& s : response.suspects()) {
-      Struct o;
-      Put(o, "agent", StringValue(s.agent()));
-      Put(o, "class", StringValue(s.class_name()));
-      Put(o, "bytes", NumberValue(static_cast<double>(s.bytes())));
-      Put(o, "instances", NumberValue(static_cast<double>(s.instances())));
-      Put(o, "growth_bytes_per_second", NumberValue(s.growth_bytes_per_second()));
-      Put(o, "growth_instances_per_second", NumberValue(s.growth_instances_per_second()));
-      Put(o, "score", NumberValue(s.score()));
-      PutTime(o, "first_seen", s.has_first_seen(), s.first_seen());
-      PutTime(o, "last_snapshot_time", s.has_last_snapshot_time(), s.last_snapshot_time());
-      *list->add_values() = ObjectValue(std::move(o));
+      json::Suspect* o = root.add_suspects();
+      o->set_agent(s.agent());
+      o->set_class_(s.class_name());
+      o->set_bytes(static_cast<double>(s.bytes()));
+      o->set_instances(static_cast<double>(s.instances()));
+      o->set_growth_bytes_per_second(s.growth_bytes_per_second());
+      o->set_growth_instances_per_second(s.growth_instances_per_second());
+      o->set_score(s.score());
+      CopyTime(s.has_first_seen(), s.first_seen(), o, &json::Suspect::mutable_first_seen);
+      CopyTime(s.has_last_snapshot_time(), s.last_snapshot_time(), o,
+               &json::Suspect::mutable_last_snapshot_time);
     }
     return Emit(root, out, err);
   }
@@ -268,16 +254,14 @@ int RunHistory(const HistoryArgs& args, const GlobalOptions& global, std::ostrea
   grpc::Status status = client.Call(&v1::QueryService::Stub::GetClassHistory, request, &response);
   if (!status.ok()) return ServerError(err, global, "GetClassHistory", status);
   if (global.json) {
-    Struct root;
-    Put(root, "agent", StringValue(response.agent()));
-    Put(root, "class", StringValue(response.class_name()));
-    ListValue* list = (*root.mutable_fields())["points"].mutable_list_value();
+    json::History root;
+    root.set_agent(response.agent());
+    root.set_class_(response.class_name());
     for (const v1::ClassSample& s : response.samples()) {
-      Struct o;
-      PutTime(o, "time", s.has_time(), s.time());
-      Put(o, "bytes", NumberValue(static_cast<double>(s.bytes())));
-      Put(o, "instances", NumberValue(static_cast<double>(s.instances())));
-      *list->add_values() = ObjectValue(std::move(o));
+      json::History::Point* p = root.add_points();
+      CopyTime(s.has_time(), s.time(), p, &json::History::Point::mutable_time);
+      p->set_bytes(static_cast<double>(s.bytes()));
+      p->set_instances(static_cast<double>(s.instances()));
     }
     return Emit(root, out, err);
   }
@@ -327,32 +311,27 @@ int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out
   grpc::Status status = client.Call(&v1::QueryService::Stub::DiffSnapshots, request, &response);
   if (!status.ok()) return ServerError(err, global, "DiffSnapshots", status);
   if (global.json) {
-    Struct root;
-    Put(root, "agent", StringValue(response.agent()));
-    PutTime(root, "from", response.has_from_time(), response.from_time());
-    PutTime(root, "to", response.has_to_time(), response.to_time());
-    Put(root, "total_before_bytes", NumberValue(static_cast<double>(response.total_before_bytes())));
-    Put(root, "total_after_bytes", NumberValue(static_cast<double>(response.total_after_bytes())));
-    Put(root, "total_delta_bytes", NumberValue(static_cast<double>(response.total_delta_bytes())));
-    Put(root, "total_before_instances",
-        NumberValue(static_cast<double>(response.total_before_instances())));
-    Put(root, "total_after_instances",
-        NumberValue(static_cast<double>(response.total_after_instances())));
-    Put(root, "total_delta_instances",
-        NumberValue(static_cast<double>(response.total_delta_instances())));
-    Put(root, "class_count", NumberValue(response.class_count()));
-    ListValue* list = (*root.mutable_fields())["classes"].mutable_list_value();
+    json::Diff root;
+    root.set_agent(response.agent());
+    CopyTime(response.has_from_time(), response.from_time(), &root, &json::Diff::mutable_from);
+    CopyTime(response.has_to_time(), response.to_time(), &root, &json::Diff::mutable_to);
+    root.set_total_before_bytes(static_cast<double>(response.total_before_bytes()));
+    root.set_total_after_bytes(static_cast<double>(response.total_after_bytes()));
+    root.set_total_delta_bytes(static_cast<double>(response.total_delta_bytes()));
+    root.set_total_before_instances(static_cast<double>(response.total_before_instances()));
+    root.set_total_after_instances(static_cast<double>(response.total_after_instances()));
+    root.set_total_delta_instances(static_cast<double>(response.total_delta_instances()));
+    root.set_class_count(response.class_count());
     for (const v1::ClassDelta& c : response.classes()) {
-      Struct o;
-      Put(o, "class", StringValue(c.class_name()));
-      Put(o, "change", StringValue(ChangeName(c.change())));
-      Put(o, "before_bytes", NumberValue(static_cast<double>(c.before_bytes())));
-      Put(o, "after_bytes", NumberValue(static_cast<double>(c.after_bytes())));
-      Put(o, "delta_bytes", NumberValue(static_cast<double>(c.delta_bytes())));
-      Put(o, "before_instances", NumberValue(static_cast<double>(c.before_instances())));
-      Put(o, "after_instances", NumberValue(static_cast<double>(c.after_instances())));
-      Put(o, "delta_instances", NumberValue(static_cast<double>(c.delta_instances())));
-      *list->add_values() = ObjectValue(std::move(o));
+      json::Diff::ClassDelta* o = root.add_classes();
+      o->set_class_(c.class_name());
+      o->set_change(ChangeName(c.change()));
+      o->set_before_bytes(static_cast<double>(c.before_bytes()));
+      o->set_after_bytes(static_cast<double>(c.after_bytes()));
+      o->set_delta_bytes(static_cast<double>(c.delta_bytes()));
+      o->set_before_instances(static_cast<double>(c.before_instances()));
+      o->set_after_instances(static_cast<double>(c.after_instances()));
+      o->set_delta_instances(static_cast<double>(c.delta_instances()));
     }
     return Emit(root, out, err);
   }
