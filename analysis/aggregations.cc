@@ -27,10 +27,11 @@ StatusOr<ClassNamePatterns> ClassNamePatterns::Compile(std::span<const std::stri
   ClassNamePatterns result;
   for (const std::string& pattern : patterns) {
     try {
-      result.compiled_->regexes.emplace_back(pattern, std::regex::ECMAScript | std::regex::optimize);
+      result.compiled_->regexes.emplace_back(pattern,
+                                             std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("exclude pattern \"", pattern, "\" is not a valid regular expression: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "exclude pattern \"", pattern, "\" is not a valid regular expression: ", e.what()));
     }
     result.patterns_.push_back(pattern);
   }
@@ -75,16 +76,15 @@ bool InTree(const DominatorTree& tree, ObjectIndex v) {
 
 // ---- Class histogram with retained sizes
 
-StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(const HeapGraph& graph,
-                                                               const DominatorTree& tree,
-                                                               std::span<const uint64_t> retained_sizes) {
+StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(
+    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   if (graph.object_count() != tree.object_count()) {
     return absl::InvalidArgumentError("the dominator tree is not the tree of this heap graph");
   }
   std::vector<ClassRetained> result(graph.class_count());
-  // active[c]: instances of class c on the current root-to-node path of the walk. An instance whose class
-  // is already active is dominated by another instance of its class and is not counted again.
+  // active[c]: instances of class c on the current root-to-node path of the walk. An instance whose
+  // class is already active is dominated by another instance of its class and is not counted again.
   std::vector<uint32_t> active(graph.class_count(), 0);
   struct Frame {
     ObjectIndex node;
@@ -118,10 +118,9 @@ StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(const HeapGraph& 
 
 // ---- Dominator tree grouped by class
 
-StatusOr<std::vector<DominatorGroup>> GroupDominatedByClass(const HeapGraph& graph,
-                                                            const DominatorTree& tree,
-                                                            std::span<const uint64_t> retained_sizes,
-                                                            std::span<const ObjectIndex> parents) {
+StatusOr<std::vector<DominatorGroup>> GroupDominatedByClass(
+    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes,
+    std::span<const ObjectIndex> parents) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   absl::flat_hash_map<uint32_t, DominatorGroup> groups;
   absl::flat_hash_set<uint32_t> seen_parents;
@@ -159,7 +158,7 @@ std::string ClassKeyName(const HeapGraph& graph, const ClassKey& key) {
 namespace {
 
 ClassKey KeyOf(const HeapGraph& graph, const DominatorTree& tree, ObjectIndex v,
-              bool class_objects_by_described_class = true) {
+               bool class_objects_by_described_class = true) {
   if (v == tree.super_root()) return ClassKey{kNoClass, false, true};
   if (class_objects_by_described_class && graph.kind(v) == ObjectKind::kClass) {
     ClassId described = graph.DescribedClass(v);
@@ -168,11 +167,14 @@ ClassKey KeyOf(const HeapGraph& graph, const DominatorTree& tree, ObjectIndex v,
   return ClassKey{graph.class_of(v), false, false};
 }
 
-// Memoises, per class key, whether an exclude pattern matches it (MAT's include/exclude class caches).
+// Memoises, per class key, whether an exclude pattern matches it (MAT's include/exclude class
+// caches).
 class ExcludeCache {
  public:
   ExcludeCache(const HeapGraph& graph, const ClassNamePatterns* patterns)
-      : graph_(graph), patterns_(patterns), state_(2 * static_cast<size_t>(graph.class_count()), 0) {}
+      : graph_(graph),
+        patterns_(patterns),
+        state_(2 * static_cast<size_t>(graph.class_count()), 0) {}
 
   bool Excluded(const ClassKey& key) {
     if (key.root || patterns_ == nullptr || !key.class_id.valid()) return false;
@@ -196,9 +198,9 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
     std::span<const ObjectIndex> objects, const ImmediateDominatorsOptions& options) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   ExcludeCache exclude(graph, options.exclude);
-  // climb_end[(own class, d)]: where the climb starting at dominator d ends for an object of `own class`
-  // (the class matters only with skip_same_class). Every node of a climb is memoised, so each ancestor is
-  // climbed through at most once per class.
+  // climb_end[(own class, d)]: where the climb starting at dominator d ends for an object of `own
+  // class` (the class matters only with skip_same_class). Every node of a climb is memoised, so
+  // each ancestor is climbed through at most once per class.
   absl::flat_hash_map<uint64_t, uint32_t> climb_end;
   struct Row {
     DominatorClassGroup group;
@@ -232,7 +234,8 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
     for (ObjectIndex p : path) climb_end[memo_class | p.value] = d.value;
 
     ClassKey key = KeyOf(graph, tree, d, options.class_objects_by_described_class);
-    uint64_t row_key = (uint64_t{key.class_id.value} << 2) | (key.class_object ? 1 : 0) | (key.root ? 2 : 0);
+    uint64_t row_key =
+        (uint64_t{key.class_id.value} << 2) | (key.class_object ? 1 : 0) | (key.root ? 2 : 0);
     auto [it, inserted] = row_of.try_emplace(row_key, rows.size());
     if (inserted) {
       rows.emplace_back();
@@ -255,14 +258,15 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
     }
     result.push_back(std::move(row.group));
   }
-  std::sort(result.begin(), result.end(), [](const DominatorClassGroup& a, const DominatorClassGroup& b) {
-    if (a.dominated_shallow_bytes != b.dominated_shallow_bytes) {
-      return a.dominated_shallow_bytes > b.dominated_shallow_bytes;
-    }
-    if (a.dominated != b.dominated) return a.dominated > b.dominated;
-    return std::tie(a.key.root, a.key.class_id, a.key.class_object) <
-           std::tie(b.key.root, b.key.class_id, b.key.class_object);
-  });
+  std::sort(result.begin(), result.end(),
+            [](const DominatorClassGroup& a, const DominatorClassGroup& b) {
+              if (a.dominated_shallow_bytes != b.dominated_shallow_bytes) {
+                return a.dominated_shallow_bytes > b.dominated_shallow_bytes;
+              }
+              if (a.dominated != b.dominated) return a.dominated > b.dominated;
+              return std::tie(a.key.root, a.key.class_id, a.key.class_object) <
+                     std::tie(b.key.root, b.key.class_id, b.key.class_object);
+            });
   return result;
 }
 
@@ -274,7 +278,8 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
                                                     size_t max_points, double min_share) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   if (!(ratio > 0 && ratio <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("accumulation ratio ", ratio, " is not in (0, 1]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("accumulation ratio ", ratio, " is not in (0, 1]"));
   }
   absl::flat_hash_set<uint32_t> members;
   for (ObjectIndex v : set) {
@@ -285,8 +290,9 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
   result.set_members = members.size();
   if (members.empty() || max_points == 0) return result;
 
-  // Step 1: classify. below_member[v] for non-members climbed through: true if v has a member ancestor.
-  // A member is "top-level" when no other member dominates it. Each ancestor is classified once.
+  // Step 1: classify. below_member[v] for non-members climbed through: true if v has a member
+  // ancestor. A member is "top-level" when no other member dominates it. Each ancestor is
+  // classified once.
   absl::flat_hash_map<uint32_t, bool> below_member;
   std::vector<ObjectIndex> top_level;
   std::vector<ObjectIndex> path;
@@ -312,8 +318,8 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
     if (!has_member_ancestor) top_level.push_back(ObjectIndex(m));
   }
 
-  // Step 2: w(v) bottom-up over the ancestors of top-level members (the nodes classified `false`), leaves
-  // first: a node is final when all of its children in this union have been added.
+  // Step 2: w(v) bottom-up over the ancestors of top-level members (the nodes classified `false`),
+  // leaves first: a node is final when all of its children in this union have been added.
   struct Weight {
     uint64_t bytes = 0;
     uint64_t members = 0;
@@ -414,9 +420,10 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
 // ---- Biggest objects
 
 std::vector<ObjectIndex> TopObjectsByRetainedSize(const DominatorTree& tree,
-                                                  std::span<const uint64_t> retained_sizes, size_t count,
-                                                  bool top_level_only) {
-  if (count == 0 || retained_sizes.size() != static_cast<size_t>(tree.object_count()) + 1) return {};
+                                                  std::span<const uint64_t> retained_sizes,
+                                                  size_t count, bool top_level_only) {
+  if (count == 0 || retained_sizes.size() != static_cast<size_t>(tree.object_count()) + 1)
+    return {};
   // Min-heap of the best `count` so far; the worst candidate is on top.
   using Entry = std::pair<uint64_t, uint32_t>;  // (retained size, object index)
   auto better = [](const Entry& a, const Entry& b) {
@@ -456,7 +463,8 @@ std::vector<ObjectIndex> InstancesOf(const HeapGraph& graph, const DominatorTree
   std::vector<ObjectIndex> result;
   for (uint32_t v = 0; v < graph.object_count(); ++v) {
     ClassId c = graph.class_of(ObjectIndex(v));
-    if (c.valid() && wanted[c.value] && InTree(tree, ObjectIndex(v))) result.push_back(ObjectIndex(v));
+    if (c.valid() && wanted[c.value] && InTree(tree, ObjectIndex(v)))
+      result.push_back(ObjectIndex(v));
   }
   return result;
 }

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -28,7 +27,8 @@ class Describer {
  public:
   Describer(const HeapGraph& graph, std::span<const uint64_t> retained)
       : graph_(graph), retained_(retained) {
-    for (const GcRoot& root : graph.gc_roots()) root_kind_.try_emplace(root.object.value, root.kind);
+    for (const GcRoot& root : graph.gc_roots())
+      root_kind_.try_emplace(root.object.value, root.kind);
   }
 
   std::string ClassName(ObjectIndex v) const {
@@ -81,11 +81,13 @@ void Progress(const ReportOptions& options, std::string_view stage, double fract
 }
 
 StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTree& tree,
-                                       std::span<const uint64_t> retained, const Describer& describe,
-                                       const ReportOptions& options, double* paths_seconds) {
+                                       std::span<const uint64_t> retained,
+                                       const Describer& describe, const ReportOptions& options,
+                                       double* paths_seconds) {
   const std::string& name = *options.suspect_class;
   std::vector<ClassId> classes = graph.FindClasses(name);
-  if (classes.empty()) return absl::NotFoundError(absl::StrCat("no class named \"", name, "\" in the dump"));
+  if (classes.empty())
+    return absl::NotFoundError(absl::StrCat("no class named \"", name, "\" in the dump"));
   SuspectReport suspect;
   suspect.class_name = name;
   std::vector<ObjectIndex> instances = InstancesOf(graph, tree, classes);
@@ -96,18 +98,20 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
   SimulatedGcOptions gc_options;
   gc_options.follow_weak_references = tree.options().follow_weak_references;
   HW_ASSIGN_OR_RETURN(RetainedSetSize precise,
-                      PreciseRetainedSize(graph.graph(), graph.root_objects(), instances,
-                                          [&](ObjectIndex v) { return graph.shallow_size(v); },
-                                          gc_options));
+                      PreciseRetainedSize(
+                          graph.graph(), graph.root_objects(), instances,
+                          [&](ObjectIndex v) { return graph.shallow_size(v); }, gc_options));
   suspect.retained_bytes = precise.bytes;
 
   Progress(options, "accumulation point", 0);
-  HW_ASSIGN_OR_RETURN(AccumulationResult accumulation,
-                      FindAccumulationPoints(tree, retained, instances, options.accumulation_ratio));
+  HW_ASSIGN_OR_RETURN(
+      AccumulationResult accumulation,
+      FindAccumulationPoints(tree, retained, instances, options.accumulation_ratio));
   suspect.minimum_retained_bytes = accumulation.minimum_retained_bytes;
 
   suspect.exclude_patterns = options.exclude_patterns.value_or(DefaultExcludePatterns());
-  HW_ASSIGN_OR_RETURN(ClassNamePatterns exclude, ClassNamePatterns::Compile(suspect.exclude_patterns));
+  HW_ASSIGN_OR_RETURN(ClassNamePatterns exclude,
+                      ClassNamePatterns::Compile(suspect.exclude_patterns));
   ImmediateDominatorsOptions dom_options;
   dom_options.exclude = &exclude;
   dom_options.skip_same_class = true;
@@ -125,15 +129,16 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
     if (!group.dominators.empty()) {
       ObjectIndex biggest = *std::max_element(
           group.dominators.begin(), group.dominators.end(), [&](ObjectIndex a, ObjectIndex b) {
-            return retained[a.value] != retained[b.value] ? retained[a.value] < retained[b.value] : b < a;
+            return retained[a.value] != retained[b.value] ? retained[a.value] < retained[b.value]
+                                                          : b < a;
           });
       row.biggest_dominator = describe.Summary(biggest);
     }
     suspect.kept_alive_by.push_back(std::move(row));
   }
 
-  // Paths from GC roots: to the accumulation points (at most 3) and to the instance with the largest
-  // retained size (the representative instance).
+  // Paths from GC roots: to the accumulation points (at most 3) and to the instance with the
+  // largest retained size (the representative instance).
   Progress(options, "paths from GC roots", 0);
   auto start = Clock::now();
   size_t with_path = 0;
@@ -147,19 +152,22 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
                        : static_cast<double>(point.set_bytes) /
                              static_cast<double>(accumulation.minimum_retained_bytes);
     if (with_path++ < 3) {
-      HW_ASSIGN_OR_RETURN(std::vector<GraphPath> paths,
-                          ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), point.object, 1));
+      HW_ASSIGN_OR_RETURN(
+          std::vector<GraphPath> paths,
+          ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), point.object, 1));
       report.path = describe.Path(paths);
     }
     suspect.accumulation_points.push_back(std::move(report));
   }
   if (!instances.empty()) {
-    ObjectIndex representative = *std::max_element(
-        instances.begin(), instances.end(), [&](ObjectIndex a, ObjectIndex b) {
-          return retained[a.value] != retained[b.value] ? retained[a.value] < retained[b.value] : b < a;
+    ObjectIndex representative =
+        *std::max_element(instances.begin(), instances.end(), [&](ObjectIndex a, ObjectIndex b) {
+          return retained[a.value] != retained[b.value] ? retained[a.value] < retained[b.value]
+                                                        : b < a;
         });
-    HW_ASSIGN_OR_RETURN(std::vector<GraphPath> paths,
-                        ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), representative, 1));
+    HW_ASSIGN_OR_RETURN(
+        std::vector<GraphPath> paths,
+        ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), representative, 1));
     suspect.shortest_path = describe.Path(paths);
   }
   *paths_seconds = SecondsSince(start);
@@ -170,8 +178,10 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
 
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
                              std::span<const uint64_t> retained, const ReportOptions& options) {
-  if (tree.object_count() != graph.object_count() || retained.size() != graph.object_count() + size_t{1}) {
-    return absl::InvalidArgumentError("dominator tree or retained sizes do not belong to this heap graph");
+  if (tree.object_count() != graph.object_count() ||
+      retained.size() != graph.object_count() + size_t{1}) {
+    return absl::InvalidArgumentError(
+        "dominator tree or retained sizes do not belong to this heap graph");
   }
   if (options.exclude_patterns) {
     HW_RETURN_IF_ERROR(ClassNamePatterns::Compile(*options.exclude_patterns).status());
@@ -200,17 +210,19 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
     }
   }
 
-  HW_ASSIGN_OR_RETURN(std::vector<ClassRetained> per_class, ComputeClassRetainedSizes(graph, tree, retained));
+  HW_ASSIGN_OR_RETURN(std::vector<ClassRetained> per_class,
+                      ComputeClassRetainedSizes(graph, tree, retained));
   for (uint32_t c = 0; c < per_class.size(); ++c) {
     if (per_class[c].instances == 0) continue;
     report.histogram.push_back(ClassRow{graph.class_info(ClassId(c)).name, per_class[c].instances,
                                         per_class[c].shallow_bytes, per_class[c].retained_bytes});
   }
-  std::sort(report.histogram.begin(), report.histogram.end(), [](const ClassRow& a, const ClassRow& b) {
-    if (a.retained_bytes != b.retained_bytes) return a.retained_bytes > b.retained_bytes;
-    if (a.shallow_bytes != b.shallow_bytes) return a.shallow_bytes > b.shallow_bytes;
-    return a.class_name < b.class_name;
-  });
+  std::sort(report.histogram.begin(), report.histogram.end(),
+            [](const ClassRow& a, const ClassRow& b) {
+              if (a.retained_bytes != b.retained_bytes) return a.retained_bytes > b.retained_bytes;
+              if (a.shallow_bytes != b.shallow_bytes) return a.shallow_bytes > b.shallow_bytes;
+              return a.class_name < b.class_name;
+            });
   if (options.histogram_rows > 0 && report.histogram.size() > options.histogram_rows) {
     report.histogram.resize(options.histogram_rows);
   }
@@ -243,7 +255,8 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
 StatusOr<Report> BuildReport(const HeapGraph& graph, const ReportOptions& options) {
   auto start = Clock::now();
   Progress(options, "dominator tree", 0);
-  HW_ASSIGN_OR_RETURN(DominatorTree tree, ComputeDominatorTree(graph.graph(), graph.root_objects()));
+  HW_ASSIGN_OR_RETURN(DominatorTree tree,
+                      ComputeDominatorTree(graph.graph(), graph.root_objects()));
   double dominators_seconds = SecondsSince(start);
   auto retained_start = Clock::now();
   Progress(options, "retained sizes", 0);
@@ -280,7 +293,8 @@ nlohmann::json ToJson(const ClassRow& r) {
 nlohmann::json ToJson(const GcRootPathReport& p) {
   nlohmann::json steps = nlohmann::json::array();
   for (const PathStepReport& s : p.steps) {
-    nlohmann::json step = {{"reference", s.reference}, {"weak", s.weak}, {"object", ToJson(s.object)}};
+    nlohmann::json step = {
+        {"reference", s.reference}, {"weak", s.weak}, {"object", ToJson(s.object)}};
     steps.push_back(std::move(step));
   }
   return {{"found", p.found}, {"strong", p.strong}, {"steps", std::move(steps)}};
@@ -339,7 +353,8 @@ std::string ReportToJson(const Report& report) {
   j["top_objects"] = nlohmann::json::array();
   for (const ObjectSummary& o : report.top_objects) j["top_objects"].push_back(ToJson(o));
   j["top_dominators_by_class"] = nlohmann::json::array();
-  for (const ClassRow& r : report.top_dominators_by_class) j["top_dominators_by_class"].push_back(ToJson(r));
+  for (const ClassRow& r : report.top_dominators_by_class)
+    j["top_dominators_by_class"].push_back(ToJson(r));
   if (report.suspect) j["suspect"] = ToJson(*report.suspect);
   const ReportTimings& tm = report.timings;
   j["timings"] = {{"parse_seconds", tm.parse_seconds},
@@ -373,8 +388,10 @@ std::string Object(const ObjectSummary& o) {
   return s;
 }
 
-void AppendClassTable(std::string* out, const std::vector<ClassRow>& rows, std::string_view count_label) {
-  absl::StrAppendFormat(out, "%16s %16s %16s  %s\n", count_label, "shallow bytes", "retained bytes", "class");
+void AppendClassTable(std::string* out, const std::vector<ClassRow>& rows,
+                      std::string_view count_label) {
+  absl::StrAppendFormat(out, "%16s %16s %16s  %s\n", count_label, "shallow bytes", "retained bytes",
+                        "class");
   for (const ClassRow& r : rows) {
     absl::StrAppendFormat(out, "%16s %16s %16s  %s\n", Bytes(r.instances), Bytes(r.shallow_bytes),
                           Bytes(r.retained_bytes), r.class_name);
@@ -404,57 +421,64 @@ std::string ReportToText(const Report& report) {
   const ReportTotals& t = report.totals;
   absl::StrAppend(&out, "Dump: ", report.dump_path, " (", Bytes(report.dump_file_bytes), " bytes, ",
                   report.dump_format, ", sizes: ", report.size_model, ")\n");
-  absl::StrAppend(&out, "Objects: ", Bytes(t.objects), " (", Bytes(t.shallow_bytes), " bytes); classes: ",
-                  Bytes(t.classes), "; GC roots: ", Bytes(t.gc_roots), "\n");
-  absl::StrAppend(&out, "Reachable: ", Bytes(t.reachable_objects), " objects (", Bytes(t.reachable_shallow_bytes),
+  absl::StrAppend(&out, "Objects: ", Bytes(t.objects), " (", Bytes(t.shallow_bytes),
+                  " bytes); classes: ", Bytes(t.classes), "; GC roots: ", Bytes(t.gc_roots), "\n");
+  absl::StrAppend(&out, "Reachable: ", Bytes(t.reachable_objects), " objects (",
+                  Bytes(t.reachable_shallow_bytes),
                   " bytes); unreachable: ", Bytes(t.unreachable_objects), " objects (",
                   Bytes(t.unreachable_shallow_bytes), " bytes)\n\n");
 
-  absl::StrAppend(&out, "Class histogram (reachable objects; retained = minimum retained size of the "
-                        "instances):\n");
+  absl::StrAppend(&out,
+                  "Class histogram (reachable objects; retained = minimum retained size of the "
+                  "instances):\n");
   AppendClassTable(&out, report.histogram, "instances");
   absl::StrAppend(&out, "\nBiggest objects by retained size:\n");
   absl::StrAppendFormat(&out, "%16s %16s  %s\n", "retained bytes", "shallow bytes", "object");
   for (const ObjectSummary& o : report.top_objects) {
-    absl::StrAppendFormat(&out, "%16s %16s  %s\n", Bytes(o.retained_bytes), Bytes(o.shallow_bytes), Object(o));
+    absl::StrAppendFormat(&out, "%16s %16s  %s\n", Bytes(o.retained_bytes), Bytes(o.shallow_bytes),
+                          Object(o));
   }
   absl::StrAppend(&out, "\nDominator tree, first level grouped by class:\n");
   AppendClassTable(&out, report.top_dominators_by_class, "objects");
 
   if (report.suspect) {
     const SuspectReport& s = *report.suspect;
-    absl::StrAppend(&out, "\nSuspect class ", s.class_name, ": ", Bytes(s.instances), " instances, shallow ",
-                    Bytes(s.shallow_bytes), " bytes, retained ", Bytes(s.retained_bytes),
-                    " bytes (precise), ", Bytes(s.minimum_retained_bytes), " bytes (minimum)\n");
+    absl::StrAppend(&out, "\nSuspect class ", s.class_name, ": ", Bytes(s.instances),
+                    " instances, shallow ", Bytes(s.shallow_bytes), " bytes, retained ",
+                    Bytes(s.retained_bytes), " bytes (precise), ", Bytes(s.minimum_retained_bytes),
+                    " bytes (minimum)\n");
     absl::StrAppend(&out, "\nAccumulation point(s):\n");
     if (s.accumulation_points.empty()) absl::StrAppend(&out, "  (none: no reachable instance)\n");
     for (const AccumulationPointReport& p : s.accumulation_points) {
-      absl::StrAppendFormat(&out, "  %s retains %s instances, %s bytes of them (%.1f%%); retained size %s\n",
-                            Object(p.object), Bytes(p.suspect_instances), Bytes(p.suspect_bytes),
-                            100 * p.share, Bytes(p.object.retained_bytes));
+      absl::StrAppendFormat(
+          &out, "  %s retains %s instances, %s bytes of them (%.1f%%); retained size %s\n",
+          Object(p.object), Bytes(p.suspect_instances), Bytes(p.suspect_bytes), 100 * p.share,
+          Bytes(p.object.retained_bytes));
       if (!p.path.steps.empty() || !p.path.found) {
         absl::StrAppend(&out, "  path from a GC root:\n");
         AppendPath(&out, p.path, "    ");
       }
     }
-    absl::StrAppend(&out, "\nWho keeps them alive (immediate dominators grouped by class, skipping ",
+    absl::StrAppend(&out,
+                    "\nWho keeps them alive (immediate dominators grouped by class, skipping ",
                     absl::StrJoin(s.exclude_patterns, ", "), "):\n");
-    absl::StrAppendFormat(&out, "%12s %12s %18s %18s  %s\n", "dominators", "dominated", "dominated shallow",
-                          "dominators retained", "class");
+    absl::StrAppendFormat(&out, "%12s %12s %18s %18s  %s\n", "dominators", "dominated",
+                          "dominated shallow", "dominators retained", "class");
     for (const DominatorClassRow& r : s.kept_alive_by) {
-      absl::StrAppendFormat(&out, "%12s %12s %18s %18s  %s\n", Bytes(r.dominators), Bytes(r.dominated),
-                            Bytes(r.dominated_shallow_bytes), Bytes(r.dominator_retained_bytes),
-                            r.class_name);
+      absl::StrAppendFormat(&out, "%12s %12s %18s %18s  %s\n", Bytes(r.dominators),
+                            Bytes(r.dominated), Bytes(r.dominated_shallow_bytes),
+                            Bytes(r.dominator_retained_bytes), r.class_name);
     }
     absl::StrAppend(&out, "\nShortest strong path from a GC root to the biggest instance:\n");
     AppendPath(&out, s.shortest_path, "  ");
   }
   const ReportTimings& tm = report.timings;
-  absl::StrAppendFormat(&out,
-                        "\nTimes: parse %.2f s, dominators %.2f s, retained sizes %.2f s, aggregations %.2f s, "
-                        "GC-root paths %.2f s, total %.2f s; peak RSS %s bytes\n",
-                        tm.parse_seconds, tm.dominators_seconds, tm.retained_seconds, tm.aggregation_seconds,
-                        tm.gc_root_paths_seconds, tm.total_seconds, Bytes(tm.peak_rss_bytes));
+  absl::StrAppendFormat(
+      &out,
+      "\nTimes: parse %.2f s, dominators %.2f s, retained sizes %.2f s, aggregations %.2f s, "
+      "GC-root paths %.2f s, total %.2f s; peak RSS %s bytes\n",
+      tm.parse_seconds, tm.dominators_seconds, tm.retained_seconds, tm.aggregation_seconds,
+      tm.gc_root_paths_seconds, tm.total_seconds, Bytes(tm.peak_rss_bytes));
   return out;
 }
 

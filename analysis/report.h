@@ -1,29 +1,30 @@
-// One report model for an extended dump (a whole heap graph): what `heapwatchctl analyze` prints now and
-// what the daemon will serve over gRPC later (issue "Escalation and drill-down").
+// One report model for an extended dump (a whole heap graph): what `heapwatchctl analyze` prints
+// now and what the daemon will serve over gRPC later (issue "Escalation and drill-down").
 //
-// A Report holds structure and sizes only: class names, field names, GC-root kinds, counts, raw object ids
-// (addresses from the dump) and sizes. Never primitive values or string contents, so a stored report does
-// not leak secrets held in the heap.
+// A Report holds structure and sizes only: class names, field names, GC-root kinds, counts, raw
+// object ids (addresses from the dump) and sizes. Never primitive values or string contents, so a
+// stored report does not leak secrets held in the heap.
 //
 // Units: every size is in bytes (shallow sizes under the size model of the reader, see
 // collectors/hprof), every duration in seconds.
 //
 // Definitions used throughout (seed 002, MAT; seed 001 ch. 4, dynaTrace "GC size"):
 //   - shallow size: the bytes of one object itself.
-//   - retained size of an object x: the sum of the shallow sizes of the objects x dominates (x included),
-//     i.e. what a GC would free if x were gone.
-//   - retained size of a class C in the histogram: the *minimum retained size* of the set of C's reachable
-//     instances = the sum of the retained sizes of the instances that are not dominated by another instance
-//     of C (so nothing is counted twice). This is MAT's "retained heap (min)" of the instance set and
-//     NetBeans' getRetainedSizeByClass.
-//   - precise retained size of a set S: the shallow sizes of everything that becomes unreachable when S is
-//     removed (simulated GC; MAT's "precise retained heap"). Always >= the minimum retained size.
-//   - "who keeps C alive": the immediate dominators of C's instances grouped by class, climbing past
-//     dominators whose class matches an exclude pattern (MAT's immediate_dominators query).
+//   - retained size of an object x: the sum of the shallow sizes of the objects x dominates (x
+//     included), i.e. what a GC would free if x were gone.
+//   - retained size of a class C in the histogram: the *minimum retained size* of the set of C's
+//     reachable instances = the sum of the retained sizes of the instances that are not dominated
+//     by another instance of C (so nothing is counted twice). This is MAT's "retained heap (min)"
+//     of the instance set and NetBeans' getRetainedSizeByClass.
+//   - precise retained size of a set S: the shallow sizes of everything that becomes unreachable
+//     when S is removed (simulated GC; MAT's "precise retained heap"). Always >= the minimum
+//     retained size.
+//   - "who keeps C alive": the immediate dominators of C's instances grouped by class, climbing
+//     past dominators whose class matches an exclude pattern (MAT's immediate_dominators query).
 //   - accumulation point: see aggregations.h (FindAccumulationPoints).
 //
-// Thread-safety: plain values. BuildReport reads the graph and results it is given and is safe to run
-// concurrently on distinct inputs.
+// Thread-safety: plain values. BuildReport reads the graph and results it is given and is safe to
+// run concurrently on distinct inputs.
 #ifndef HEAPWATCH_ANALYSIS_REPORT_H_
 #define HEAPWATCH_ANALYSIS_REPORT_H_
 
@@ -53,7 +54,8 @@ struct ReportTotals {
   uint64_t unreachable_shallow_bytes = 0;
 };
 
-// One row of the class histogram. Counts only reachable objects; unreachable ones are in the totals.
+// One row of the class histogram. Counts only reachable objects; unreachable ones are in the
+// totals.
 struct ClassRow {
   std::string class_name;
   uint64_t instances = 0;
@@ -74,11 +76,13 @@ struct ObjectSummary {
 // ("field next", "static SESSIONS", "[12]"; empty for the first step, which is the GC root).
 struct PathStepReport {
   std::string reference;
-  bool weak = false;  // the reference is a java.lang.ref.Reference.referent (soft/weak/phantom/final)
+  bool weak =
+      false;  // the reference is a java.lang.ref.Reference.referent (soft/weak/phantom/final)
   ObjectSummary object;
 };
 
-// The shortest path from a GC root to an object. `strong` is false when every path needs a weak reference.
+// The shortest path from a GC root to an object. `strong` is false when every path needs a weak
+// reference.
 struct GcRootPathReport {
   bool found = false;  // false for an unreachable object
   bool strong = true;
@@ -87,13 +91,16 @@ struct GcRootPathReport {
 
 // MAT's immediate_dominators row: instances grouped by the class of their (non-excluded) dominator.
 struct DominatorClassRow {
-  std::string class_name;  // "<ROOT>" when the climb reached the super root (a GC root or top-level object)
+  std::string
+      class_name;  // "<ROOT>" when the climb reached the super root (a GC root or top-level object)
   uint64_t dominators = 0;               // distinct dominator objects
   uint64_t dominated = 0;                // instances of the suspect class they dominate
   uint64_t dominator_shallow_bytes = 0;  // of the distinct dominators
   uint64_t dominated_shallow_bytes = 0;  // of the dominated instances
-  uint64_t dominator_retained_bytes = 0; // retained size of the set of distinct dominators (minimum)
-  ObjectSummary biggest_dominator;       // the dominator with the largest retained size (none for <ROOT>)
+  uint64_t dominator_retained_bytes =
+      0;  // retained size of the set of distinct dominators (minimum)
+  ObjectSummary
+      biggest_dominator;  // the dominator with the largest retained size (none for <ROOT>)
 };
 
 // An object that holds most of the suspect class's retained size (see aggregations.h).
@@ -102,7 +109,7 @@ struct AccumulationPointReport {
   uint64_t suspect_instances = 0;  // instances of the suspect class in its retained set
   uint64_t suspect_bytes = 0;      // of the class's (minimum) retained size, the part it retains
   double share = 0;                // suspect_bytes / the class's minimum retained size
-  GcRootPathReport path;                 // shortest path from a GC root, strong references first
+  GcRootPathReport path;           // shortest path from a GC root, strong references first
 };
 
 // Suspect analysis for one class (`heapwatchctl analyze --class C`).
@@ -135,11 +142,12 @@ struct Report {
   std::string dump_format;  // HPROF header, e.g. "JAVA PROFILE 1.0.2"
   std::string size_model;   // how shallow sizes were computed: "hotspot", "android", "netbeans"
   ReportTotals totals;
-  std::vector<ClassRow> histogram;        // sorted by retained_bytes, then shallow_bytes, descending
-  std::vector<ObjectSummary> top_objects; // biggest objects by retained size (any depth), descending
+  std::vector<ClassRow> histogram;  // sorted by retained_bytes, then shallow_bytes, descending
+  std::vector<ObjectSummary>
+      top_objects;  // biggest objects by retained size (any depth), descending
   // The first level of the dominator tree grouped by class (MAT's dominator tree "group by class"):
-  // `instances` counts the top-level objects of the class, retained_bytes is the sum of their retained
-  // sizes. Sorted by retained_bytes descending, at most ReportOptions::top_objects rows.
+  // `instances` counts the top-level objects of the class, retained_bytes is the sum of their
+  // retained sizes. Sorted by retained_bytes descending, at most ReportOptions::top_objects rows.
   std::vector<ClassRow> top_dominators_by_class;
   std::optional<SuspectReport> suspect;
   ReportTimings timings;
@@ -147,14 +155,14 @@ struct Report {
 
 // What to put in a report.
 struct ReportOptions {
-  size_t top_objects = 20;     // number of biggest objects by retained size
-  size_t histogram_rows = 0;   // 0 = every class with at least one reachable object
+  size_t top_objects = 20;                   // number of biggest objects by retained size
+  size_t histogram_rows = 0;                 // 0 = every class with at least one reachable object
   std::optional<std::string> suspect_class;  // run the suspect analysis for this class name
-  // Regular expressions (ECMAScript, matching the whole class name, as MAT's skip patterns) of dominator
-  // classes to climb past in "who keeps C alive". Default: DefaultExcludePatterns().
+  // Regular expressions (ECMAScript, matching the whole class name, as MAT's skip patterns) of
+  // dominator classes to climb past in "who keeps C alive". Default: DefaultExcludePatterns().
   std::optional<std::vector<std::string>> exclude_patterns;
-  // Accumulation point walk: keep descending while the heaviest child holds at least this share of its
-  // parent's part of the suspect's retained size (MAT's leak-suspect "big drop" ratio is 0.7).
+  // Accumulation point walk: keep descending while the heaviest child holds at least this share of
+  // its parent's part of the suspect's retained size (MAT's leak-suspect "big drop" ratio is 0.7).
   double accumulation_ratio = 0.7;
   size_t max_kept_alive_rows = 20;
   // Called with (stage name, fraction 0..1 of that stage) from the calling thread. May be empty.
@@ -162,23 +170,24 @@ struct ReportOptions {
 };
 
 // Computes the dominator tree (over strong and weak references, unreachable objects left out), the
-// retained sizes and, for options.suspect_class, the suspect analysis and its paths from GC roots, and
-// builds the report. Fills every field but dump_path, dump_file_bytes, timings.parse_seconds and
-// timings.peak_rss_bytes, which the caller (who read the file) knows.
+// retained sizes and, for options.suspect_class, the suspect analysis and its paths from GC roots,
+// and builds the report. Fills every field but dump_path, dump_file_bytes, timings.parse_seconds
+// and timings.peak_rss_bytes, which the caller (who read the file) knows.
 // Errors: InvalidArgument for a bad exclude pattern or accumulation ratio; NotFound when
-// options.suspect_class names no class of the graph; errors of the algorithms (InvalidArgument for a
-// graph that breaks their limits).
-// Cost: O(objects + references) time, plus one simulated GC and a few breadth-first searches for the
-// suspect; memory: the dominator tree (12 bytes per object) and retained sizes (8 bytes per object) on top
-// of the graph.
+// options.suspect_class names no class of the graph; errors of the algorithms (InvalidArgument for
+// a graph that breaks their limits).
+// Cost: O(objects + references) time, plus one simulated GC and a few breadth-first searches for
+// the suspect; memory: the dominator tree (12 bytes per object) and retained sizes (8 bytes per
+// object) on top of the graph.
 StatusOr<Report> BuildReport(const HeapGraph& graph, const ReportOptions& options);
 
-// The same from a dominator tree and retained sizes the caller already computed (for benchmarks that time
-// the stages themselves): `tree` = ComputeDominatorTree(graph.graph(), graph.root_objects(), options)
-// and `retained_sizes` = ComputeRetainedSizes(tree, shallow size). timings.dominators_seconds and
-// timings.retained_seconds stay 0. Same errors.
+// The same from a dominator tree and retained sizes the caller already computed (for benchmarks
+// that time the stages themselves): `tree` = ComputeDominatorTree(graph.graph(),
+// graph.root_objects(), options) and `retained_sizes` = ComputeRetainedSizes(tree, shallow size).
+// timings.dominators_seconds and timings.retained_seconds stay 0. Same errors.
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
-                             std::span<const uint64_t> retained_sizes, const ReportOptions& options);
+                             std::span<const uint64_t> retained_sizes,
+                             const ReportOptions& options);
 
 // The report as JSON (nlohmann::json, serialised with 2-space indent). Field names are the struct
 // members' names; sizes are integers in bytes, durations in seconds.

@@ -40,8 +40,8 @@ uint64_t PeakRssBytes() {
   return 0;
 }
 
-// Prints "heapwatchctl analyze: <stage> NN% (T s)" lines to `err`, but only once the command has run for
-// more than a second, and then at most once a second (and at every stage change).
+// Prints "heapwatchctl analyze: <stage> NN% (T s)" lines to `err`, but only once the command has
+// run for more than a second, and then at most once a second (and at every stage change).
 class Progress {
  public:
   explicit Progress(std::ostream& err) : err_(err), start_(Clock::now()) {}
@@ -54,7 +54,8 @@ class Progress {
     stage_ = std::string(stage);
     last_ = elapsed;
     if (fraction > 0 && fraction < 1) {
-      err_ << absl::StrFormat("heapwatchctl analyze: %s %.0f%% (%.1f s)\n", stage_, 100 * fraction, elapsed);
+      err_ << absl::StrFormat("heapwatchctl analyze: %s %.0f%% (%.1f s)\n", stage_, 100 * fraction,
+                              elapsed);
     } else {
       err_ << absl::StrFormat("heapwatchctl analyze: %s (%.1f s)\n", stage_, elapsed);
     }
@@ -68,7 +69,8 @@ class Progress {
   double last_ = 0;
 };
 
-int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
+        std::ostream& err) {
   analysis::ReportOptions options;
   options.top_objects = args.top;
   options.histogram_rows = args.rows;
@@ -103,9 +105,12 @@ int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
 
   Progress progress(err);
   read.progress = [&progress](uint64_t done, uint64_t total) {
-    progress.Update("reading the dump", total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total));
+    progress.Update("reading the dump",
+                    total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total));
   };
-  options.progress = [&progress](std::string_view stage, double fraction) { progress.Update(stage, fraction); };
+  options.progress = [&progress](std::string_view stage, double fraction) {
+    progress.Update(stage, fraction);
+  };
 
   auto start = Clock::now();
   auto graph = hprof::ReadHeapGraph(args.file, read);
@@ -121,7 +126,8 @@ int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
   }
   report->dump_path = args.file;
   struct stat st {};
-  if (::stat(args.file.c_str(), &st) == 0) report->dump_file_bytes = static_cast<uint64_t>(st.st_size);
+  if (::stat(args.file.c_str(), &st) == 0)
+    report->dump_file_bytes = static_cast<uint64_t>(st.st_size);
   report->timings.parse_seconds = parse_seconds;
   report->timings.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report->timings.peak_rss_bytes = PeakRssBytes();
@@ -138,19 +144,24 @@ int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
 Subcommand AddAnalyzeCommand(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "analyze", "Offline report on a heap dump file: histogram with retained sizes, biggest objects, "
-                 "and with --class the suspect analysis (accumulation point, who keeps it alive, paths)");
+      "analyze",
+      "Offline report on a heap dump file: histogram with retained sizes, biggest objects, "
+      "and with --class the suspect analysis (accumulation point, who keeps it alive, paths)");
   cmd->add_option("file", args->file, "Heap dump (HPROF, optionally gzip-compressed)")->required();
-  cmd->add_option("--class", args->suspect_class, "Suspect class to analyse, e.g. com.acme.Session");
-  cmd->add_option("--top", args->top, "Number of biggest objects by retained size")->capture_default_str();
+  cmd->add_option("--class", args->suspect_class,
+                  "Suspect class to analyse, e.g. com.acme.Session");
+  cmd->add_option("--top", args->top, "Number of biggest objects by retained size")
+      ->capture_default_str();
   cmd->add_option("--rows", args->rows, "Histogram rows (0 = all)")->capture_default_str();
   cmd->add_option("--dump", args->dump, "Which heap dump of the file, 0-based (default: the last)");
   cmd->add_option("--exclude", args->exclude,
                   "Regular expressions of dominator classes to climb past in 'who keeps it alive' "
                   "(default: java.* javax.* jdk.* sun.* com\\.sun\\..*)");
-  cmd->add_option("--size-model", args->size_model, "Shallow sizes: auto, hotspot, android, netbeans")
+  cmd->add_option("--size-model", args->size_model,
+                  "Shallow sizes: auto, hotspot, android, netbeans")
       ->capture_default_str();
-  cmd->add_option("--ratio", args->ratio, "Accumulation-point ratio in (0, 1]")->capture_default_str();
+  cmd->add_option("--ratio", args->ratio, "Accumulation-point ratio in (0, 1]")
+      ->capture_default_str();
   Subcommand sub;
   sub.app = cmd;
   sub.run = [args](const GlobalOptions& global, std::ostream& out, std::ostream& err) {

@@ -1,26 +1,28 @@
 // `heapwatchctl analyze`: an offline report on one heap dump file (no daemon needed).
 //
-//   heapwatchctl analyze FILE [--class C] [--top N] [--rows N] [--json] [--dump N] [--exclude PATTERN...]
+//   heapwatchctl analyze FILE [--class C] [--top N] [--rows N] [--json] [--dump N] [--exclude
+//   PATTERN...]
 //                             [--size-model auto|hotspot|android|netbeans] [--ratio R]
 //
-// Reads FILE with collectors/hprof (HPROF 1.0.1/1.0.2/1.0.3, .gz), computes the dominator tree and retained
-// sizes and prints the analysis::Report (analysis/report.h): totals (objects, classes, GC roots,
-// unreachable), the class histogram with shallow and retained sizes, the biggest objects by retained
-// size, the first level of the dominator tree grouped by class and, with --class, the suspect analysis:
-// total (precise) and minimum retained size of the class's instances, the accumulation point(s) with their
-// paths from a GC root, who keeps the instances alive (immediate dominators grouped by class, climbing
-// past --exclude patterns; default java.*, javax.*, jdk.*, sun.*, com\.sun\..*) and the shortest strong path from a GC
-// root to the biggest instance. Sizes in bytes, times in seconds. --json prints the report as JSON
-// (field names as in analysis/report.h). Progress goes to stderr once the command has run for a second.
+// Reads FILE with collectors/hprof (HPROF 1.0.1/1.0.2/1.0.3, .gz), computes the dominator tree and
+// retained sizes and prints the analysis::Report (analysis/report.h): totals (objects, classes, GC
+// roots, unreachable), the class histogram with shallow and retained sizes, the biggest objects by
+// retained size, the first level of the dominator tree grouped by class and, with --class, the
+// suspect analysis: total (precise) and minimum retained size of the class's instances, the
+// accumulation point(s) with their paths from a GC root, who keeps the instances alive (immediate
+// dominators grouped by class, climbing past --exclude patterns; default java.*, javax.*, jdk.*,
+// sun.*, com\.sun\..*) and the shortest strong path from a GC root to the biggest instance. Sizes
+// in bytes, times in seconds. --json prints the report as JSON (field names as in
+// analysis/report.h). Progress goes to stderr once the command has run for a second.
 //
 // Options: --top N biggest objects (default 20); --rows N histogram rows (default 30, 0 = all);
-// --dump N which heap dump of a file holding several (0-based, default the last); --size-model how shallow
-// sizes are computed (default auto); --ratio the accumulation-point ratio (default 0.7, see
+// --dump N which heap dump of a file holding several (0-based, default the last); --size-model how
+// shallow sizes are computed (default auto); --ratio the accumulation-point ratio (default 0.7, see
 // analysis/aggregations.h).
 //
-// Exit codes (ctl/command.h): 0 ok; 1 the file cannot be read or analysed (missing, not a heap dump,
-// unsupported format, corrupt: the message says which and where), or --class names no class of the dump;
-// 2 usage error (including an invalid --exclude regular expression or --ratio).
+// Exit codes (ctl/command.h): 0 ok; 1 the file cannot be read or analysed (missing, not a heap
+// dump, unsupported format, corrupt: the message says which and where), or --class names no class
+// of the dump; 2 usage error (including an invalid --exclude regular expression or --ratio).
 #ifndef HEAPWATCH_CTL_ANALYZE_COMMAND_H_
 #define HEAPWATCH_CTL_ANALYZE_COMMAND_H_
 

@@ -1,18 +1,19 @@
-// heapwatch_analysis_bench: seconds and peak RSS per stage of the extended-dump analysis on one HPROF file,
-// and the Boost.Graph Lengauer-Tarjan baseline on the same graph.
+// heapwatch_analysis_bench: seconds and peak RSS per stage of the extended-dump analysis on one
+// HPROF file, and the Boost.Graph Lengauer-Tarjan baseline on the same graph.
 //
 // Usage: heapwatch_analysis_bench [--boost] [--class NAME] DUMP
 // Stages, each timed with a monotonic clock; the kernel's peak-RSS mark is reset before each stage
-// (`echo 5 > /proc/self/clear_refs`) so "peak" is the peak of that stage (with everything still held from
-// earlier stages, e.g. the graph):
+// (`echo 5 > /proc/self/clear_refs`) so "peak" is the peak of that stage (with everything still
+// held from earlier stages, e.g. the graph):
 //   read        reading the file once (4 MiB read() calls; baseline (a))
 //   parse       hprof::ReadHeapGraph
 //   dominators  ComputeDominatorTree (all GC roots, strong + weak references, unreachable left out)
 //   retained    ComputeRetainedSizes
 //   paths       ShortestPathsFromGcRoots to each of the 5 objects with the largest retained size
-//   report      BuildReport: histogram with retained sizes, biggest objects, grouped dominator tree and,
-//               with --class, the suspect analysis (precise retained size by simulated GC, accumulation
-//               point, immediate dominators, paths from GC roots)
+//   report      BuildReport: histogram with retained sizes, biggest objects, grouped dominator tree
+//   and,
+//               with --class, the suspect analysis (precise retained size by simulated GC,
+//               accumulation point, immediate dominators, paths from GC roots)
 //   boost_build / boost_lt (with --boost) copying the graph into Boost's CSR graph / Boost's
 //               lengauer_tarjan_dominator_tree; the immediate dominators are compared with ours.
 // Output: one line per stage, "stage NAME seconds S peak_rss_bytes B", then "check ..." lines.
@@ -30,11 +31,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/aggregations.h"
 #include "analysis/dominator_tree.h"
 #include "analysis/gc_root_paths.h"
 #include "analysis/report.h"
 #include "analysis/retained_size.h"
-#include "analysis/aggregations.h"
 #include "bench/analysis/boost_dominators.h"
 #include "collectors/hprof/hprof_reader.h"
 
@@ -47,7 +48,7 @@ uint64_t ReadStatusKb(const char* key) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::strlen(key))) ;
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::strlen(key)));
   }
   return 0;
 }
@@ -63,11 +64,13 @@ bool ResetPeak() {
 double CpuSeconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
-// Prints "stage NAME seconds S cpu_seconds C peak_rss_bytes B" when it goes out of scope. CPU seconds are
-// reported next to wall-clock seconds because other processes share the machine's two cores.
+// Prints "stage NAME seconds S cpu_seconds C peak_rss_bytes B" when it goes out of scope. CPU
+// seconds are reported next to wall-clock seconds because other processes share the machine's two
+// cores.
 class Stage {
  public:
   explicit Stage(const char* name) : name_(name) {
@@ -78,7 +81,8 @@ class Stage {
   ~Stage() {
     double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     std::printf("stage %s seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n", name_, seconds,
-                CpuSeconds() - cpu_start_, static_cast<unsigned long long>(ReadStatusKb("VmHWM:") * 1024));
+                CpuSeconds() - cpu_start_,
+                static_cast<unsigned long long>(ReadStatusKb("VmHWM:") * 1024));
     std::fflush(stdout);
   }
 
@@ -125,7 +129,8 @@ int Main(int argc, char** argv) {
     std::vector<char> buffer(4 << 20);
     uint64_t total = 0;
     ssize_t got;
-    while ((got = ::read(fd, buffer.data(), buffer.size())) > 0) total += static_cast<uint64_t>(got);
+    while ((got = ::read(fd, buffer.data(), buffer.size())) > 0)
+      total += static_cast<uint64_t>(got);
     ::close(fd);
     if (total != static_cast<uint64_t>(st.st_size)) return Fail(absl::DataLossError("short read"));
   }
@@ -152,14 +157,16 @@ int Main(int argc, char** argv) {
   std::vector<uint64_t> retained;
   {
     Stage stage("retained");
-    retained = analysis::ComputeRetainedSizes(*tree, [&](analysis::ObjectIndex v) { return graph->shallow_size(v); });
+    retained = analysis::ComputeRetainedSizes(
+        *tree, [&](analysis::ObjectIndex v) { return graph->shallow_size(v); });
   }
   std::printf("check reachable %u unreachable %u total_retained %llu\n", tree->tree_object_count(),
               tree->unreachable_count(), static_cast<unsigned long long>(retained.back()));
   {
     Stage stage("paths");
     for (analysis::ObjectIndex target : analysis::TopObjectsByRetainedSize(*tree, retained, 5)) {
-      auto paths = analysis::ShortestPathsFromGcRoots(graph->graph(), graph->root_objects(), target, 1);
+      auto paths =
+          analysis::ShortestPathsFromGcRoots(graph->graph(), graph->root_objects(), target, 1);
       if (!paths.ok()) return Fail(paths.status());
     }
   }
@@ -171,14 +178,16 @@ int Main(int argc, char** argv) {
     if (!report.ok()) return Fail(report.status());
     if (report->suspect) {
       const auto& s = *report->suspect;
-      std::printf("check suspect %s instances %llu retained %llu minimum %llu accumulation %s\n",
-                  s.class_name.c_str(), static_cast<unsigned long long>(s.instances),
-                  static_cast<unsigned long long>(s.retained_bytes),
-                  static_cast<unsigned long long>(s.minimum_retained_bytes),
-                  s.accumulation_points.empty() ? "-" : s.accumulation_points[0].object.class_name.c_str());
+      std::printf(
+          "check suspect %s instances %llu retained %llu minimum %llu accumulation %s\n",
+          s.class_name.c_str(), static_cast<unsigned long long>(s.instances),
+          static_cast<unsigned long long>(s.retained_bytes),
+          static_cast<unsigned long long>(s.minimum_retained_bytes),
+          s.accumulation_points.empty() ? "-" : s.accumulation_points[0].object.class_name.c_str());
     }
   }
-  std::printf("peak_rss_bytes_process %llu\n", static_cast<unsigned long long>(ReadStatusKb("VmHWM:") * 1024));
+  std::printf("peak_rss_bytes_process %llu\n",
+              static_cast<unsigned long long>(ReadStatusKb("VmHWM:") * 1024));
 
   if (boost) {
     std::vector<analysis::ObjectIndex> ours(tree->immediate_dominators().begin(),
@@ -189,15 +198,17 @@ int Main(int argc, char** argv) {
     ResetPeak();
     BoostDominatorResult result = RunBoostLengauerTarjan(graph->graph(), graph->root_objects());
     uint64_t peak = ReadStatusKb("VmHWM:") * 1024;
-    std::printf("stage boost_build seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n", result.build_seconds,
-                result.build_cpu_seconds, static_cast<unsigned long long>(peak));
-    std::printf("stage boost_lt seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n", result.lt_seconds,
-                result.lt_cpu_seconds, static_cast<unsigned long long>(peak));
+    std::printf("stage boost_build seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n",
+                result.build_seconds, result.build_cpu_seconds,
+                static_cast<unsigned long long>(peak));
+    std::printf("stage boost_lt seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n",
+                result.lt_seconds, result.lt_cpu_seconds, static_cast<unsigned long long>(peak));
     uint64_t mismatches = 0;
     uint64_t boost_null_for_reachable = 0;
     std::vector<bool> seen(n, false);
     {
-      std::vector<analysis::ObjectIndex> stack(graph->root_objects().begin(), graph->root_objects().end());
+      std::vector<analysis::ObjectIndex> stack(graph->root_objects().begin(),
+                                               graph->root_objects().end());
       for (auto r : stack) seen[r.value] = true;
       while (!stack.empty()) {
         auto v = stack.back();
@@ -213,13 +224,15 @@ int Main(int argc, char** argv) {
     for (uint32_t v = 0; v < n; ++v) {
       uint32_t expected = ours[v].valid() ? ours[v].value : UINT32_MAX;  // super root == n in both
       if (result.idom[v] != expected) {
-        if (mismatches - boost_null_for_reachable < 5 && !(result.idom[v] == UINT32_MAX && seen[v])) {
+        if (mismatches - boost_null_for_reachable < 5 &&
+            !(result.idom[v] == UINT32_MAX && seen[v])) {
           auto roots = graph->root_objects();
           bool is_root = std::binary_search(roots.begin(), roots.end(), analysis::ObjectIndex(v));
-          std::printf("mismatch object %u (id 0x%llx, %s, root %d, reachable %d): ours %u boost %u\n", v,
-                      static_cast<unsigned long long>(graph->object_id(analysis::ObjectIndex(v))),
-                      graph->class_info(graph->class_of(analysis::ObjectIndex(v))).name.c_str(), is_root,
-                      static_cast<int>(seen[v]), expected, result.idom[v]);
+          std::printf(
+              "mismatch object %u (id 0x%llx, %s, root %d, reachable %d): ours %u boost %u\n", v,
+              static_cast<unsigned long long>(graph->object_id(analysis::ObjectIndex(v))),
+              graph->class_info(graph->class_of(analysis::ObjectIndex(v))).name.c_str(), is_root,
+              static_cast<int>(seen[v]), expected, result.idom[v]);
         }
         if (result.idom[v] == UINT32_MAX && seen[v]) ++boost_null_for_reachable;
         ++mismatches;

@@ -3,15 +3,13 @@
 #include <pthread.h>
 #include <time.h>
 
-
 #include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dominator_tree.hpp>
 #include <chrono>
 #include <iterator>
 #include <limits>
 #include <utility>
-
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dominator_tree.hpp>
 
 #include "common/status.h"
 
@@ -47,7 +45,8 @@ void* RunJob(void* arg) {
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   edges.reserve(graph.edge_count() + job.roots.size());
   for (uint32_t v = 0; v < n; ++v) {
-    for (analysis::ObjectIndex w : graph.successors(analysis::ObjectIndex(v))) edges.emplace_back(v, w.value);
+    for (analysis::ObjectIndex w : graph.successors(analysis::ObjectIndex(v)))
+      edges.emplace_back(v, w.value);
   }
   for (analysis::ObjectIndex r : job.roots) edges.emplace_back(n, r.value);
   BoostGraph g(edges.begin(), edges.end(), n + 1);
@@ -59,7 +58,8 @@ void* RunJob(void* arg) {
   cpu = ThreadCpuSeconds();
   std::vector<Vertex> idom(n + 1, boost::graph_traits<BoostGraph>::null_vertex());
   boost::lengauer_tarjan_dominator_tree(
-      g, Vertex(n), boost::make_iterator_property_map(idom.begin(), boost::get(boost::vertex_index, g)));
+      g, Vertex(n),
+      boost::make_iterator_property_map(idom.begin(), boost::get(boost::vertex_index, g)));
   job.result.lt_seconds = Since(start);
   job.result.lt_cpu_seconds = ThreadCpuSeconds() - cpu;
   job.result.idom.resize(n);
@@ -78,7 +78,8 @@ BoostDominatorResult RunBoostLengauerTarjan(const analysis::CsrGraph& graph,
   Job job{&graph, roots, {}};
   pthread_attr_t attr;
   HW_CHECK(pthread_attr_init(&attr) == 0);
-  // Boost evaluates path compression recursively: a chain of millions of objects needs a deep stack.
+  // Boost evaluates path compression recursively: a chain of millions of objects needs a deep
+  // stack.
   HW_CHECK(pthread_attr_setstacksize(&attr, size_t{4} << 30) == 0);
   pthread_t thread;
   HW_CHECK(pthread_create(&thread, &attr, &RunJob, &job) == 0);

@@ -4,8 +4,9 @@
 // The CsrGraph plus a super root (vertex n, with one edge to every GC root) is copied into a
 // boost::adjacency_list<vecS, vecS, bidirectionalS> (the algorithm needs in-edges; Boost 1.74's
 // bidirectional compressed_sparse_row_graph lacks degree() for the concept check). Boost's
-// implementation keeps one std::deque per vertex (buckets) and evaluates path compression recursively, so
-// it runs on a thread with a large stack and needs several hundred bytes per vertex.
+// implementation keeps one std::deque per vertex (buckets) and evaluates path compression
+// recursively, so it runs on a thread with a large stack and needs several hundred bytes per
+// vertex.
 #ifndef HEAPWATCH_BENCH_ANALYSIS_BOOST_DOMINATORS_H_
 #define HEAPWATCH_BENCH_ANALYSIS_BOOST_DOMINATORS_H_
 
@@ -18,16 +19,17 @@
 namespace heapwatch::bench {
 
 struct BoostDominatorResult {
-  double build_seconds = 0;  // copying the CsrGraph into Boost's bidirectional CSR graph
-  double lt_seconds = 0;     // lengauer_tarjan_dominator_tree itself (DFS included)
+  double build_seconds = 0;      // copying the CsrGraph into Boost's bidirectional CSR graph
+  double lt_seconds = 0;         // lengauer_tarjan_dominator_tree itself (DFS included)
   double build_cpu_seconds = 0;  // CPU time (user + system) of the thread for the same two steps
   double lt_cpu_seconds = 0;
   // idom[v] for v < n: the immediate dominator, n for "the super root", UINT32_MAX for unreachable.
   std::vector<uint32_t> idom;
 };
 
-// Runs Boost's Lengauer-Tarjan on `graph` with a super root over `roots`. O((V+E) log(V+E)) time (Boost's
-// bound), memory dominated by one std::deque per vertex. Runs the algorithm on a thread with a 4 GiB stack.
+// Runs Boost's Lengauer-Tarjan on `graph` with a super root over `roots`. O((V+E) log(V+E)) time
+// (Boost's bound), memory dominated by one std::deque per vertex. Runs the algorithm on a thread
+// with a 4 GiB stack.
 BoostDominatorResult RunBoostLengauerTarjan(const analysis::CsrGraph& graph,
                                             std::span<const analysis::ObjectIndex> roots);
 

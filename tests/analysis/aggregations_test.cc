@@ -1,7 +1,7 @@
-// Tests of analysis/aggregations.h: golden answers on a small hand-built heap (a leak held by a static
-// ArrayList, a thread-local object, a shared object, a linked list) and brute-force oracles on random
-// heaps (per-class retained size by walking every instance's dominator chain, accumulation weights by
-// summing over ancestors, immediate dominators by an unmemoised climb).
+// Tests of analysis/aggregations.h: golden answers on a small hand-built heap (a leak held by a
+// static ArrayList, a thread-local object, a shared object, a linked list) and brute-force oracles
+// on random heaps (per-class retained size by walking every instance's dominator chain,
+// accumulation weights by summing over ancestors, immediate dominators by an unmemoised climb).
 #include "analysis/aggregations.h"
 
 #include <algorithm>
@@ -21,7 +21,8 @@ namespace {
 
 using ::testing::ElementsAre;
 
-ClassInfo InstanceClass(std::string name, std::vector<std::string> reference_fields, uint32_t size) {
+ClassInfo InstanceClass(std::string name, std::vector<std::string> reference_fields,
+                        uint32_t size) {
   ClassInfo c;
   c.name = std::move(name);
   for (auto& f : reference_fields) c.instance_fields.push_back(FieldInfo{f, FieldType::kObject});
@@ -33,7 +34,8 @@ ClassInfo InstanceClass(std::string name, std::vector<std::string> reference_fie
 ClassInfo ArrayClass(std::string name, FieldType element) {
   ClassInfo c;
   c.name = std::move(name);
-  c.instance_kind = element == FieldType::kObject ? ObjectKind::kObjectArray : ObjectKind::kPrimitiveArray;
+  c.instance_kind =
+      element == FieldType::kObject ? ObjectKind::kObjectArray : ObjectKind::kPrimitiveArray;
   c.element_type = element;
   c.class_object_size = 8;
   return c;
@@ -42,8 +44,8 @@ ClassInfo ArrayClass(std::string name, FieldType element) {
 // The heap of the golden tests:
 //   class com.acme.Holder (sticky root) --static list--> ArrayList A --elementData--> Object[] E
 //   E[0..3] -> Leaked L1..L4, E[4] -> Leaked L6; each Leaked -> its byte[] B_i
-//   Thread T (thread-object root) --local--> Leaked L5, --shared--> L6, --head--> Node N1 -> N2 -> N3
-//   Leaked L7: unreachable. Every class object is a sticky-class root.
+//   Thread T (thread-object root) --local--> Leaked L5, --shared--> L6, --head--> Node N1 -> N2 ->
+//   N3 Leaked L7: unreachable. Every class object is a sticky-class root.
 struct GoldenHeap {
   HeapGraph graph;
   DominatorTree tree;
@@ -68,11 +70,13 @@ StatusOr<GoldenHeap> BuildGoldenHeap() {
   ClassId objects = b.AddClass(ArrayClass("java.lang.Object[]", FieldType::kObject), 0x40);
   ClassId leaked = b.AddClass(InstanceClass("com.acme.Leaked", {"data"}, 24), 0x50);
   ClassId bytes = b.AddClass(ArrayClass("byte[]", FieldType::kByte), 0x60);
-  ClassId thread = b.AddClass(InstanceClass("java.lang.Thread", {"local", "shared", "head"}, 40), 0x70);
+  ClassId thread =
+      b.AddClass(InstanceClass("java.lang.Thread", {"local", "shared", "head"}, 40), 0x70);
   ClassId node = b.AddClass(InstanceClass("com.acme.Node", {"next"}, 24), 0x80);
   b.SetStaticReferences(holder, {kArrayList});
   b.AddInstance(kArrayList, list, {kElements});
-  b.AddObjectArray(kElements, objects, {kLeaked[0], kLeaked[1], kLeaked[2], kLeaked[3], kLeaked[5]});
+  b.AddObjectArray(kElements, objects,
+                   {kLeaked[0], kLeaked[1], kLeaked[2], kLeaked[3], kLeaked[5]});
   for (int i = 0; i < 7; ++i) {
     b.AddInstance(kLeaked[i], leaked, {kBytes[i]});
     b.AddPrimitiveArray(kBytes[i], bytes, 100 * (i + 1));
@@ -81,11 +85,13 @@ StatusOr<GoldenHeap> BuildGoldenHeap() {
   b.AddInstance(kNodes[0], node, {kNodes[1]});
   b.AddInstance(kNodes[1], node, {kNodes[2]});
   b.AddInstance(kNodes[2], node, {0});
-  for (uint64_t c : {0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80}) b.AddRoot(c, GcRootKind::kStickyClass);
+  for (uint64_t c : {0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80})
+    b.AddRoot(c, GcRootKind::kStickyClass);
   b.AddRoot(kHolderClass, GcRootKind::kStickyClass);
   b.AddRoot(kThread, GcRootKind::kThreadObject);
   HW_ASSIGN_OR_RETURN(HeapGraph graph, std::move(b).Build());
-  HW_ASSIGN_OR_RETURN(DominatorTree tree, ComputeDominatorTree(graph.graph(), graph.root_objects()));
+  HW_ASSIGN_OR_RETURN(DominatorTree tree,
+                      ComputeDominatorTree(graph.graph(), graph.root_objects()));
   std::vector<uint64_t> retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
   return GoldenHeap{std::move(graph), std::move(tree), std::move(retained)};
@@ -138,8 +144,9 @@ TEST_F(GoldenHeapTest, ImmediateDominatorsClimbPastExcludedClasses) {
   options.exclude = &*patterns;
   auto groups = ImmediateDominatorsByClass(graph(), tree(), retained(), Leaked(), options);
   ASSERT_TRUE(groups.ok()) << groups.status();
-  // L1..L4 -> Object[] -> ArrayList (both java.*) -> class com.acme.Holder; L5 -> Thread (java.*) ->
-  // <ROOT>; L6 is reachable from the Thread and the array: the super root dominates it. L7 unreachable.
+  // L1..L4 -> Object[] -> ArrayList (both java.*) -> class com.acme.Holder; L5 -> Thread (java.*)
+  // -> <ROOT>; L6 is reachable from the Thread and the array: the super root dominates it. L7
+  // unreachable.
   ASSERT_EQ(groups->size(), 2u);
   const DominatorClassGroup& holder = (*groups)[0];
   EXPECT_EQ(ClassKeyName(graph(), holder.key), "class com.acme.Holder");
@@ -179,9 +186,9 @@ TEST_F(GoldenHeapTest, SkipSameClassClimbsOutOfALinkedList) {
 }
 
 TEST_F(GoldenHeapTest, AccumulationPointIsTheArrayHoldingMostInstances) {
-  // The Holder class object's subtree holds L1..L4 (`share` of the set's bytes). With a ratio just below
-  // that share the walk goes super root -> class Holder -> ArrayList -> Object[] and stops there, because
-  // the Object[]'s heaviest child is a member.
+  // The Holder class object's subtree holds L1..L4 (`share` of the set's bytes). With a ratio just
+  // below that share the walk goes super root -> class Holder -> ArrayList -> Object[] and stops
+  // there, because the Object[]'s heaviest child is a member.
   uint64_t total = 0, held = 0;
   for (int i = 0; i < 6; ++i) total += Shallow(kLeaked[i]) + Shallow(kBytes[i]);
   for (int i = 0; i < 4; ++i) held += Shallow(kLeaked[i]) + Shallow(kBytes[i]);
@@ -195,8 +202,8 @@ TEST_F(GoldenHeapTest, AccumulationPointIsTheArrayHoldingMostInstances) {
   EXPECT_EQ(result->points[0].set_members, 4u);
   EXPECT_EQ(result->points[0].set_bytes, held);
 
-  // Just above that share the super root's heaviest child is not heavy enough: the set is spread over
-  // the Holder class (4 instances), the thread (L5) and L6 itself.
+  // Just above that share the super root's heaviest child is not heavy enough: the set is spread
+  // over the Holder class (4 instances), the thread (L5) and L6 itself.
   auto spread = FindAccumulationPoints(tree(), retained(), Leaked(), share + 0.01);
   ASSERT_TRUE(spread.ok());
   ASSERT_EQ(spread->points.size(), 3u);
@@ -233,7 +240,8 @@ TEST_F(GoldenHeapTest, GroupedTopLevelAndBiggestObjects) {
 
   std::vector<ObjectIndex> top = TopObjectsByRetainedSize(tree(), retained(), 3);
   ASSERT_EQ(top.size(), 3u);
-  // Holder class object retains list + array + L1..L4 with their arrays; then the ArrayList; then E.
+  // Holder class object retains list + array + L1..L4 with their arrays; then the ArrayList; then
+  // E.
   EXPECT_EQ(top[0], Find(kHolderClass));
   EXPECT_EQ(top[1], Find(kArrayList));
   EXPECT_EQ(top[2], Find(kElements));
@@ -263,8 +271,9 @@ TEST_F(GoldenHeapTest, BadInputIsAnError) {
   std::vector<uint64_t> short_sizes(3);
   EXPECT_FALSE(ComputeClassRetainedSizes(graph(), tree(), short_sizes).ok());
   const ObjectIndex out_of_range[] = {ObjectIndex(tree().object_count() + 5)};
-  EXPECT_EQ(ImmediateDominatorsByClass(graph(), tree(), retained(), out_of_range, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ImmediateDominatorsByClass(graph(), tree(), retained(), out_of_range, {}).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(FindAccumulationPoints(tree(), retained(), Leaked(), 0).ok());
   EXPECT_FALSE(FindAccumulationPoints(tree(), retained(), Leaked(), 1.5).ok());
   EXPECT_FALSE(GroupDominatedByClass(graph(), tree(), retained(), out_of_range).ok());
@@ -278,15 +287,16 @@ struct RandomHeap {
   std::vector<uint64_t> retained;
 };
 
-// `classes` instance classes with 2 reference fields each, n instances with random references (cycles,
-// self references, nulls), random roots; some objects stay unreachable.
+// `classes` instance classes with 2 reference fields each, n instances with random references
+// (cycles, self references, nulls), random roots; some objects stay unreachable.
 StatusOr<RandomHeap> MakeRandomHeap(std::mt19937& rng, int classes, int n) {
   HeapGraphBuilder b{DumpInfo{}};
   std::vector<ClassId> ids;
   for (int c = 0; c < classes; ++c) {
-    ids.push_back(b.AddClass(InstanceClass(c % 2 ? "java.util.C" + std::to_string(c) : "app.C" + std::to_string(c),
-                                           {"a", "b"}, 16 + 8 * c),
-                             0));
+    ids.push_back(b.AddClass(
+        InstanceClass(c % 2 ? "java.util.C" + std::to_string(c) : "app.C" + std::to_string(c),
+                      {"a", "b"}, 16 + 8 * c),
+        0));
   }
   std::uniform_int_distribution<int> pick(0, n - 1);
   std::uniform_int_distribution<int> pick_class(0, classes - 1);
@@ -297,7 +307,8 @@ StatusOr<RandomHeap> MakeRandomHeap(std::mt19937& rng, int classes, int n) {
   int roots = 1 + static_cast<int>(rng() % 4);
   for (int r = 0; r < roots; ++r) b.AddRoot(0x1000 + 16 * pick(rng), GcRootKind::kJniGlobal);
   HW_ASSIGN_OR_RETURN(HeapGraph graph, std::move(b).Build());
-  HW_ASSIGN_OR_RETURN(DominatorTree tree, ComputeDominatorTree(graph.graph(), graph.root_objects()));
+  HW_ASSIGN_OR_RETURN(DominatorTree tree,
+                      ComputeDominatorTree(graph.graph(), graph.root_objects()));
   std::vector<uint64_t> retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
   return RandomHeap{std::move(graph), std::move(tree), std::move(retained)};
@@ -328,7 +339,8 @@ TEST(AggregationsRandomTest, ClassRetainedSizesMatchBruteForce) {
       members[c.value].push_back(v);
       ++expected[c.value].instances;
       expected[c.value].shallow_bytes += heap->graph.shallow_size(v);
-      if (!ProperAncestorOfClass(*heap, v, c)) expected[c.value].retained_bytes += heap->retained[i];
+      if (!ProperAncestorOfClass(*heap, v, c))
+        expected[c.value].retained_bytes += heap->retained[i];
     }
     for (uint32_t c = 0; c < expected.size(); ++c) {
       SCOPED_TRACE(testing::Message() << "round " << round << " class " << c);
@@ -355,13 +367,15 @@ TEST(AggregationsRandomTest, AccumulationWalkMatchesBruteForceWeights) {
         set.push_back(ObjectIndex(i));
       }
     }
-    // Brute-force weights: each top-level member adds its retained size to itself and every ancestor.
+    // Brute-force weights: each top-level member adds its retained size to itself and every
+    // ancestor.
     std::vector<uint64_t> w(tree.object_count() + 1, 0);
     std::vector<bool> member(tree.object_count() + 1, false);
     for (ObjectIndex m : set) member[m.value] = true;
     for (ObjectIndex m : set) {
       if (ProperAncestorOfClass(*heap, m, ClassId(0))) continue;
-      for (ObjectIndex d = m; d.valid(); d = tree.immediate_dominator(d)) w[d.value] += heap->retained[m.value];
+      for (ObjectIndex d = m; d.valid(); d = tree.immediate_dominator(d))
+        w[d.value] += heap->retained[m.value];
     }
     const double ratio = 0.5 + 0.1 * (round % 5);
     // Brute-force walk with the documented rule.
@@ -372,7 +386,8 @@ TEST(AggregationsRandomTest, AccumulationWalkMatchesBruteForceWeights) {
       for (ObjectIndex c : tree.children(current)) {
         if (w[c.value] > 0 && (!best.valid() || w[c.value] > w[best.value])) best = c;
       }
-      if (!best.valid() || static_cast<double>(w[best.value]) < ratio * static_cast<double>(w[current.value]) ||
+      if (!best.valid() ||
+          static_cast<double>(w[best.value]) < ratio * static_cast<double>(w[current.value]) ||
           member[best.value]) {
         break;
       }
@@ -428,7 +443,8 @@ TEST(AggregationsRandomTest, ImmediateDominatorsMatchUnmemoisedClimb) {
           if (!climb) break;
           d = tree.immediate_dominator(d);
         }
-        ++expected[d == tree.super_root() ? "<ROOT>" : heap->graph.class_info(heap->graph.class_of(d)).name];
+        ++expected[d == tree.super_root() ? "<ROOT>"
+                                          : heap->graph.class_info(heap->graph.class_of(d)).name];
       }
       EXPECT_EQ(got, expected) << "round " << round << " skip_same_class " << skip_same;
     }

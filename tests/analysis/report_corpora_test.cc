@@ -1,13 +1,14 @@
-// External expectations on retained sizes and dominators (../shared/corpora/*/EXPECTED.md), checked through
-// the whole pipeline: collectors/hprof reads the dump, analysis computes the dominator tree, retained sizes,
-// aggregations and the report.
-//   * Eclipse MAT DominatorTreeTest: who dominates whom below DominatorTestData$R, retained size of R
-//     (224 on sun_jdk6_32bit, 376 on sun_jdk5_64bit), retained set of 13 objects; MAT's
+// External expectations on retained sizes and dominators (../shared/corpora/*/EXPECTED.md), checked
+// through the whole pipeline: collectors/hprof reads the dump, analysis computes the dominator
+// tree, retained sizes, aggregations and the report.
+//   * Eclipse MAT DominatorTreeTest: who dominates whom below DominatorTestData$R, retained size of
+//     R (224 on sun_jdk6_32bit, 376 on sun_jdk5_64bit), retained set of 13 objects; MAT's
 //     `immediate_dominators char[]` row counts.
-//   * NetBeans HeapTest: the golden retained size of every one of the 7788 instances of heap_dump.bin
-//     (heapDumpLog.txt) under NetBeans' size model, the two biggest objects, retained size by class.
-//   * Android perflib DominatorsTest on dialer.android-hprof: reachable count, an immediate dominator,
-//     per-heap retained sizes of two class objects.
+//   * NetBeans HeapTest: the golden retained size of every one of the 7788 instances of
+//     heap_dump.bin (heapDumpLog.txt) under NetBeans' size model, the two biggest objects, retained
+//     size by class.
+//   * Android perflib DominatorsTest on dialer.android-hprof: reachable count, an immediate
+//     dominator, per-heap retained sizes of two class objects.
 //   * LeakCanary 1.x: retained size 378 of the leaking instance of leak_service_binder.hprof.
 #include <algorithm>
 #include <cstdio>
@@ -30,7 +31,9 @@
 namespace heapwatch::analysis {
 namespace {
 
-std::string Corpus(const std::string& relative) { return std::string(HEAPWATCH_CORPORA_DIR) + "/" + relative; }
+std::string Corpus(const std::string& relative) {
+  return std::string(HEAPWATCH_CORPORA_DIR) + "/" + relative;
+}
 
 struct Analysed {
   HeapGraph graph;
@@ -38,7 +41,8 @@ struct Analysed {
   std::vector<uint64_t> retained;
 };
 
-// Reads `path` and computes the dominator tree over the GC roots whose kind is not in `ignored_roots`.
+// Reads `path` and computes the dominator tree over the GC roots whose kind is not in
+// `ignored_roots`.
 StatusOr<Analysed> Analyse(const std::string& path, const hprof::ReadOptions& read = {},
                            const DominatorOptions& dominators = {},
                            std::vector<GcRootKind> ignored_roots = {}) {
@@ -55,7 +59,8 @@ StatusOr<Analysed> Analyse(const std::string& path, const hprof::ReadOptions& re
   return Analysed{std::move(graph), std::move(tree), std::move(retained)};
 }
 
-// The last two characters of the class name of `v` ("$A" for DominatorTestData$A), as MAT's test does.
+// The last two characters of the class name of `v` ("$A" for DominatorTestData$A), as MAT's test
+// does.
 std::string Suffix(const HeapGraph& graph, ObjectIndex v) {
   const std::string& name = graph.class_info(graph.class_of(v)).name;
   return name.substr(name.size() - 2);
@@ -66,7 +71,8 @@ std::string Suffix(const HeapGraph& graph, ObjectIndex v) {
 void CheckDominatorTestData(const std::string& file, uint64_t expected_retained) {
   auto a = Analyse(Corpus("eclipse-mat/" + file));
   ASSERT_TRUE(a.ok()) << a.status();
-  ClassId r_class = a->graph.FindClass("org.eclipse.mat.tests.CreateSampleDump$DominatorTestData$R");
+  ClassId r_class =
+      a->graph.FindClass("org.eclipse.mat.tests.CreateSampleDump$DominatorTestData$R");
   ASSERT_TRUE(r_class.valid());
   std::vector<ObjectIndex> rs = InstancesOf(a->graph, a->tree, std::vector<ClassId>{r_class});
   ASSERT_EQ(rs.size(), 1u);
@@ -75,7 +81,8 @@ void CheckDominatorTestData(const std::string& file, uint64_t expected_retained)
   auto retained_set = RetainedSet(a->tree, r);
   ASSERT_TRUE(retained_set.ok());
   for (ObjectIndex v : *retained_set) {
-    for (ObjectIndex c : a->tree.children(v)) children[Suffix(a->graph, v)].push_back(Suffix(a->graph, c));
+    for (ObjectIndex c : a->tree.children(v))
+      children[Suffix(a->graph, v)].push_back(Suffix(a->graph, c));
   }
   for (auto& [k, v] : children) std::sort(v.begin(), v.end());
   EXPECT_EQ(children, (std::map<std::string, std::vector<std::string>>{
@@ -87,13 +94,18 @@ void CheckDominatorTestData(const std::string& file, uint64_t expected_retained)
   EXPECT_EQ(a->retained[r.value], expected_retained);
 }
 
-TEST(MatDominatorTreeTest, SunJdk6_32bitRetainedSizeOfRIs224) { CheckDominatorTestData("sun_jdk6_32bit.hprof", 224); }
-TEST(MatDominatorTreeTest, SunJdk5_64bitRetainedSizeOfRIs376) { CheckDominatorTestData("sun_jdk5_64bit.hprof", 376); }
+TEST(MatDominatorTreeTest, SunJdk6_32bitRetainedSizeOfRIs224) {
+  CheckDominatorTestData("sun_jdk6_32bit.hprof", 224);
+}
+TEST(MatDominatorTreeTest, SunJdk5_64bitRetainedSizeOfRIs376) {
+  CheckDominatorTestData("sun_jdk5_64bit.hprof", 376);
+}
 
-// MAT's `immediate_dominators char[]` on sun_jdk6_32bit.hprof, row counts as MAT's DominatorTreeTest asserts
-// them: 18 rows with the skip pattern of older MAT ("java.*|com\.sun\..*"), 2 rows at the corpus snapshot
-// (MAT now also skips sun.*). MAT keys a class-object dominator as java.lang.Class, so this runs with
-// class_objects_by_described_class = false; heapwatch's own default exclude patterns give the same 2 rows.
+// MAT's `immediate_dominators char[]` on sun_jdk6_32bit.hprof, row counts as MAT's
+// DominatorTreeTest asserts them: 18 rows with the skip pattern of older MAT
+// ("java.*|com\.sun\..*"), 2 rows at the corpus snapshot (MAT now also skips sun.*). MAT keys a
+// class-object dominator as java.lang.Class, so this runs with class_objects_by_described_class =
+// false; heapwatch's own default exclude patterns give the same 2 rows.
 TEST(MatDominatorTreeTest, ImmediateDominatorsOfCharArrays) {
   auto a = Analyse(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"));
   ASSERT_TRUE(a.ok()) << a.status();
@@ -139,7 +151,8 @@ Golden ReadNetBeansLog() {
     if (line.rfind(marker, 0) != 0) continue;
     size_t at = line.find(" retained size ");
     if (at == std::string::npos) continue;
-    uint64_t id = std::stoull(line.substr(marker.size(), line.find(' ', marker.size()) - marker.size()), nullptr, 16);
+    uint64_t id = std::stoull(
+        line.substr(marker.size(), line.find(' ', marker.size()) - marker.size()), nullptr, 16);
     golden.retained[id] = std::stoull(line.substr(at + 15));
   }
   return golden;
@@ -147,10 +160,10 @@ Golden ReadNetBeansLog() {
 
 class NetBeansTest : public ::testing::Test {
  protected:
-  // NetBeans' model, found by comparing with the golden file (see EveryInstanceRetainedSizeMatchesGolden):
-  // NetBeans' sizes; a Reference's referent does not retain; references from garbage still make an object
-  // shared (keep_unreachable attaches the garbage under the super root); objects not reachable from a GC
-  // root have retained size 0.
+  // NetBeans' model, found by comparing with the golden file (see
+  // EveryInstanceRetainedSizeMatchesGolden): NetBeans' sizes; a Reference's referent does not
+  // retain; references from garbage still make an object shared (keep_unreachable attaches the
+  // garbage under the super root); objects not reachable from a GC root have retained size 0.
   static void SetUpTestSuite() {
     hprof::ReadOptions read;
     read.size_model = SizeModel::kNetBeans;
@@ -175,9 +188,10 @@ class NetBeansTest : public ::testing::Test {
 Analysed* NetBeansTest::analysed_ = nullptr;
 Golden* NetBeansTest::golden_ = nullptr;
 
-// 7782 of the 7788 instances match. The six that do not are reachable objects whose retained set holds one
-// object (a java.util.Vector's element, and what four sun.misc.URLClassPath$JarLoader hold) that NetBeans
-// sees as shared and heapwatch as dominated; we did not find the reference NetBeans counts there.
+// 7782 of the 7788 instances match. The six that do not are reachable objects whose retained set
+// holds one object (a java.util.Vector's element, and what four sun.misc.URLClassPath$JarLoader
+// hold) that NetBeans sees as shared and heapwatch as dominated; we did not find the reference
+// NetBeans counts there.
 TEST_F(NetBeansTest, EveryInstanceRetainedSizeMatchesGolden) {
   const HeapGraph& graph = analysed_->graph;
   ASSERT_EQ(golden_->retained.size(), 7788u);
@@ -225,9 +239,9 @@ TEST_F(NetBeansTest, BiggestObjectsAndRetainedSizeByClass) {
 // ---- Android perflib: DominatorsTest.testSampleHprof
 
 TEST(PerflibDominatorsTest, DialerReachableCountDominatorAndPerHeapRetainedSizes) {
-  // perflib semantics: a soft/weak referent does not keep an object alive (Instance.addReverseReference),
-  // and ROOT THREAD OBJECT records only register threads, they are not GC roots (with them as roots 29 more
-  // objects are reachable: 42868).
+  // perflib semantics: a soft/weak referent does not keep an object alive
+  // (Instance.addReverseReference), and ROOT THREAD OBJECT records only register threads, they are
+  // not GC roots (with them as roots 29 more objects are reachable: 42868).
   DominatorOptions strong_only;
   strong_only.follow_weak_references = false;
   auto a = Analyse(Corpus("adt-tools-base-perflib/dialer.android-hprof"), {}, strong_only,
@@ -247,7 +261,8 @@ TEST(PerflibDominatorsTest, DialerReachableCountDominatorAndPerHeapRetainedSizes
     if (!c.valid()) return sizes;
     auto set = RetainedSet(a->tree, graph.class_info(c).class_object);
     EXPECT_TRUE(set.ok());
-    for (ObjectIndex v : *set) sizes[graph.heap_names()[graph.heap(v).value]] += graph.shallow_size(v);
+    for (ObjectIndex v : *set)
+      sizes[graph.heap_names()[graph.heap(v).value]] += graph.shallow_size(v);
     return sizes;
   };
   auto html = per_heap("android.text.Html$HtmlParser");
@@ -266,8 +281,8 @@ TEST(LeakCanaryTest, RetainedSizeOfTheLeakingInstance) {
   auto a = Analyse(Corpus("leakcanary/leak_service_binder.hprof"), {}, strong_only);
   ASSERT_TRUE(a.ok()) << a.status();
   const HeapGraph& graph = a->graph;
-  // The leaking object is the referent of a com.squareup.leakcanary.KeyedWeakReference (the only weak edge
-  // of such an instance).
+  // The leaking object is the referent of a com.squareup.leakcanary.KeyedWeakReference (the only
+  // weak edge of such an instance).
   std::vector<ObjectIndex> refs;
   ClassId keyed = graph.FindClass("com.squareup.leakcanary.KeyedWeakReference");
   ASSERT_TRUE(keyed.valid());
@@ -282,7 +297,8 @@ TEST(LeakCanaryTest, RetainedSizeOfTheLeakingInstance) {
     for (uint64_t e = g.first_edge(ref); e < g.first_edge(ObjectIndex(ref.value + 1)); ++e) {
       if (!g.is_weak(e)) continue;
       ObjectIndex leaking = g.targets[e];
-      std::printf("referent 0x%llx %s retained %llu\n", static_cast<unsigned long long>(graph.object_id(leaking)),
+      std::printf("referent 0x%llx %s retained %llu\n",
+                  static_cast<unsigned long long>(graph.object_id(leaking)),
                   graph.class_info(graph.class_of(leaking)).name.c_str(),
                   static_cast<unsigned long long>(a->retained[leaking.value]));
       leaking_retained.push_back(a->retained[leaking.value]);

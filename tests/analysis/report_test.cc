@@ -1,9 +1,8 @@
-// Tests of analysis/report.h: BuildReport on a small hand-built heap (a leak held by a static ArrayList,
-// garbage, a weakly held object), its JSON and text forms, and its errors.
+// Tests of analysis/report.h: BuildReport on a small hand-built heap (a leak held by a static
+// ArrayList, garbage, a weakly held object), its JSON and text forms, and its errors.
 #include "analysis/report.h"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -25,9 +24,9 @@ ClassInfo Instance(std::string name, std::vector<std::string> reference_fields, 
   return c;
 }
 
-// com.acme.Registry (class, sticky root) --static SESSIONS--> ArrayList --elementData--> Object[4] -> 4 Session,
-// each Session --data--> byte[]. One Session is garbage. A WeakReference (JNI global root) --referent--> a
-// fifth Session that nothing else holds.
+// com.acme.Registry (class, sticky root) --static SESSIONS--> ArrayList --elementData--> Object[4]
+// -> 4 Session, each Session --data--> byte[]. One Session is garbage. A WeakReference (JNI global
+// root) --referent--> a fifth Session that nothing else holds.
 StatusOr<HeapGraph> LeakHeap() {
   HeapGraphBuilder b{DumpInfo{}};
   b.AddClass(Instance("java.lang.Object", {}, 16), 0x10);
@@ -77,7 +76,8 @@ TEST(ReportTest, SuspectAnalysisFindsTheStaticListAndItsPath) {
   EXPECT_EQ(report->totals.objects, graph->object_count());
   EXPECT_EQ(report->totals.unreachable_objects, 2u);  // the garbage Session and its byte[]
   EXPECT_EQ(report->totals.unreachable_shallow_bytes, session + data);
-  EXPECT_EQ(report->totals.reachable_objects + report->totals.unreachable_objects, report->totals.objects);
+  EXPECT_EQ(report->totals.reachable_objects + report->totals.unreachable_objects,
+            report->totals.objects);
 
   ASSERT_TRUE(report->suspect.has_value());
   const SuspectReport& s = *report->suspect;
@@ -99,8 +99,8 @@ TEST(ReportTest, SuspectAnalysisFindsTheStaticListAndItsPath) {
   EXPECT_EQ(point.path.steps.front().object.class_name, "class com.acme.Registry");
   EXPECT_EQ(point.path.steps.front().object.gc_root_kind, "STICKY_CLASS");
 
-  // Who keeps them alive: the Registry class (past ArrayList and Object[]), and the weak reference's
-  // class is java.* so that one climbs to <ROOT>.
+  // Who keeps them alive: the Registry class (past ArrayList and Object[]), and the weak
+  // reference's class is java.* so that one climbs to <ROOT>.
   ASSERT_EQ(s.kept_alive_by.size(), 2u);
   EXPECT_EQ(s.kept_alive_by[0].class_name, "class com.acme.Registry");
   EXPECT_EQ(s.kept_alive_by[0].dominated, 4u);
@@ -108,7 +108,8 @@ TEST(ReportTest, SuspectAnalysisFindsTheStaticListAndItsPath) {
   EXPECT_EQ(s.kept_alive_by[1].class_name, "<ROOT>");
   EXPECT_EQ(s.kept_alive_by[1].dominated, 1u);
 
-  // The shortest path leads to an instance (all have the same retained size: the lowest index wins).
+  // The shortest path leads to an instance (all have the same retained size: the lowest index
+  // wins).
   ASSERT_TRUE(s.shortest_path.found);
   EXPECT_EQ(s.shortest_path.steps.back().object.class_name, "com.acme.Session");
 
@@ -137,7 +138,8 @@ TEST(ReportTest, JsonCarriesTheModel) {
   EXPECT_EQ(j["suspect"]["class_name"], "com.acme.Session");
   EXPECT_EQ(j["suspect"]["retained_bytes"].get<uint64_t>(), report->suspect->retained_bytes);
   EXPECT_EQ(j["suspect"]["accumulation_points"][0]["object"]["object_id"].get<uint64_t>(), 0x2000u);
-  EXPECT_EQ(j["suspect"]["accumulation_points"][0]["path"]["steps"][1]["reference"], "static SESSIONS");
+  EXPECT_EQ(j["suspect"]["accumulation_points"][0]["path"]["steps"][1]["reference"],
+            "static SESSIONS");
   EXPECT_EQ(j["suspect"]["kept_alive_by"][0]["class_name"], "class com.acme.Registry");
   EXPECT_EQ(j["histogram"].size(), report->histogram.size());
   EXPECT_TRUE(j["timings"].contains("total_seconds"));

@@ -1,7 +1,7 @@
-// `heapwatchctl analyze` end to end through RunCtl on the corpora (../shared/corpora): JSON and text
-// reports, the MAT DominatorTestData suspect (retained size of R = 224), errors and exit codes.
+// `heapwatchctl analyze` end to end through RunCtl on the corpora (../shared/corpora): JSON and
+// text reports, the MAT DominatorTestData suspect (retained size of R = 224), errors and exit
+// codes.
 #include <nlohmann/json.hpp>
-
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,7 +15,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Corpus(const std::string& relative) { return std::string(HEAPWATCH_CORPORA_DIR) + "/" + relative; }
+std::string Corpus(const std::string& relative) {
+  return std::string(HEAPWATCH_CORPORA_DIR) + "/" + relative;
+}
 
 struct Result {
   int code;
@@ -73,12 +75,15 @@ TEST(AnalyzeCommandTest, ErrorsAndExitCodes) {
   Result phd = Ctl({"analyze", Corpus("eclipse-mat/heapdump.20100112.141124.11580.0002.phd")});
   EXPECT_EQ(phd.code, 1);
   EXPECT_FALSE(phd.err.empty());
-  Result no_class = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--class", "com.acme.Nope"});
+  Result no_class =
+      Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--class", "com.acme.Nope"});
   EXPECT_EQ(no_class.code, 1);
   EXPECT_THAT(no_class.err, HasSubstr("com.acme.Nope"));
-  Result bad_pattern = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--exclude", "(("});
+  Result bad_pattern =
+      Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--exclude", "(("});
   EXPECT_EQ(bad_pattern.code, 2);
-  Result bad_model = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--size-model", "x"});
+  Result bad_model =
+      Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--size-model", "x"});
   EXPECT_EQ(bad_model.code, 2);
   Result no_file = Ctl({"analyze"});
   EXPECT_EQ(no_file.code, 2);
