@@ -138,12 +138,12 @@ collection:
         dir_ + "/" + main_class + ".log");
   }
 
-  // Starts heapwatchd and waits for its two ports.
-  void StartDaemon(const std::string& log_name) {
+  // Starts heapwatchd with <dir>/<config> and waits for its two ports.
+  void StartDaemon(const std::string& log_name, const std::string& config = "heapwatchd.yaml") {
     std::filesystem::remove(dir_ + "/grpc.port");
     std::filesystem::remove(dir_ + "/metrics.port");
     daemon_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{HEAPWATCHD, "--config", dir_ + "/heapwatchd.yaml", "--data-dir",
+        std::vector<std::string>{HEAPWATCHD, "--config", dir_ + "/" + config, "--data-dir",
                                  dir_ + "/data", "--grpc-listen", "127.0.0.1:0", "--metrics-listen",
                                  "127.0.0.1:0", "--grpc-port-file", dir_ + "/grpc.port",
                                  "--metrics-port-file", dir_ + "/metrics.port", "--interval",
@@ -404,6 +404,76 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   EXPECT_TRUE(absl::StrContains(log1, absl::StrCat(kLeakClass, " is a leak suspect")));
   EXPECT_TRUE(absl::StrContains(log2, "heapwatchd stopped"));
   std::cout << "E2E: total " << absl::FormatDuration(absl::Now() - test_start) << std::endl;
+}
+
+// A JVM that stops answering (SIGSTOP) is retried with backoff and reported unreachable, while the other
+// JVM keeps being collected every interval; once it answers again it is back up.
+TEST_F(EndToEnd, UnresponsiveJvmDoesNotBlockTheOthers) {
+  std::ofstream(dir_ + "/stuck.yaml") << R"(watch:
+  agents:
+    include: [LeakyApp, HealthyApp]
+collection:
+  discovery_interval: 1s
+  concurrency: 2
+  handshake_timeout: 1s
+  connect_timeout: 1s
+  io_timeout: 2s
+  backoff_initial: 2s
+  backoff_max: 4s
+)";
+  healthy_->Kill(SIGSTOP);
+  ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd-stuck.log", "stuck.yaml"));
+  std::string leaky_agent, stuck_agent;
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    auto agents = AgentsByPid();
+    if (agents.count(leaky_->pid())) leaky_agent = agents[leaky_->pid()].agent();
+    if (agents.count(healthy_->pid())) stuck_agent = agents[healthy_->pid()].agent();
+    return !leaky_agent.empty() && !stuck_agent.empty();
+  })) << ReadFile(dir_ + "/heapwatchd-stuck.log");
+
+  // The stopped JVM times out and is reported unreachable, in gRPC and in /metrics.
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    auto agents = AgentsByPid();
+    const v1::Agent& a = agents[healthy_->pid()];
+    return a.state() == v1::AGENT_STATE_UNREACHABLE && a.consecutive_failures() >= 2 &&
+           absl::StrContains(a.last_error(), "timeout");
+  })) << AgentsByPid()[healthy_->pid()].DebugString() << ReadFile(dir_ + "/heapwatchd-stuck.log");
+  std::string metrics = Metrics();
+  EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_agent_up{agent=\"", stuck_agent, "\"} 0")));
+  EXPECT_FALSE(absl::StrContains(
+      metrics, absl::StrCat("heapwatch_collections_total{agent=\"", stuck_agent, "\",result=\"timeout\"} 0")));
+
+  // Meanwhile the other JVM is collected at its normal rate.
+  const int before = SnapshotCount(leaky_agent, kLeakClass);
+  const absl::Duration window = absl::Seconds(10);
+  absl::SleepFor(window);
+  const int during = SnapshotCount(leaky_agent, kLeakClass) - before;
+  std::cout << "E2E: " << during << " snapshots of the responsive JVM in " << window
+            << " while the other JVM was stopped" << std::endl;
+  EXPECT_GE(during, 7) << "the stopped JVM slowed down the others";
+  EXPECT_EQ(AgentsByPid()[leaky_->pid()].state(), v1::AGENT_STATE_UP);
+
+  // It answers again: back up after at most backoff_max (+ jitter).
+  healthy_->Kill(SIGCONT);
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return AgentsByPid()[healthy_->pid()].state() == v1::AGENT_STATE_UP &&
+           absl::StrContains(Metrics(), absl::StrCat("heapwatch_agent_up{agent=\"", stuck_agent, "\"} 1"));
+  })) << ReadFile(dir_ + "/heapwatchd-stuck.log");
+
+  daemon_->Kill(SIGTERM);
+  std::optional<int> status = daemon_->Wait(absl::Seconds(40));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  // Logged once when it started failing and once when it recovered, not at every attempt.
+  const std::string log = ReadFile(dir_ + "/heapwatchd-stuck.log");
+  int failed = 0, recovered = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (!absl::StrContains(line, stuck_agent)) continue;
+    failed += absl::StrContains(line, "collection failed") ? 1 : 0;
+    recovered += absl::StrContains(line, "collections succeed again") ? 1 : 0;
+  }
+  EXPECT_EQ(failed, 1) << log;
+  EXPECT_EQ(recovered, 1) << log;
 }
 
 }  // namespace

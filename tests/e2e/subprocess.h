@@ -26,7 +26,7 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
 
   pid_t pid() const { return pid_; }
-  // Sends `signal` to the child's whole process group.
+  // Sends `signal` once to the child's whole process group.
   void Kill(int signal);
   // Waits up to `timeout` for the child to exit; returns its wait status, or nullopt on timeout.
   std::optional<int> Wait(absl::Duration timeout);
