@@ -56,7 +56,7 @@ done
 echo
 echo "### Analysis stages (seconds wall / CPU; peak RSS of the stage in MiB)"
 echo
-echo "| dump | objects | references | read file | parse | dominators | retained sizes | GC-root paths (5) | report + suspect | total | peak RSS | RSS / dump |"
+echo "| dump | objects | references | read file | parse | dominators | retained sizes | paths to the 5 biggest objects | report + suspect | total (wall / CPU) | peak RSS | RSS / dump |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for size in $sizes; do
   out="$cache/results/heapwatch-${size}m.txt"
@@ -67,18 +67,23 @@ for size in $sizes; do
   row="| $(awk -v b="$bytes" 'BEGIN{printf "%.0f MiB", b/1048576}') | $objects | $refs"
   peak=0
   total=0
+  total_cpu=0
   for s in read parse dominators retained paths report; do
     w=$(stage "$out" $s seconds); c=$(stage "$out" $s cpu_seconds); p=$(stage "$out" $s peak_rss_bytes)
     row+=" | $w / $c"
     (( p > peak )) && peak=$p
-    if [[ $s != read && $s != paths ]]; then total=$(awk -v a="$total" -v b="$w" 'BEGIN{print a+b}'); fi
+    if [[ $s != read && $s != paths ]]; then
+      total=$(awk -v a="$total" -v b="$w" 'BEGIN{print a+b}')
+      total_cpu=$(awk -v a="$total_cpu" -v b="$c" 'BEGIN{print a+b}')
+    fi
   done
-  row+=" | $(printf %.2f "$total") | $(awk -v p="$peak" 'BEGIN{printf "%.0f", p/1048576}') | $(awk -v p="$peak" -v b="$bytes" 'BEGIN{printf "%.2f", p/b}') |"
+  row+=" | $(printf %.2f "$total") / $(printf %.2f "$total_cpu") | $(awk -v p="$peak" 'BEGIN{printf "%.0f", p/1048576}') | $(awk -v p="$peak" -v b="$bytes" 'BEGIN{printf "%.2f", p/b}') |"
   echo "$row"
 done
 
 echo
-echo "### Ratios (wall clock; > 1 means heapwatch is faster)"
+echo "### Ratios (wall clock / CPU seconds). First column: analysis time in multiples of reading the file once"
+echo "### (page cache warm). Other columns: baseline time / heapwatch time (> 1: heapwatch is faster)."
 echo
 echo "| dump | total / read file | Boost LT / our dominators | Boost build+LT / our dominators | VisualVM retained sizes / our total | VisualVM peak RSS |"
 echo "|---|---|---|---|---|---|"
@@ -88,13 +93,18 @@ for size in $sizes; do
   bytes=$(awk '$1=="file" {print $4}' "$out")
   read_s=$(stage "$out" read seconds)
   total=0
-  for s in parse dominators retained report; do total=$(awk -v a="$total" -v b="$(stage "$out" $s seconds)" 'BEGIN{print a+b}'); done
-  dom=$(stage "$out" dominators seconds)
+  total_cpu=0
+  for s in parse dominators retained report; do
+    total=$(awk -v a="$total" -v b="$(stage "$out" $s seconds)" 'BEGIN{print a+b}')
+    total_cpu=$(awk -v a="$total_cpu" -v b="$(stage "$out" $s cpu_seconds)" 'BEGIN{print a+b}')
+  done
+  dom=$(stage "$out" dominators seconds); dom_cpu=$(stage "$out" dominators cpu_seconds)
   lt=$(stage "$out" boost_lt seconds); build=$(stage "$out" boost_build seconds)
+  lt_cpu=$(stage "$out" boost_lt cpu_seconds); build_cpu=$(stage "$out" boost_build cpu_seconds)
   mism=$(awk '$1=="check" && $2=="boost_idom_mismatches" {print $3, $5}' "$out")
   if [[ -n "$lt" ]]; then
-    r_lt=$(awk -v a="$lt" -v b="$dom" 'BEGIN{printf "%.1f", a/b}')
-    r_blt=$(awk -v a="$lt" -v c="$build" -v b="$dom" 'BEGIN{printf "%.1f", (a+c)/b}')
+    r_lt=$(awk -v a="$lt" -v b="$dom" -v x="$lt_cpu" -v y="$dom_cpu" 'BEGIN{printf "%.1f / %.1f", a/b, x/y}')
+    r_blt=$(awk -v a="$lt" -v c="$build" -v b="$dom" -v x="$lt_cpu" -v z="$build_cpu" -v y="$dom_cpu" 'BEGIN{printf "%.1f / %.1f", (a+c)/b, (x+z)/y}')
     set -- $mism
     r_lt+=" (idoms differ on $1 objects, Boost gives none for $2 reachable ones)"
   else
@@ -104,7 +114,7 @@ for size in $sizes; do
   if [[ -s "$vout" ]] && grep -q "visualvm total" "$vout"; then
     vt=$(awk '$1=="visualvm" && $2=="total" {print $3}' "$vout")
     vcpu=$(awk '$1=="visualvm" && $2=="peak_rss_kb" {print $5+$6}' "$vout")
-    r_v=$(awk -v a="$vt" -v b="$total" -v c="$vcpu" 'BEGIN{printf "%.0f (%.1f s wall, %.1f s CPU)", a/b, a, c}')
+    r_v=$(awk -v a="$vt" -v b="$total" -v c="$vcpu" -v d="$total_cpu" 'BEGIN{printf "%.0f / %.0f (VisualVM %.1f s wall, %.1f s CPU)", a/b, c/d, a, c}')
     v_rss=$(awk '$1=="visualvm" && $2=="peak_rss_kb" {printf "%.0f MiB", $3/1024}' "$vout")
   elif [[ -s "$vout" ]] && grep -q "visualvm timeout" "$vout"; then
     r_v=$(awk -v a="$visualvm_timeout" -v b="$total" 'BEGIN{printf "> %.0f (stopped after %d s)", a/b, a}')
@@ -112,5 +122,6 @@ for size in $sizes; do
   else
     r_v="not run"; v_rss="-"
   fi
-  echo "| $(awk -v b="$bytes" 'BEGIN{printf "%.0f MiB", b/1048576}') | $(awk -v a="$total" -v b="$read_s" 'BEGIN{printf "%.1f", a/b}') | $r_lt | $r_blt | $r_v | $v_rss |"
+  read_cpu=$(stage "$out" read cpu_seconds)
+  echo "| $(awk -v b="$bytes" 'BEGIN{printf "%.0f MiB", b/1048576}') | $(awk -v a="$total" -v b="$read_s" -v c="$total_cpu" -v d="$read_cpu" 'BEGIN{printf "%.1f / %.1f", a/b, c/(d>0?d:1e-3)}') | $r_lt | $r_blt | $r_v | $v_rss |"
 done
