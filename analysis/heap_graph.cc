@@ -164,30 +164,6 @@ void HeapGraph::Rep::BuildArrayRank() {
   array_rank[array_bits.size()] = acc;
 }
 
-void HeapGraph::Rep::BuildLookup() {
-  size_t n = ids.size();
-  dir.clear();
-  dir_shift = 0;
-  dir_min = n == 0 ? 0 : ids.front();
-  if (n == 0) {
-    dir = {0, 0};
-    return;
-  }
-  uint64_t span = ids.back() - dir_min;
-  // About two objects per bucket: the directory costs 2 bytes per object and a lookup touches one or two
-  // cache lines of `ids`.
-  uint64_t max_buckets = std::max<uint64_t>(1, n / 2);
-  while ((span >> dir_shift) + 1 > max_buckets) ++dir_shift;
-  uint64_t buckets = (span >> dir_shift) + 1;
-  dir.resize(buckets + 1);
-  size_t j = 0;
-  for (uint64_t b = 0; b < buckets; ++b) {
-    while (j < n && ((ids[j] - dir_min) >> dir_shift) < b) ++j;
-    dir[b] = static_cast<uint32_t>(j);
-  }
-  dir[buckets] = static_cast<uint32_t>(n);
-}
-
 void HeapGraph::Rep::BuildSlotSamples() {
   size_t n = ids.size();
   slot_samples.assign(n / 64 + 1, 0);
@@ -202,7 +178,6 @@ void HeapGraph::Rep::Finish() {
   if (array_rank.size() != array_bits.size() + 1 || array_bits.size() != (ids.size() + 63) / 64) {
     BuildArrayRank();
   }
-  BuildLookup();
   BuildSlotSamples();
   classes_by_name.resize(classes.size());
   std::iota(classes_by_name.begin(), classes_by_name.end(), 0u);
@@ -280,7 +255,9 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
   if (r.slots.size() != r.classes.size()) return bad("slots size");
   if (r.classes.size() > kMaxClasses) return bad("too many classes");
   for (uint64_t i = 1; i < n; ++i) {
-    if (r.ids[i - 1] >= r.ids[i]) return bad(absl::StrFormat("ids not ascending at %d", i));
+    if (r.ids.Id(static_cast<uint32_t>(i - 1)) >= r.ids.Id(static_cast<uint32_t>(i))) {
+      return bad(absl::StrFormat("ids not ascending at %d", i));
+    }
   }
   if (r.array_bits.size() != (n + 63) / 64 || r.array_rank.size() != r.array_bits.size() + 1) {
     return bad("array bitmap size");
@@ -317,7 +294,7 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     if (c.class_object.valid() && c.class_object.value >= n) return bad("class object index");
     if (c.class_loader.valid() && c.class_loader.value >= n) return bad("class loader index");
   }
-  if (r.dir.empty() || r.slot_samples.size() != n / 64 + 1 || r.root_objects.size() > r.roots.size() ||
+  if (r.slot_samples.size() != n / 64 + 1 || r.root_objects.size() > r.roots.size() ||
       r.classes_by_name.size() != r.classes.size()) {
     return bad("derived indexes missing (call Rep::Finish)");
   }
@@ -357,7 +334,7 @@ uint64_t HeapGraph::shallow_size(ObjectIndex v) const {
   return ArrayShallowSize(r.info, c.element_type, r.array_lengths[r.ArrayRank(v.value)]);
 }
 
-uint64_t HeapGraph::object_id(ObjectIndex v) const { return rep_->ids[v.value]; }
+uint64_t HeapGraph::object_id(ObjectIndex v) const { return rep_->ids.Id(v.value); }
 
 uint32_t HeapGraph::array_length(ObjectIndex v) const {
   const Rep& r = *rep_;
@@ -375,21 +352,8 @@ HeapId HeapGraph::heap(ObjectIndex v) const {
 std::span<const std::string> HeapGraph::heap_names() const { return rep_->heap_names; }
 
 ObjectIndex HeapGraph::FindObject(uint64_t id) const {
-  const Rep& r = *rep_;
-  if (r.ids.empty() || id < r.dir_min || id > r.ids.back()) return kNoObject;
-  uint64_t b = (id - r.dir_min) >> r.dir_shift;
-  uint32_t lo = r.dir[b];
-  uint32_t hi = r.dir[b + 1];
-  if (hi - lo <= 8) {
-    for (uint32_t i = lo; i < hi; ++i) {
-      if (r.ids[i] == id) return ObjectIndex{i};
-      if (r.ids[i] > id) break;
-    }
-    return kNoObject;
-  }
-  auto it = std::lower_bound(r.ids.begin() + lo, r.ids.begin() + hi, id);
-  if (it != r.ids.begin() + hi && *it == id) return ObjectIndex{static_cast<uint32_t>(it - r.ids.begin())};
-  return kNoObject;
+  uint32_t v = rep_->ids.Find(id);
+  return v == IdIndex::kAbsent ? kNoObject : ObjectIndex{v};
 }
 
 const CsrGraph& HeapGraph::graph() const { return rep_->graph; }
@@ -516,8 +480,8 @@ uint64_t HeapGraph::MemoryUsage() const {
   const Rep& r = *rep_;
   auto bytes = [](const auto& v) -> uint64_t { return v.capacity() * sizeof(v[0]); };
   uint64_t total = sizeof(Rep);
-  total += bytes(r.ids) + bytes(r.class_words) + bytes(r.array_bits) + bytes(r.array_rank) +
-           bytes(r.array_lengths) + bytes(r.dir) + bytes(r.graph.offsets) + bytes(r.graph.targets) +
+  total += r.ids.MemoryUsage() + bytes(r.class_words) + bytes(r.array_bits) + bytes(r.array_rank) +
+           bytes(r.array_lengths) + bytes(r.graph.offsets) + bytes(r.graph.targets) +
            r.graph.weak.capacity() / 8 + bytes(r.slot_bits) + bytes(r.slot_samples) + bytes(r.roots) +
            bytes(r.root_objects) + bytes(r.heap_runs) + bytes(r.classes_by_name);
   for (const ClassInfo& c : r.classes) {
@@ -682,12 +646,16 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     }
   }
   const uint32_t n = static_cast<uint32_t>(entries.size());
-  r.ids.resize(n);
+  {
+    std::vector<uint64_t> sorted;
+    sorted.reserve(n);
+    for (const Entry& e : entries) sorted.push_back(e.id);
+    r.ids.BuildSorted(sorted);
+  }
   r.class_words.resize(n);
   r.array_bits.assign((n + 63) / 64, 0);
   for (uint32_t v = 0; v < n; ++v) {
     const Entry& e = entries[v];
-    r.ids[v] = e.id;
     if (e.source < nc) {
       r.class_words[v] = kClassObjectBit | e.source;
     } else {
@@ -700,13 +668,11 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     }
   }
   r.BuildArrayRank();
-  r.BuildLookup();
   r.BuildSlotSamples();
   auto find = [&r](uint64_t id) -> ObjectIndex {
     if (id == 0) return kNoObject;
-    auto it = std::lower_bound(r.ids.begin(), r.ids.end(), id);
-    if (it == r.ids.end() || *it != id) return kNoObject;
-    return ObjectIndex{static_cast<uint32_t>(it - r.ids.begin())};
+    uint32_t v = r.ids.Find(id);
+    return v == IdIndex::kAbsent ? kNoObject : ObjectIndex{v};
   };
   for (uint32_t c = 0; c < nc; ++c) {
     r.classes[c].class_object = find(p.classes[c].object_id);

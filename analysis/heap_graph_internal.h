@@ -3,14 +3,12 @@
 // algorithms use analysis/heap_graph.h only.
 //
 // Per-object storage (n objects, ascending raw id = ObjectIndex order):
-//   ids[n]            raw ids, strictly ascending (8n bytes)
+//   ids               raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys, + 2n for lookups)
 //   class_words[n]    ClassId of the object, or kClassObjectBit | ClassId for the class object of that class
 //   array_bits        1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word w;
 //   array_lengths[a]  length of the a-th array in index order
 //   slot_bits         1 bit per reference slot (see below): set when the slot holds an edge of `graph`
 //   slot_samples[k]   first slot number of object 64k
-//   dir               address-bucket directory for FindObject: dir[b] = first index whose
-//                     (id - dir_min) >> dir_shift >= b
 // Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges, then
 //   instance: ClassSlots::instance_slots of its class; object array: one per element; primitive array: none;
 //   class object: ClassSlots::class_object_slots of the class it describes.
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "analysis/heap_graph.h"
+#include "analysis/id_index.h"
 
 namespace heapwatch::analysis {
 
@@ -50,15 +49,11 @@ struct HeapGraph::Rep {
   ClassId java_lang_class;            // kNoClass if the dump has none
   std::vector<uint32_t> classes_by_name;  // ClassId values sorted by (name, id); filled by Finish()
 
-  std::vector<uint64_t> ids;
+  IdIndex ids;  // raw ids, ascending, with the id -> index directory
   std::vector<uint32_t> class_words;
   std::vector<uint64_t> array_bits;
   std::vector<uint32_t> array_rank;   // filled by Finish()
   std::vector<uint32_t> array_lengths;
-
-  uint64_t dir_min = 0;
-  uint32_t dir_shift = 0;
-  std::vector<uint32_t> dir;          // filled by Finish()
 
   std::vector<std::string> heap_names{"default"};
   std::vector<HeapRun> heap_runs;     // sorted by first; empty = every object in heap 0
@@ -76,10 +71,9 @@ struct HeapGraph::Rep {
   uint32_t SlotCount(uint32_t v) const;  // REQUIRES array_rank built
   uint64_t SlotStart(uint32_t v) const;  // REQUIRES slot_samples built
 
-  // Builds the derived indexes (array_rank, dir, slot_samples, classes_by_name, root_objects).
+  // Builds the derived indexes (array_rank, slot_samples, classes_by_name, root_objects).
   // REQUIRES: ids ascending; class_words, array_bits, array_lengths consistent.
   void BuildArrayRank();
-  void BuildLookup();
   void BuildSlotSamples();
   void Finish();
 };

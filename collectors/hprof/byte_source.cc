@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -47,6 +48,12 @@ class FileSource final : public ByteSource {
     if (::lseek(fd_, 0, SEEK_SET) != 0) return ErrnoStatus(errno, "lseek " + path_);
     consumed_ = 0;
     return absl::OkStatus();
+  }
+  StatusOr<uint64_t> SkipForward(uint64_t n) override {
+    uint64_t k = std::min<uint64_t>(n, size_ > consumed_ ? size_ - consumed_ : 0);
+    if (k > 0 && ::lseek(fd_, static_cast<off_t>(k), SEEK_CUR) < 0) return ErrnoStatus(errno, "lseek " + path_);
+    consumed_ += k;
+    return k;
   }
   uint64_t consumed() const override { return consumed_; }
   uint64_t total() const override { return size_; }
@@ -180,6 +187,17 @@ StatusOr<std::unique_ptr<ByteSource>> MaybeInflate(std::unique_ptr<ByteSource> r
 }
 
 }  // namespace
+
+StatusOr<uint64_t> ByteSource::SkipForward(uint64_t n) {
+  std::vector<uint8_t> scratch(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+  uint64_t done = 0;
+  while (done < n) {
+    HW_ASSIGN_OR_RETURN(size_t got, Read(scratch.data(), static_cast<size_t>(std::min<uint64_t>(n - done, scratch.size()))));
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
 
 StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -26,6 +26,9 @@ class ByteSource {
   // Errors: Internal for a failing read(2); DataLoss for a corrupt or truncated gzip stream (the message
   // names the compressed offset).
   virtual StatusOr<size_t> Read(uint8_t* dst, size_t n) = 0;
+  // Skips up to `n` bytes; returns the number skipped (fewer only at the end of the stream). The default
+  // reads and discards; plain files seek.
+  virtual StatusOr<uint64_t> SkipForward(uint64_t n);
   // Starts over from the first byte.
   virtual Status Rewind() = 0;
   // Bytes of the underlying file consumed so far and the file's size in bytes (for progress).

@@ -35,7 +35,6 @@ using analysis::ObjectKind;
 using analysis::SizeModel;
 using Rep = analysis::HeapGraph::Rep;
 
-constexpr int kPasses = 3;
 constexpr size_t kMaxWarnings = 40;
 
 void Warn(Rep& rep, std::string msg) {
@@ -44,6 +43,7 @@ void Warn(Rep& rep, std::string msg) {
 
 // A class dump kept from pass 1 (primitive static values are not kept).
 struct RawClass {
+  uint8_t heap = 0;  // Android heap (index into heap_names) of the CLASS DUMP
   uint64_t id = 0;
   uint64_t super_id = 0;
   uint64_t loader_id = 0;
@@ -81,6 +81,8 @@ struct ReadState {
   std::vector<uint64_t> duplicate_offsets;         // records dropped as duplicates (pass 2 -> 3)
   std::vector<uint8_t> heap_of;                    // per object, when the dump has several heaps
   uint64_t stream_bytes_hint = 0;                  // bytes of the HPROF stream seen in pass 1
+  bool objects_ascending = false;                  // pass 1: instances and arrays in ascending id order
+  uint64_t reference_bytes = 0;                    // pass 1: instance data + object array bytes
   uint8_t heap_index_of_type(uint32_t type) const {
     for (size_t i = 0; i < heap_infos.size(); ++i) {
       if (heap_infos[i].first == type) return static_cast<uint8_t>(i + 1);
@@ -97,7 +99,8 @@ class Pass1 {
   static constexpr bool kWantsStrings = true;
   static constexpr bool kWantsObjectArrayElements = false;
 
-  Pass1(ReadState& st, std::vector<uint64_t>& ids) : st_(st), ids_(ids) {}
+  Pass1(ReadState& st, analysis::IdChunks& ids, analysis::IdChunks& class_ids)
+      : st_(st), ids_(ids), class_ids_(class_ids) {}
 
   Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
   Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
@@ -118,6 +121,10 @@ class Pass1 {
     st_.roots.clear();
     st_.heap_infos.clear();
     ids_.clear();
+    class_ids_.clear();
+    ascending_ = true;
+    last_object_ = 0;
+    reference_bytes_ = 0;
     dump_seen_ = true;
     return absl::OkStatus();
   }
@@ -127,7 +134,10 @@ class Pass1 {
     return absl::OkStatus();
   }
   Status OnClassDump(const RawClassDump& c) {
-    ids_.push_back(c.id);
+    if (ids_.size() + class_ids_.size() >= UINT32_MAX - 1) {
+      return absl::ResourceExhaustedError("more than 2^32 objects in one dump");
+    }
+    class_ids_.push_back(c.id);
     if (st_.class_by_id.contains(c.id)) {
       ++duplicate_classes_;
       return absl::OkStatus();
@@ -137,6 +147,7 @@ class Pass1 {
     }
     st_.class_by_id.emplace(c.id, static_cast<uint32_t>(st_.raw_classes.size()));
     RawClass& r = st_.raw_classes.emplace_back();
+    r.heap = heap_;
     r.id = c.id;
     r.super_id = c.super_id;
     r.loader_id = c.loader_id;
@@ -150,16 +161,22 @@ class Pass1 {
     r.fields = c.fields;
     return absl::OkStatus();
   }
-  Status OnInstance(uint64_t id, uint64_t, const uint8_t*, uint32_t, uint64_t) { return Add(id); }
-  Status OnObjectArrayBegin(uint64_t id, uint64_t, uint32_t, uint64_t) { return Add(id); }
+  Status OnInstance(uint64_t id, uint64_t, const uint8_t*, uint32_t len, uint64_t) {
+    reference_bytes_ += len;
+    return Add(id);
+  }
+  Status OnObjectArrayBegin(uint64_t id, uint64_t, uint32_t count, uint64_t) {
+    reference_bytes_ += uint64_t{count} * st_.header.id_size;
+    return Add(id);
+  }
   Status OnObjectArrayElements(const uint8_t*, uint32_t) { return absl::OkStatus(); }
   Status OnObjectArrayEnd() { return absl::OkStatus(); }
   Status OnPrimitiveArray(uint64_t id, FieldType, uint32_t, uint64_t) { return Add(id); }
   Status OnHeapDumpInfo(uint32_t heap_type, uint64_t name_id) {
-    for (const auto& [t, n] : st_.heap_infos) {
-      if (t == heap_type) return absl::OkStatus();
-    }
-    st_.heap_infos.push_back({heap_type, name_id});
+    bool known = false;
+    for (const auto& [t, n] : st_.heap_infos) known |= t == heap_type;
+    if (!known) st_.heap_infos.push_back({heap_type, name_id});
+    heap_ = st_.heap_index_of_type(heap_type);
     return absl::OkStatus();
   }
 
@@ -181,18 +198,33 @@ class Pass1 {
 
  private:
   Status Add(uint64_t id) {
-    if (ids_.size() >= UINT32_MAX - 1) return absl::ResourceExhaustedError("more than 2^32 objects in one dump");
+    if (id <= last_object_ && ids_.size() > 0) ascending_ = false;
+    last_object_ = id;
+    if (ids_.size() + class_ids_.size() >= UINT32_MAX - 1) {
+      return absl::ResourceExhaustedError("more than 2^32 objects in one dump");
+    }
     ids_.push_back(id);
     return absl::OkStatus();
   }
 
   ReadState& st_;
-  std::vector<uint64_t>& ids_;
+  analysis::IdChunks& ids_;
   absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> strings_;  // id -> (arena offset, length)
   std::string arena_;
   absl::flat_hash_map<uint64_t, uint64_t> class_names_;
   uint64_t duplicate_classes_ = 0;
   bool dump_seen_ = false;
+  analysis::IdChunks& class_ids_;
+  uint8_t heap_ = 0;
+  bool ascending_ = true;
+  uint64_t last_object_ = 0;
+  uint64_t reference_bytes_ = 0;
+
+ public:
+  // Instances and arrays (not class dumps) came in strictly ascending id order.
+  bool ascending() const { return ascending_; }
+  // Bytes of instance field data and object array elements: an upper bound of the references.
+  uint64_t reference_bytes() const { return reference_bytes_; }
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -315,42 +347,58 @@ ClassId SyntheticFor(Rep& rep, ReadState& st, uint64_t class_id, ObjectKind kind
   return c;
 }
 
-// Sorts the pass-1 ids into rep.ids (duplicates removed) and builds the lookup directory.
-void BuildObjectIndex(Rep& rep, std::vector<uint64_t>& ids) {
-  if (!std::is_sorted(ids.begin(), ids.end())) std::sort(ids.begin(), ids.end());
-  auto last = std::unique(ids.begin(), ids.end());
-  rep.info.duplicate_objects = static_cast<uint64_t>(ids.end() - last);
-  ids.erase(last, ids.end());
-  ids.shrink_to_fit();
-  rep.ids = std::move(ids);
-  rep.BuildLookup();
+// Sorts the pass-1 ids into rep.ids (duplicates removed) with its lookup directory.
+void BuildObjectIndex(Rep& rep, analysis::IdChunks& ids, analysis::IdChunks& class_ids, bool ascending) {
+  rep.ids.BuildFromParts(std::move(ids), ascending, std::move(class_ids), &rep.info.duplicate_objects);
 }
 
-// FindObject over a Rep under construction (same algorithm as HeapGraph::FindObject).
-inline uint32_t Find(const Rep& r, uint64_t id) {
-  if (id < r.dir_min || r.ids.empty() || id > r.ids.back()) return UINT32_MAX;
-  uint64_t b = (id - r.dir_min) >> r.dir_shift;
-  uint32_t lo = r.dir[b];
-  uint32_t hi = r.dir[b + 1];
-  while (hi - lo > 8) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (r.ids[mid] <= id) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  for (uint32_t i = lo; i < hi; ++i) {
-    if (r.ids[i] == id) return i;
-    if (r.ids[i] > id) break;
-  }
-  return UINT32_MAX;
-}
+// The index of `id` in a Rep under construction, or UINT32_MAX.
+inline uint32_t Find(const Rep& r, uint64_t id) { return r.ids.Find(id); }
 
 Status FileChanged(uint64_t offset) {
   return absl::InternalError(absl::StrFormat(
       "the dump changed while it was being read (record at byte %d differs between passes)", offset));
 }
+
+// The ClassId of the class an instance or array record names; unknown class ids, or ids of a class of the
+// wrong kind (an instance of an array class), get a synthetic class per (id, kind).
+class ClassResolver {
+ public:
+  uint32_t Of(Rep& rep, ReadState& st, uint64_t class_id, ObjectKind kind, FieldType element) {
+    Slot& cached = cache_[(class_id >> 3) & (kCache - 1)];
+    if (cached.class_id == class_id && cached.kind == kind) return cached.cls;
+    uint32_t cls;
+    auto it = st.class_by_id.find(class_id);
+    if (it != st.class_by_id.end() && rep.classes[it->second].instance_kind == kind) {
+      cls = it->second;
+    } else {
+      uint64_t key = class_id ^ (kind == ObjectKind::kInstance ? 0 : 0x8000000000000000ull);
+      auto sit = synthetic_.find(key);
+      if (sit != synthetic_.end()) {
+        cls = sit->second;
+      } else {
+        cls = SyntheticFor(rep, st, class_id, kind, element).value;
+        synthetic_.emplace(key, cls);
+        Warn(rep, absl::StrFormat("%s of class 0x%x without a matching CLASS DUMP; using %s",
+                                  kind == ObjectKind::kInstance ? "instances" : "object arrays", class_id,
+                                  rep.classes[cls].name));
+      }
+    }
+    cached = {class_id, kind, cls};
+    return cls;
+  }
+
+ private:
+  // A direct-mapped cache in front of the hash map: a heap has few classes with many instances.
+  static constexpr size_t kCache = 1024;
+  struct Slot {
+    uint64_t class_id = ~0ull;
+    ObjectKind kind = ObjectKind::kClass;
+    uint32_t cls = 0;
+  };
+  std::vector<Slot> cache_ = std::vector<Slot>(kCache);
+  absl::flat_hash_map<uint64_t, uint32_t> synthetic_;
+};
 
 // ---------------------------------------------------------------------------------------------------------
 // Pass 2: class of every object, array lengths, number of non-null references.
@@ -463,7 +511,7 @@ class Pass2 {
  private:
   // The index of the object with `id`, or UINT32_MAX for a duplicate record (remembered for pass 3).
   StatusOr<uint32_t> Claim(uint64_t id, uint64_t offset) {
-    uint32_t v = Find(rep_, id);
+    uint32_t v = rep_.ids.FindNear(id, hint_);
     if (v == UINT32_MAX) return FileChanged(offset);
     uint64_t bit = 1ull << (v & 63);
     if (claimed_[v >> 6] & bit) {
@@ -472,34 +520,12 @@ class Pass2 {
     }
     claimed_[v >> 6] |= bit;
     if (!st_.heap_of.empty()) st_.heap_of[v] = heap_;
+    hint_ = v + 1;
     return v;
   }
 
   uint32_t ClassOf(uint64_t class_id, ObjectKind kind, FieldType element) {
-    if (class_id == last_class_id_ && kind == last_kind_) return last_class_;
-    uint32_t cls;
-    auto it = st_.class_by_id.find(class_id);
-    if (it != st_.class_by_id.end() && rep_.classes[it->second].instance_kind == kind) {
-      cls = it->second;
-    } else {
-      // Unknown class id, or a class of the wrong kind (an instance of an array class): a synthetic class
-      // per (id, kind).
-      uint64_t key = class_id ^ (kind == ObjectKind::kInstance ? 0 : 0x8000000000000000ull);
-      auto sit = synthetic_.find(key);
-      if (sit != synthetic_.end()) {
-        cls = sit->second;
-      } else {
-        cls = SyntheticFor(rep_, st_, class_id, kind, element).value;
-        synthetic_.emplace(key, cls);
-        Warn(rep_, absl::StrFormat("%s of class 0x%x without a matching CLASS DUMP; using %s",
-                                   kind == ObjectKind::kInstance ? "instances" : "object arrays", class_id,
-                                   rep_.classes[cls].name));
-      }
-    }
-    last_class_id_ = class_id;
-    last_kind_ = kind;
-    last_class_ = cls;
-    return cls;
+    return classes_.Of(rep_, st_, class_id, kind, element);
   }
 
   void SetArray(uint32_t v, uint32_t length) {
@@ -514,13 +540,11 @@ class Pass2 {
   uint32_t ce_ = 0;
   std::vector<uint64_t> claimed_;
   std::vector<std::pair<uint32_t, uint32_t>> array_lengths_;
-  absl::flat_hash_map<uint64_t, uint32_t> synthetic_;
-  uint64_t last_class_id_ = ~0ull;
-  ObjectKind last_kind_ = ObjectKind::kClass;
-  uint32_t last_class_ = 0;
+  ClassResolver classes_;
   uint32_t current_ = UINT32_MAX;
   uint64_t nonnull_ = 0;
   uint8_t heap_ = 0;
+  uint32_t hint_ = 0;  // objects mostly come in index order
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -619,7 +643,7 @@ class Pass3 {
       ++next_dup_;
       return UINT32_MAX;
     }
-    uint32_t v = Find(rep_, id);
+    uint32_t v = rep_.ids.FindNear(id, last_v_ + 1);
     if (v == UINT32_MAX) return FileChanged(offset);
     // Slot numbering: objects come mostly in index order; otherwise start from the sampled prefix.
     if (v == last_v_ + 1 && last_v_ != UINT32_MAX) {
@@ -674,6 +698,188 @@ class Pass3 {
   uint64_t dangling_ = 0;
   uint32_t array_ = UINT32_MAX;
   uint64_t array_offset_ = 0;
+};
+
+// Passes 2 and 3 in one, for dumps whose instances and arrays come in ascending id order (HotSpot, NetBeans,
+// Android): objects are met in index order, so each one's class, array length, references, weak flags and
+// reference slots are appended; class objects (whose dumps come in any order) are filled in from the pass-1
+// class data when their index comes up. No reference count pass and no compaction are needed.
+class SinglePass {
+ public:
+  static constexpr bool kWantsStrings = false;
+  static constexpr bool kWantsObjectArrayElements = true;
+
+  SinglePass(Rep& rep, ReadState& st, bool weak_flags, uint64_t max_refs, uint64_t max_slots)
+      : rep_(rep), st_(st), id_(st.header.id_size), weak_(weak_flags), max_slots_(max_slots) {
+    n_ = static_cast<uint32_t>(rep.ids.size());
+    rep.class_words.assign(n_, 0);
+    rep.array_bits.assign((n_ + 63) / 64, 0);
+    rep.graph.offsets.assign(static_cast<size_t>(n_) + 1, 0);
+    rep.graph.targets.reserve(max_refs);  // untouched capacity costs address space, not memory
+    if (weak_) rep.graph.weak.reserve(max_refs);
+    rep.slot_bits.reserve(max_slots / 64 + 1);
+    if (!st.heap_infos.empty()) st.heap_of.assign(n_, 0);
+    ce_ = rep.info.instance_class_edges;
+    for (uint32_t c = 0; c < st.raw_classes.size(); ++c) {
+      if (rep.classes[c].synthetic) continue;
+      uint32_t v = rep.ids.Find(rep.classes[c].class_object_id);
+      if (v != UINT32_MAX) class_objects_.push_back({v, c});
+    }
+    std::sort(class_objects_.begin(), class_objects_.end());
+  }
+
+  Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
+  Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
+  Status OnString(uint64_t, std::string_view) { return absl::OkStatus(); }
+  Status OnLoadClass(uint64_t, uint64_t) { return absl::OkStatus(); }
+  Status OnDumpStart(uint32_t, uint64_t) { return absl::OkStatus(); }
+  Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
+  Status OnRoot(GcRootKind, uint64_t, uint32_t, int32_t) { return absl::OkStatus(); }
+  Status OnHeapDumpInfo(uint32_t heap_type, uint64_t) {
+    heap_ = st_.heap_index_of_type(heap_type);
+    return absl::OkStatus();
+  }
+  Status OnClassDump(const RawClassDump&) { return absl::OkStatus(); }  // emitted in index order
+
+  Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len, uint64_t offset) {
+    HW_ASSIGN_OR_RETURN(uint32_t v, Begin(id, offset));
+    uint32_t cls = classes_.Of(rep_, st_, class_id, ObjectKind::kInstance, FieldType::kObject);
+    rep_.class_words[v] = cls;
+    if (len != st_.data_size[cls]) ++st_.data_mismatch[cls];
+    if (ce_) Emit(rep_.classes[cls].class_object_id, false);
+    const std::vector<uint32_t>& offs = st_.ref_offsets[cls];
+    int32_t weak_slot = rep_.slots[cls].weak_slot;
+    for (size_t i = 0; i < offs.size(); ++i) {
+      uint64_t ref = offs[i] + id_ <= len ? LoadId(data + offs[i], id_) : 0;
+      Emit(ref, static_cast<int32_t>(i) == weak_slot);
+    }
+    return End(offset);
+  }
+
+  Status OnObjectArrayBegin(uint64_t id, uint64_t class_id, uint32_t length, uint64_t offset) {
+    HW_ASSIGN_OR_RETURN(uint32_t v, Begin(id, offset));
+    uint32_t cls = classes_.Of(rep_, st_, class_id, ObjectKind::kObjectArray, FieldType::kObject);
+    rep_.class_words[v] = cls;
+    SetArray(v, length);
+    if (ce_) Emit(rep_.classes[cls].class_object_id, false);
+    array_offset_ = offset;
+    return absl::OkStatus();
+  }
+  Status OnObjectArrayElements(const uint8_t* data, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) Emit(LoadId(data + size_t{i} * id_, id_), false);
+    return absl::OkStatus();
+  }
+  Status OnObjectArrayEnd() { return End(array_offset_); }
+
+  Status OnPrimitiveArray(uint64_t id, FieldType type, uint32_t length, uint64_t offset) {
+    HW_ASSIGN_OR_RETURN(uint32_t v, Begin(id, offset));
+    ClassId& c = st_.primitive_array_class[static_cast<int>(type)];
+    if (!c.valid()) {
+      c = AddSyntheticClass(rep_, st_, std::string(analysis::FieldTypeName(type)) + "[]",
+                            ObjectKind::kPrimitiveArray, type);
+    }
+    rep_.class_words[v] = c.value;
+    SetArray(v, length);
+    if (ce_) Emit(rep_.classes[c.value].class_object_id, false);
+    return End(offset);
+  }
+
+  // After the scan: the class objects after the last instance, then the end of the CSR graph.
+  Status Finish() {
+    HW_RETURN_IF_ERROR(CatchUp(n_, 0));
+    if (next_ != n_) return FileChanged(0);
+    rep_.graph.offsets[n_] = rep_.graph.targets.size();
+    return absl::OkStatus();
+  }
+  uint64_t dangling() const { return dangling_; }
+
+ private:
+  // Emits the class objects with indices below `v`; every index in [next_, v) must be one.
+  Status CatchUp(uint32_t v, uint64_t offset) {
+    while (next_ < v) {
+      if (next_class_ >= class_objects_.size() || class_objects_[next_class_].first != next_) {
+        return FileChanged(offset);
+      }
+      uint32_t cls = class_objects_[next_class_++].second;
+      uint32_t u = next_++;
+      rep_.graph.offsets[u] = rep_.graph.targets.size();
+      rep_.class_words[u] = kClassObjectBit | cls;
+      rep_.classes[cls].class_object = ObjectIndex{u};
+      const RawClass& r = st_.raw_classes[cls];
+      if (!st_.heap_of.empty()) st_.heap_of[u] = r.heap;
+      if (ce_) {
+        Emit(rep_.java_lang_class.valid() ? rep_.classes[rep_.java_lang_class.value].class_object_id : 0, false);
+      }
+      Emit(r.super_id, false);
+      Emit(r.loader_id, false);
+      Emit(r.signers_id, false);
+      Emit(r.protection_domain_id, false);
+      for (const auto& st : r.statics) {
+        if (st.type == FieldType::kObject) Emit(st.value, false);
+      }
+      for (const auto& k : r.constant_refs) Emit(k.second, false);
+      HW_RETURN_IF_ERROR(End(offset));
+    }
+    return absl::OkStatus();
+  }
+
+  StatusOr<uint32_t> Begin(uint64_t id, uint64_t offset) {
+    uint32_t v = rep_.ids.FindNear(id, next_);
+    if (v == UINT32_MAX || v < next_) return FileChanged(offset);
+    HW_RETURN_IF_ERROR(CatchUp(v, offset));
+    next_ = v + 1;
+    rep_.graph.offsets[v] = rep_.graph.targets.size();
+    if (!st_.heap_of.empty()) st_.heap_of[v] = heap_;
+    return v;
+  }
+
+  void Emit(uint64_t ref, bool weak) {
+    bool edge = false;
+    if (ref != 0) {
+      uint32_t t = rep_.ids.Find(ref);
+      if (t == UINT32_MAX) {
+        ++dangling_;
+      } else {
+        rep_.graph.targets.push_back(ObjectIndex{t});
+        if (weak_) rep_.graph.weak.push_back(weak);
+        edge = true;
+      }
+    }
+    if ((slot_ & 63) == 0) rep_.slot_bits.push_back(0);
+    if (edge) rep_.slot_bits.back() |= uint64_t{1} << (slot_ & 63);
+    ++slot_;
+  }
+
+  Status End(uint64_t offset) {
+    if (slot_ > max_slots_) {
+      return absl::DataLossError(absl::StrFormat(
+          "corrupt dump: more reference slots than ids in the dump at the record at byte %d; instance records "
+          "are shorter than their CLASS DUMP layouts",
+          offset));
+    }
+    return absl::OkStatus();
+  }
+
+  void SetArray(uint32_t v, uint32_t length) {
+    rep_.array_bits[v >> 6] |= uint64_t{1} << (v & 63);
+    rep_.array_lengths.push_back(length);
+  }
+
+  Rep& rep_;
+  ReadState& st_;
+  const uint32_t id_;
+  const bool weak_;
+  const uint64_t max_slots_;
+  bool ce_ = false;
+  uint32_t n_ = 0;
+  uint32_t next_ = 0;  // the next index expected
+  std::vector<std::pair<uint32_t, uint32_t>> class_objects_;  // (index, ClassId), ascending
+  size_t next_class_ = 0;
+  ClassResolver classes_;
+  uint64_t slot_ = 0;
+  uint64_t dangling_ = 0;
+  uint64_t array_offset_ = 0;
+  uint8_t heap_ = 0;
 };
 
 // Removes the kNoObject entries (references to ids not in the dump) from the CSR graph.
@@ -747,7 +953,7 @@ GapSamples CollectGaps(const Rep& rep) {
     uint32_t stride = std::max<uint32_t>(1, count[cw] / GapSamples::kPerClass);
     if (seen[cw]++ % stride != 0 || out.by_class[cw].size() >= GapSamples::kPerClass) continue;
     uint32_t len = rep.IsArray(v) ? rep.array_lengths[rep.ArrayRank(v)] : 0;
-    out.by_class[cw].push_back({len, rep.ids[v + 1] - rep.ids[v]});
+    out.by_class[cw].push_back({len, rep.ids.Id(v + 1) - rep.ids.Id(v)});
     ++out.total;
   }
   return out;
@@ -796,7 +1002,7 @@ uint32_t DefaultKnobs(const analysis::ObjectLayout& l) {
 uint32_t AddressAlignment(const Rep& rep) {
   // The GCD of address differences (as Eclipse MAT's calculateAlignment), clamped to [8, 256].
   uint64_t g = 0;
-  for (size_t i = 1; i < rep.ids.size() && (g == 0 || g > 8); ++i) g = std::gcd(g, rep.ids[i] - rep.ids[i - 1]);
+  for (uint32_t i = 1; i < rep.ids.size() && (g == 0 || g > 8); ++i) g = std::gcd(g, rep.ids.Id(i) - rep.ids.Id(i - 1));
   if (g < 8) return 8;
   return static_cast<uint32_t>(std::min<uint64_t>(g, 256) & ~7ull);
 }
@@ -992,21 +1198,25 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
   if (options.dump_ordinal < -1) return absl::InvalidArgumentError("dump ordinal must be >= 0 or -1 (last)");
 
   int pass = 0;
+  int passes = 2;  // becomes 3 when the dump's order needs the three-pass path
   ScanOptions scan;
   if (options.progress) {
-    scan.progress = [&options, &pass](uint64_t consumed, uint64_t total) {
-      options.progress(uint64_t(pass) * total + consumed, uint64_t(kPasses) * total);
+    scan.progress = [&options, &pass, &passes](uint64_t consumed, uint64_t total) {
+      options.progress(uint64_t(pass) * total + consumed, uint64_t(passes) * total);
     };
   }
 
   // Pass 1.
-  std::vector<uint64_t> ids;
+  analysis::IdChunks ids;
+  analysis::IdChunks class_ids;
   {
-    Pass1 p1(st, ids);
+    Pass1 p1(st, ids, class_ids);
     scan.dump = options.dump_ordinal;
     HprofScanner<Pass1> scanner(in, header, scan, p1);
     HW_RETURN_IF_ERROR(scanner.Run());
     st.dump_count = scanner.dumps();
+    st.objects_ascending = p1.ascending();
+    st.reference_bytes = p1.reference_bytes();
     st.stream_bytes_hint = in.offset();
     rep->info.dump_count = st.dump_count;
     if (options.dump_ordinal >= 0 && static_cast<uint32_t>(options.dump_ordinal) >= st.dump_count) {
@@ -1026,23 +1236,71 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
     }
     HW_RETURN_IF_ERROR(BuildClassTable(*rep, st, p1));
   }
-  BuildObjectIndex(*rep, ids);
+  BuildObjectIndex(*rep, ids, class_ids, st.objects_ascending);
   if (rep->info.duplicate_objects > 0) {
     Warn(*rep, absl::StrFormat("%d records repeat an object id (the first record in file order is used)",
                                rep->info.duplicate_objects));
   }
 
-  // Pass 2.
-  ++pass;
-  HW_RETURN_IF_ERROR(RestartAfterHeader(in, header));
+  const uint32_t n = static_cast<uint32_t>(rep->ids.size());
+  analysis::CsrGraph& g = rep->graph;
+  bool any_weak = false;
+  for (const auto& s : rep->slots) any_weak |= s.weak_slot >= 0;
   scan.dump = st.dump;
-  {
-    Pass2 p2(*rep, st);
-    HprofScanner<Pass2> scanner(in, header, scan, p2);
+  // Every reference slot of a well-formed dump is backed by an id in the file (a field value, an array
+  // element), so more slots than ids in the stream means instances shorter than their class layouts.
+  const uint64_t max_slots = st.stream_bytes_hint / header.id_size + (rep->info.instance_class_edges ? n : 0);
+  const bool single = options.single_pass && st.objects_ascending && rep->info.duplicate_objects == 0;
+  passes = single ? 2 : 3;
+
+  if (single) {
+    // Passes 2 and 3 at once.
+    ++pass;
+    HW_RETURN_IF_ERROR(RestartAfterHeader(in, header));
+    uint64_t class_refs = 0;
+    for (const RawClass& r : st.raw_classes) class_refs += 4 + r.statics.size() + r.constant_refs.size();
+    uint64_t max_refs = st.reference_bytes / header.id_size + class_refs + (rep->info.instance_class_edges ? n : 0);
+    SinglePass p(*rep, st, any_weak, max_refs, max_slots);
+    HprofScanner<SinglePass> scanner(in, header, scan, p);
     HW_RETURN_IF_ERROR(scanner.Run());
-    HW_RETURN_IF_ERROR(p2.Finish());
+    HW_RETURN_IF_ERROR(p.Finish());
+    rep->info.dangling_references = p.dangling();
+    rep->BuildArrayRank();
+  } else {
+    // Pass 2.
+    ++pass;
+    HW_RETURN_IF_ERROR(RestartAfterHeader(in, header));
+    {
+      Pass2 p2(*rep, st);
+      HprofScanner<Pass2> scanner(in, header, scan, p2);
+      HW_RETURN_IF_ERROR(scanner.Run());
+      HW_RETURN_IF_ERROR(p2.Finish());
+    }
+    rep->BuildArrayRank();
+    // Size the CSR graph and the slot bitmap exactly.
+    for (uint32_t v = 0; v < n; ++v) g.offsets[v + 1] += g.offsets[v];
+    g.targets.assign(g.offsets[n], kNoObject);
+    if (any_weak) g.weak.assign(g.offsets[n], false);
+    rep->BuildSlotSamples();
+    uint64_t total_slots = n == 0 ? 0 : rep->SlotStart(n - 1) + rep->SlotCount(n - 1);
+    if (total_slots > max_slots) {
+      return absl::DataLossError(absl::StrFormat(
+          "corrupt dump: %d reference slots but only %d bytes of dump; instance records are shorter than "
+          "their CLASS DUMP layouts",
+          total_slots, st.stream_bytes_hint));
+    }
+    rep->slot_bits.assign((total_slots + 63) / 64, 0);
+    // Pass 3.
+    ++pass;
+    HW_RETURN_IF_ERROR(RestartAfterHeader(in, header));
+    {
+      Pass3 p3(*rep, st, any_weak);
+      HprofScanner<Pass3> scanner(in, header, scan, p3);
+      HW_RETURN_IF_ERROR(scanner.Run());
+      rep->info.dangling_references = p3.dangling();
+      if (p3.needs_compaction()) CompactEdges(*rep);
+    }
   }
-  rep->BuildArrayRank();
   for (size_t c = 0; c < rep->classes.size(); ++c) {
     if (st.data_mismatch[c] > 0) {
       Warn(*rep, absl::StrFormat("%d instances of %s have a field data length other than its CLASS DUMP's %d bytes",
@@ -1053,42 +1311,11 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
       if (loader != UINT32_MAX) rep->classes[c].class_loader = ObjectIndex{loader};
     }
   }
-  ComputeSizes(*rep, st);
-
-  // Size the CSR graph and the slot bitmap exactly.
-  const uint32_t n = static_cast<uint32_t>(rep->ids.size());
-  analysis::CsrGraph& g = rep->graph;
-  for (uint32_t v = 0; v < n; ++v) g.offsets[v + 1] += g.offsets[v];
-  g.targets.assign(g.offsets[n], kNoObject);
-  bool any_weak = false;
-  for (const auto& s : rep->slots) any_weak |= s.weak_slot >= 0;
-  if (any_weak) g.weak.assign(g.offsets[n], false);
-  rep->BuildSlotSamples();
-  uint64_t total_slots = n == 0 ? 0 : rep->SlotStart(n - 1) + rep->SlotCount(n - 1);
-  // Every reference slot of a well-formed dump is backed by an id in the file (a field value, an array
-  // element), so more slots than ids in the stream means instances shorter than their class layouts.
-  if (total_slots > st.stream_bytes_hint / header.id_size + (rep->info.instance_class_edges ? n : 0)) {
-    return absl::DataLossError(absl::StrFormat(
-        "corrupt dump: %d reference slots but only %d bytes of dump; instance records are shorter than "
-        "their CLASS DUMP layouts",
-        total_slots, st.stream_bytes_hint));
-  }
-  rep->slot_bits.assign((total_slots + 63) / 64, 0);
-
-  // Pass 3.
-  ++pass;
-  HW_RETURN_IF_ERROR(RestartAfterHeader(in, header));
-  {
-    Pass3 p3(*rep, st, any_weak);
-    HprofScanner<Pass3> scanner(in, header, scan, p3);
-    HW_RETURN_IF_ERROR(scanner.Run());
-    rep->info.dangling_references = p3.dangling();
-    if (p3.needs_compaction()) CompactEdges(*rep);
-  }
   if (rep->info.dangling_references > 0) {
     Warn(*rep, absl::StrFormat("%d references point to ids with no object in the dump (dropped)",
                                rep->info.dangling_references));
   }
+  ComputeSizes(*rep, st);
   ResolveRootsAndHeaps(*rep, st);
   rep->Finish();
   return HeapGraph::FromRep(std::move(rep));

@@ -9,12 +9,14 @@
 // class histogram text (jmap -histo), ELF cores, zip archives, other files. Format reference:
 // docs/hprof-format.md; size model: docs/size-model.md.
 //
-// How (bounded memory): three streaming passes over the file, each through a 4 MiB window (gzip is
-// inflated again on every pass; nothing is written to disk):
+// How (bounded memory): two or three streaming passes over the file, each through a window of at most 4 MiB
+// (gzip is inflated again on every pass; nothing is written to disk):
 //   1. strings, class names, class dumps, GC roots and the id of every object of the chosen dump;
 //   2. after sorting the ids (ObjectIndex = rank of the id): each object's class, array lengths and its
 //      number of non-null references, which sizes the CSR graph exactly once;
 //   3. the references, resolved id -> ObjectIndex through an address-bucket directory over the sorted ids.
+// When the dump lists its instances and arrays in ascending address order (HotSpot, Android), passes 2 and
+// 3 are one pass that appends each object's references in index order.
 // No per-object heap allocation; every length in the file is checked against the enclosing record and the
 // file size before it is used, and nothing is allocated from a length the file declares.
 //
@@ -42,8 +44,13 @@ struct ReadOptions {
   // Eclipse MAT's "<class>" edge from every instance and array to its class object (see HeapGraphOptions).
   bool instance_class_edges = false;
   // Called about every 16 MiB and at the end of each pass, with `done` and `total` in bytes of the file on
-  // disk summed over the passes (total = 3 x file size). May be empty.
+  // disk summed over the passes: total = 2 x file size, or 3 x once the first pass found that the dump needs
+  // three passes (objects not in address order). May be empty.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // Use the combined second pass when the dump allows it (instances and arrays in ascending id order, no
+  // repeated ids: HotSpot, Android and NetBeans dumps). false forces the three-pass path; both give the same
+  // graph (the tests compare them).
+  bool single_pass = true;
 };
 
 // Reads the heap dump at `path`.

@@ -219,7 +219,11 @@ class HprofScanner {
   }
 
   // Ensures `n` more bytes of the current sub-record, inside the enclosing record.
-  Status Need(size_t n, uint64_t sub_off, uint8_t sub) {
+  [[gnu::always_inline]] Status Need(size_t n, uint64_t sub_off, uint8_t sub) {
+    if (in_.offset() + n <= end_ && in_.available() >= n) return absl::OkStatus();
+    return NeedSlow(n, sub_off, sub);
+  }
+  Status NeedSlow(size_t n, uint64_t sub_off, uint8_t sub) {
     if (in_.offset() + n > end_) {
       return absl::DataLossError(absl::StrFormat(
           "corrupt dump: %s sub-record at byte %d runs past the end of its %s record (byte %d, record at %d)",

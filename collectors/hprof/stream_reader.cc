@@ -24,6 +24,20 @@ StatusOr<bool> StreamReader::Refill(size_t n) {
 }
 
 StatusOr<bool> StreamReader::Skip(uint64_t n) {
+  size_t have = end_ - pos_;
+  if (n > have && n - have >= (1u << 20)) {
+    // A big payload (a primitive array): drop the window and let the source skip the rest (a seek for files).
+    n -= have;
+    base_ += end_;
+    pos_ = end_ = 0;
+    HW_ASSIGN_OR_RETURN(uint64_t skipped, source_->SkipForward(n));
+    base_ += skipped;
+    if (skipped < n) {
+      eof_ = true;
+      return false;
+    }
+    return true;
+  }
   while (n > 0) {
     size_t have = end_ - pos_;
     if (have == 0) {

@@ -35,7 +35,7 @@ class StreamReader {
 
   // Makes at least `n` bytes available. Returns false (and OK status) if the stream ends before; errors
   // of the source are returned. REQUIRES: n <= max_window().
-  StatusOr<bool> Ensure(size_t n) {
+  [[gnu::always_inline]] StatusOr<bool> Ensure(size_t n) {
     if (end_ - pos_ >= n) return true;
     return Refill(n);
   }
@@ -47,26 +47,26 @@ class StreamReader {
 
   // Unchecked reads: REQUIRES the bytes were Ensure()d.
   const uint8_t* data() const { return buf_.data() + pos_; }
-  uint8_t U1() { return buf_[pos_++]; }
-  uint16_t U2() {
+  [[gnu::always_inline]] uint8_t U1() { return buf_[pos_++]; }
+  [[gnu::always_inline]] uint16_t U2() {
     uint16_t v;
     std::memcpy(&v, buf_.data() + pos_, 2);
     pos_ += 2;
     return __builtin_bswap16(v);
   }
-  uint32_t U4() {
+  [[gnu::always_inline]] uint32_t U4() {
     uint32_t v;
     std::memcpy(&v, buf_.data() + pos_, 4);
     pos_ += 4;
     return __builtin_bswap32(v);
   }
-  uint64_t U8() {
+  [[gnu::always_inline]] uint64_t U8() {
     uint64_t v;
     std::memcpy(&v, buf_.data() + pos_, 8);
     pos_ += 8;
     return __builtin_bswap64(v);
   }
-  uint64_t Id(uint32_t id_size) { return id_size == 4 ? U4() : U8(); }
+  [[gnu::always_inline]] uint64_t Id(uint32_t id_size) { return id_size == 4 ? U4() : U8(); }
   void Advance(size_t n) { pos_ += n; }
 
   // Skips `n` bytes; returns false if the stream ends first.

@@ -19,6 +19,7 @@
 #include "collectors/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/collectors/hprof/graph_compare.h"
 
 namespace heapwatch::hprof {
 namespace {
@@ -517,6 +518,26 @@ TEST(CorporaTest, GzipDumps) {
   auto census = ReadRecordCensus(Path("eclipse-mat/java_pid1884.0001.hprof.gz"));
   ASSERT_TRUE(census.ok());
   EXPECT_EQ(census->stream_bytes, 522836448u);
+}
+
+// The single combined pass (dumps in address order) and the three-pass path build the same graph.
+TEST(CorporaTest, SinglePassAndThreePassesAgree) {
+  RequireCorpora();
+  for (const std::string& file :
+       {"netbeans/heap_dump.bin", "adt-tools-base-perflib/dialer.android-hprof", "leakcanary/leak_service_binder.hprof",
+        "eclipse-mat/openjdk_jdk11_04_x64.hprof.gz", "eclipse-mat/sun_jdk6_30_x64_compressedOops.hprof"}) {
+    SCOPED_TRACE(file);
+    ReadOptions three;
+    three.single_pass = false;
+    ReadOptions edges;
+    edges.instance_class_edges = true;
+    ReadOptions edges_three = edges;
+    edges_three.single_pass = false;
+    const HeapGraph& a = Graph(file);
+    const HeapGraph& b = Graph(file, three, "three-pass");
+    testing::ExpectSameGraph(a, b);
+    testing::ExpectSameGraph(Graph(file, edges, "edges"), Graph(file, edges_three, "edges-three-pass"));
+  }
 }
 
 }  // namespace

@@ -594,7 +594,7 @@ TEST(HprofReaderTest, ProgressReportsEveryPass) {
   ASSERT_TRUE(ReadHeapGraphFromBuffer(dump, opt).ok());
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(calls.back().first, calls.back().second);
-  EXPECT_EQ(calls.back().second, 3 * dump.size());
+  EXPECT_EQ(calls.back().second, 2 * dump.size()) << "objects in address order: two passes";
   for (size_t i = 1; i < calls.size(); ++i) EXPECT_LE(calls[i - 1].first, calls[i].first);
 }
 

@@ -28,6 +28,7 @@
 #include "collectors/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/collectors/hprof/graph_compare.h"
 
 namespace heapwatch::hprof {
 namespace {
@@ -190,6 +191,13 @@ void CheckJvm(const std::string& java, const std::vector<std::string>& flags, ui
   } else {
     EXPECT_LT(mine["java.lang.Class"].instances, classes.instances);
   }
+
+  // The three-pass path agrees with the single pass.
+  ReadOptions three;
+  three.single_pass = false;
+  auto g3 = ReadHeapGraph(plain, three);
+  ASSERT_TRUE(g3.ok()) << g3.status();
+  testing::ExpectSameGraph(*g, *g3);
 
   // The -gz dump (HotSpot's chunked gzip) reads into the same graph.
   auto z = ReadHeapGraph(gz);
