@@ -101,6 +101,31 @@ TEST(MatDominatorTreeTest, SunJdk5_64bitRetainedSizeOfRIs376) {
   CheckDominatorTestData("sun_jdk5_64bit.hprof", 376);
 }
 
+// MAT OQLTest on sun_jdk5_64bit.hprof (reachable objects only, MAT's "<class>" references
+// included): 492 Strings; `select as retained set * from java.lang.String` = 963 objects; the
+// retained set of the class object java.lang.String = 3 objects; Strings with retained size > 1024
+// bytes: 4.
+TEST(MatOqlTest, StringRetainedSets) {
+  hprof::ReadOptions read;
+  read.instance_class_edges = true;
+  auto a = Analyse(Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), read);
+  ASSERT_TRUE(a.ok()) << a.status();
+  std::vector<ClassId> string_class = a->graph.FindClasses("java.lang.String");
+  ASSERT_EQ(string_class.size(), 1u);
+  std::vector<ObjectIndex> strings = InstancesOf(a->graph, a->tree, string_class);
+  EXPECT_EQ(strings.size(), 492u);
+  auto precise = PreciseRetainedSize(a->graph.graph(), a->graph.root_objects(), strings,
+                                     [&](ObjectIndex v) { return a->graph.shallow_size(v); });
+  ASSERT_TRUE(precise.ok());
+  EXPECT_EQ(precise->objects, 963u);
+  auto class_set = RetainedSet(a->tree, a->graph.class_info(string_class[0]).class_object);
+  ASSERT_TRUE(class_set.ok());
+  EXPECT_EQ(class_set->size(), 3u);
+  size_t big = 0;
+  for (ObjectIndex s : strings) big += a->retained[s.value] > 1024;
+  EXPECT_EQ(big, 4u);
+}
+
 // MAT's `immediate_dominators char[]` on sun_jdk6_32bit.hprof, row counts as MAT's
 // DominatorTreeTest asserts them: 18 rows with the skip pattern of older MAT
 // ("java.*|com\.sun\..*"), 2 rows at the corpus snapshot (MAT now also skips sun.*). MAT keys a
