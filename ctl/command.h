@@ -1,9 +1,10 @@
-// heapwatchctl's subcommand interface. Each subcommand registers itself on the CLI11 app and gets a run
-// function that is called when the user selected it. To add one (e.g. `analyze`, ctl/analyze_command.h),
-// write a function `Subcommand AddXCommand(CLI::App& app)` and list it in ctl/ctl.cc.
+// heapwatchctl's subcommand interface. Each subcommand registers itself on the CLI11 app and gets a
+// run function that is called when the user selected it. To add one (e.g. `analyze`,
+// ctl/analyze_command.h), write a function `Subcommand AddXCommand(CLI::App& app)` and list it in
+// ctl/ctl.cc.
 //
-// Exit codes shared by every subcommand: 0 ok, 1 server or runtime error (gRPC status not OK, unreadable
-// file), 2 usage error (bad arguments; CLI11 parse errors are mapped to 2 by ctl.cc).
+// Exit codes shared by every subcommand: 0 ok, 1 server or runtime error (gRPC status not OK,
+// unreadable file), 2 usage error (bad arguments; CLI11 parse errors are mapped to 2 by ctl.cc).
 #ifndef HEAPWATCH_CTL_COMMAND_H_
 #define HEAPWATCH_CTL_COMMAND_H_
 
@@ -11,8 +12,8 @@
 #include <ostream>
 #include <string>
 
-#include "absl/time/time.h"
 #include "CLI/CLI.hpp"
+#include "absl/time/time.h"
 
 namespace heapwatch::ctl {
 
@@ -22,8 +23,8 @@ inline constexpr int kExitUsage = 2;
 
 // Options given before or after any subcommand.
 struct GlobalOptions {
-  std::string server = "127.0.0.1:7750";  // heapwatchd's gRPC address (--server)
-  bool json = false;                      // --json: machine-readable output
+  std::string server = "127.0.0.1:7750";       // heapwatchd's gRPC address (--server)
+  bool json = false;                           // --json: machine-readable output
   absl::Duration timeout = absl::Seconds(10);  // deadline of each RPC (--timeout)
   absl::Time now;  // the time relative arguments (-10m) are relative to: the start of the command
 };

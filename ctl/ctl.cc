@@ -18,7 +18,8 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   app.fallthrough();  // global options may also follow the subcommand: `suspects --json`
   GlobalOptions global;
   std::string timeout = "10s";
-  app.add_option("--server", global.server, "heapwatchd gRPC address host:port")->capture_default_str();
+  app.add_option("--server", global.server, "heapwatchd gRPC address host:port")
+      ->capture_default_str();
   app.add_flag("--json", global.json, "Machine-readable JSON output");
   app.add_option("--timeout", timeout, "Deadline of each request, e.g. 10s")->capture_default_str();
 

@@ -13,8 +13,8 @@
 
 namespace heapwatch::ctl {
 
-// Runs heapwatchctl with `argv` (argv[0] is the program name), writing results to `out` and errors to
-// `err`. Returns the exit code. Thread-safety: thread-compatible.
+// Runs heapwatchctl with `argv` (argv[0] is the program name), writing results to `out` and errors
+// to `err`. Returns the exit code. Thread-safety: thread-compatible.
 int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // heapwatchctl's main(): RunCtl on std::cout / std::cerr.

@@ -57,7 +57,9 @@ std::string SignedHumanBytes(double bytes) {
   return (bytes > 0 ? "+" : "-") + HumanBytes(bytes);
 }
 
-std::string Signed(int64_t v) { return v > 0 ? absl::StrFormat("+%d", v) : absl::StrFormat("%d", v); }
+std::string Signed(int64_t v) {
+  return v > 0 ? absl::StrFormat("+%d", v) : absl::StrFormat("%d", v);
+}
 
 Status PrintJson(const google::protobuf::Message& message, std::ostream& out) {
   google::protobuf::util::JsonPrintOptions options;

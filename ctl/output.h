@@ -1,7 +1,8 @@
-// Output helpers of heapwatchctl: aligned text tables for people, JSON for machines. JSON is produced by
-// protobuf's JSON printer (google::protobuf::util::MessageToJsonString) from the heapwatch.ctl.v1
-// messages (proto/heapwatch/ctl/v1/json.proto), never by hand: keys in a fixed order, numbers as JSON
-// numbers (exact up to 2^53), times as RFC 3339 strings, names as in docs/cli.md.
+// Output helpers of heapwatchctl: aligned text tables for people, JSON for machines. JSON is
+// produced by protobuf's JSON printer (google::protobuf::util::MessageToJsonString) from the
+// heapwatch.ctl.v1 messages (proto/heapwatch/ctl/v1/json.proto), never by hand: keys in a fixed
+// order, numbers as JSON numbers (exact up to 2^53), times as RFC 3339 strings, names as in
+// docs/cli.md.
 //
 // Thread-safety: Table is thread-compatible; the functions are pure.
 #ifndef HEAPWATCH_CTL_OUTPUT_H_
@@ -17,8 +18,8 @@
 
 namespace heapwatch::ctl {
 
-// A text table: a header row and data rows, columns separated by two spaces and padded to the widest
-// cell; columns listed in `right_aligned` (numbers) are right-aligned.
+// A text table: a header row and data rows, columns separated by two spaces and padded to the
+// widest cell; columns listed in `right_aligned` (numbers) are right-aligned.
 class Table {
  public:
   Table(std::vector<std::string> headers, std::vector<size_t> right_aligned = {});

@@ -75,8 +75,8 @@ class Client {
             grpc::CreateChannel(global.server, grpc::InsecureChannelCredentials()))) {}
 
   template <typename Request, typename Response>
-  grpc::Status Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Request&,
-                                                                   Response*),
+  grpc::Status Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*,
+                                                                   const Request&, Response*),
                     const Request& request, Response* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
@@ -109,8 +109,8 @@ int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view
                                  "DATA_LOSS",
                                  "UNAUTHENTICATED"};
   int code = status.error_code();
-  std::string name = code >= 0 && code < static_cast<int>(std::size(kCodes)) ? kCodes[code]
-                                                                               : std::to_string(code);
+  std::string name =
+      code >= 0 && code < static_cast<int>(std::size(kCodes)) ? kCodes[code] : std::to_string(code);
   err << "heapwatchctl: " << what << " on " << global.server << " failed: " << name << ": "
       << status.error_message() << "\n";
   return kExitError;
@@ -130,7 +130,8 @@ int Emit(const google::protobuf::Message& json, std::ostream& out, std::ostream&
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
   Client client(global);
   v1::ListAgentsResponse response;
-  grpc::Status status = client.Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest(), &response);
+  grpc::Status status =
+      client.Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest(), &response);
   if (!status.ok()) return ServerError(err, global, "ListAgents", status);
   if (global.json) {
     json::AgentList root;
@@ -158,8 +159,9 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
                "LAST ERROR"},
               {2, 7});
   for (const v1::Agent& a : response.agents()) {
-    table.AddRow({a.agent(), StateName(a.state()), std::to_string(a.pid()), a.host(), a.main_class(),
-                  a.jvm_version(), ShortTime(TimeOf(a.has_last_snapshot_time(), a.last_snapshot_time())),
+    table.AddRow({a.agent(), StateName(a.state()), std::to_string(a.pid()), a.host(),
+                  a.main_class(), a.jvm_version(),
+                  ShortTime(TimeOf(a.has_last_snapshot_time(), a.last_snapshot_time())),
                   a.state() == v1::AGENT_STATE_DOWN ? "-" : std::to_string(a.suspect_count()),
                   a.last_error()});
   }
@@ -202,8 +204,9 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
     }
     return Emit(root, out, err);
   }
-  Table table({"AGENT", "CLASS", "BYTES", "INSTANCES", "GROWTH/S", "GROWTH/H", "SCORE", "FIRST SEEN"},
-              {2, 3, 4, 5, 6});
+  Table table(
+      {"AGENT", "CLASS", "BYTES", "INSTANCES", "GROWTH/S", "GROWTH/H", "SCORE", "FIRST SEEN"},
+      {2, 3, 4, 5, 6});
   for (const v1::Suspect& s : response.suspects()) {
     table.AddRow({s.agent(), s.class_name(), HumanBytes(static_cast<double>(s.bytes())),
                   std::to_string(s.instances()), SignedHumanBytes(s.growth_bytes_per_second()),
@@ -275,7 +278,8 @@ int RunHistory(const HistoryArgs& args, const GlobalOptions& global, std::ostrea
     previous = bytes;
     first = false;
   }
-  out << response.class_name() << " in " << response.agent() << ": " << table.rows() << " snapshots\n";
+  out << response.class_name() << " in " << response.agent() << ": " << table.rows()
+      << " snapshots\n";
   if (table.rows() > 0) table.Print(out);
   return kExitOk;
 }
@@ -289,13 +293,13 @@ struct DiffArgs {
   uint32_t max = 20;
 };
 
-int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out,
+            std::ostream& err) {
   v1::DiffSnapshotsRequest request;
   request.set_agent(args.agent);
   request.set_max_classes(args.max);
-  for (auto [text, field, name] :
-       {std::tuple{&args.from, request.mutable_from_time(), "--from"},
-        std::tuple{&args.to, request.mutable_to_time(), "--to"}}) {
+  for (auto [text, field, name] : {std::tuple{&args.from, request.mutable_from_time(), "--from"},
+                                   std::tuple{&args.to, request.mutable_to_time(), "--to"}}) {
     if (text->empty()) continue;
     auto t = ParseTimeArg(*text, global.now, /*bare_duration_means_ago=*/false);
     if (!t.ok()) {
@@ -343,11 +347,13 @@ int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out
                          HumanBytes(static_cast<double>(response.total_after_bytes())),
                          SignedHumanBytes(static_cast<double>(response.total_delta_bytes())),
                          response.class_count());
-  Table table({"CLASS", "CHANGE", "BYTES BEFORE", "BYTES AFTER", "DELTA", "INSTANCES", "DELTA INST"},
-              {2, 3, 4, 5, 6});
+  Table table(
+      {"CLASS", "CHANGE", "BYTES BEFORE", "BYTES AFTER", "DELTA", "INSTANCES", "DELTA INST"},
+      {2, 3, 4, 5, 6});
   for (const v1::ClassDelta& c : response.classes()) {
     table.AddRow({c.class_name(), ChangeName(c.change()), std::to_string(c.before_bytes()),
-                  std::to_string(c.after_bytes()), SignedHumanBytes(static_cast<double>(c.delta_bytes())),
+                  std::to_string(c.after_bytes()),
+                  SignedHumanBytes(static_cast<double>(c.delta_bytes())),
                   std::to_string(c.after_instances()), Signed(c.delta_instances())});
   }
   table.Print(out);
@@ -363,39 +369,45 @@ int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out
 std::vector<Subcommand> AddQueryCommands(CLI::App& app) {
   std::vector<Subcommand> commands;
 
-  CLI::App* agents = app.add_subcommand("agents", "List the JVM agents heapwatchd knows (live and down)");
+  CLI::App* agents =
+      app.add_subcommand("agents", "List the JVM agents heapwatchd knows (live and down)");
   commands.push_back({agents, RunAgents});
 
   auto suspects_args = std::make_shared<SuspectsArgs>();
   CLI::App* suspects = app.add_subcommand("suspects", "List current leak suspects");
   suspects->add_option("--agent", suspects_args->agent, "Only this agent");
-  commands.push_back({suspects, [suspects_args](const GlobalOptions& g, std::ostream& o,
-                                                std::ostream& e) {
-                        return RunSuspects(*suspects_args, g, o, e);
-                      }});
+  commands.push_back(
+      {suspects, [suspects_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
+         return RunSuspects(*suspects_args, g, o, e);
+       }});
 
   auto history_args = std::make_shared<HistoryArgs>();
   CLI::App* history = app.add_subcommand("history", "Bytes and instances of one class over time");
-  history->add_option("agent", history_args->agent, "Agent id (see `heapwatchctl agents`)")->required();
+  history->add_option("agent", history_args->agent, "Agent id (see `heapwatchctl agents`)")
+      ->required();
   history->add_option("class", history_args->class_name, "Class name, e.g. com.example.Cache$Entry")
       ->required();
   history->add_option("--since", history_args->since,
                       "Start: RFC 3339 time, or a duration before now (10m, -10m)");
-  history->add_option("--until", history_args->until, "End: RFC 3339 time or -DURATION (default: now)");
-  commands.push_back({history, [history_args](const GlobalOptions& g, std::ostream& o,
-                                              std::ostream& e) {
-                        return RunHistory(*history_args, g, o, e);
-                      }});
+  history->add_option("--until", history_args->until,
+                      "End: RFC 3339 time or -DURATION (default: now)");
+  commands.push_back(
+      {history, [history_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
+         return RunHistory(*history_args, g, o, e);
+       }});
 
   auto diff_args = std::make_shared<DiffArgs>();
-  CLI::App* diff = app.add_subcommand("diff", "Per-class difference between two snapshots of an agent");
+  CLI::App* diff =
+      app.add_subcommand("diff", "Per-class difference between two snapshots of an agent");
   diff->add_option("agent", diff_args->agent, "Agent id")->required();
-  diff->add_option("--from", diff_args->from,
-                   "Older snapshot: the newest at or before this time (RFC 3339 or -DURATION; default: "
-                   "the snapshot before --to)");
+  diff->add_option(
+      "--from", diff_args->from,
+      "Older snapshot: the newest at or before this time (RFC 3339 or -DURATION; default: "
+      "the snapshot before --to)");
   diff->add_option("--to", diff_args->to,
                    "Newer snapshot: the newest at or before this time (default: the latest)");
-  diff->add_option("--max", diff_args->max, "Show at most this many classes, largest growth first; 0 = all")
+  diff->add_option("--max", diff_args->max,
+                   "Show at most this many classes, largest growth first; 0 = all")
       ->capture_default_str();
   commands.push_back({diff, [diff_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
                         return RunDiff(*diff_args, g, o, e);

@@ -1,5 +1,5 @@
-// heapwatchctl's query subcommands over heapwatchd's heapwatch.v1.QueryService: agents, suspects, history,
-// diff. docs/cli.md is the reference (arguments, table columns, JSON fields).
+// heapwatchctl's query subcommands over heapwatchd's heapwatch.v1.QueryService: agents, suspects,
+// history, diff. docs/cli.md is the reference (arguments, table columns, JSON fields).
 #ifndef HEAPWATCH_CTL_QUERY_COMMANDS_H_
 #define HEAPWATCH_CTL_QUERY_COMMANDS_H_
 

@@ -17,7 +17,8 @@ StatusOr<absl::Duration> ParseNonNegativeDuration(const std::string& text) {
 
 }  // namespace
 
-StatusOr<absl::Time> ParseTimeArg(const std::string& raw, absl::Time now, bool bare_duration_means_ago) {
+StatusOr<absl::Time> ParseTimeArg(const std::string& raw, absl::Time now,
+                                  bool bare_duration_means_ago) {
   std::string text(absl::StripAsciiWhitespace(raw));
   if (text == "now") return now;
   if (!text.empty() && text[0] == '-') {
@@ -30,9 +31,10 @@ StatusOr<absl::Time> ParseTimeArg(const std::string& raw, absl::Time now, bool b
   absl::Time t;
   std::string error;
   if (absl::ParseTime(absl::RFC3339_full, text, &t, &error)) return t;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "invalid time '", raw,
-      "': expected RFC 3339 (2026-01-02T15:04:05Z), 'now', or a relative time such as -10m or -1h30m"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid time '", raw,
+                   "': expected RFC 3339 (2026-01-02T15:04:05Z), 'now', or a relative time such as "
+                   "-10m or -1h30m"));
 }
 
 std::string Rfc3339(absl::Time t) {

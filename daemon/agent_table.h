@@ -1,8 +1,9 @@
-// The daemon's in-memory view of the agents it watches now: labels, collection state and current suspects.
-// Written by the discovery thread and the collection workers, read by the gRPC query service. Agents that
-// are down are not kept here; their history lives in the store.
+// The daemon's in-memory view of the agents it watches now: labels, collection state and current
+// suspects. Written by the discovery thread and the collection workers, read by the gRPC query
+// service. Agents that are down are not kept here; their history lives in the store.
 //
-// Thread-safety: thread-safe (one internal mutex); every method copies in or out, no reference escapes.
+// Thread-safety: thread-safe (one internal mutex); every method copies in or out, no reference
+// escapes.
 #ifndef HEAPWATCH_DAEMON_AGENT_TABLE_H_
 #define HEAPWATCH_DAEMON_AGENT_TABLE_H_
 
@@ -29,7 +30,7 @@ enum class AgentState {
 struct AgentStatus {
   AgentInfo info;
   AgentState state = AgentState::kUp;
-  bool all_objects = false;                           // histograms with -all
+  bool all_objects = false;                              // histograms with -all
   absl::Time last_snapshot_time = absl::InfinitePast();  // newest stored snapshot
   absl::Time next_collection = absl::InfinitePast();
   absl::Duration last_collection_duration = absl::ZeroDuration();
@@ -44,8 +45,8 @@ class AgentTable {
   void Put(AgentStatus status);
   // Removes an agent; returns false if it was not present.
   bool Remove(const AgentId& id);
-  // Applies `update` to the agent's status under the lock; returns false (and does nothing) if absent.
-  // `update` must not call back into the table.
+  // Applies `update` to the agent's status under the lock; returns false (and does nothing) if
+  // absent. `update` must not call back into the table.
   bool Update(const AgentId& id, const std::function<void(AgentStatus&)>& update);
   std::optional<AgentStatus> Get(const AgentId& id) const;
   // Every agent, ordered by id.

@@ -45,8 +45,8 @@ StatusOr<absl::Duration> ParseDurationText(std::string_view text) {
         "invalid duration '%s' (expected e.g. 500ms, 2s, 1m, 1h30m)", std::string(text)));
   }
   if (d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("invalid duration '%s': must be finite and not negative", std::string(text)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "invalid duration '%s': must be finite and not negative", std::string(text)));
   }
   return d;
 }
@@ -88,9 +88,9 @@ Status ReadMap(const YAML::Node& node, const std::string& path, const FieldMap& 
     if (it == fields.end()) {
       std::vector<std::string> known;
       for (const auto& f : fields) known.push_back(f.first);
-      return absl::InvalidArgumentError(absl::StrCat("unknown configuration key ",
-                                                     Located(kv.first, full), "; known keys here: ",
-                                                     absl::StrJoin(known, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown configuration key ", Located(kv.first, full),
+                       "; known keys here: ", absl::StrJoin(known, ", ")));
     }
     HW_RETURN_IF_ERROR(it->second(kv.second, full));
   }
@@ -143,7 +143,8 @@ StatusOr<absl::Duration> ReadDuration(const YAML::Node& node, std::string_view p
   }
   auto d = ParseDurationText(node.Scalar());
   if (!d.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), ": ", d.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Located(node, path), ": ", d.status().message()));
   }
   return *d;
 }
@@ -180,11 +181,13 @@ std::string FormatDouble(double v) {
 
 StatusOr<uint64_t> ReadByteSize(const YAML::Node& node, std::string_view path) {
   if (!node.IsScalar()) {
-    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a size in bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Located(node, path), " must be a size in bytes"));
   }
   auto v = ParseByteSize(node.Scalar());
   if (!v.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), ": ", v.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Located(node, path), ": ", v.status().message()));
   }
   return *v;
 }
@@ -193,11 +196,13 @@ StatusOr<std::vector<std::string>> ReadStringList(const YAML::Node& node, std::s
   std::vector<std::string> out;
   if (node.IsNull()) return out;
   if (!node.IsSequence()) {
-    return absl::InvalidArgumentError(absl::StrCat(Located(node, path), " must be a list of strings"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Located(node, path), " must be a list of strings"));
   }
   for (const auto& item : node) {
     if (!item.IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat(Located(item, path), " must hold strings only"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Located(item, path), " must hold strings only"));
     }
     out.push_back(item.Scalar());
   }
@@ -236,9 +241,10 @@ Field DoubleField(double* target, double min, double max) {
 }
 Field FilterField(MainClassFilter* target) {
   return [target](const YAML::Node& node, const std::string& path) -> Status {
-    return ReadMap(node, path,
-                   {{"include", Assign<std::vector<std::string>>(&target->include, ReadStringList)},
-                    {"exclude", Assign<std::vector<std::string>>(&target->exclude, ReadStringList)}});
+    return ReadMap(
+        node, path,
+        {{"include", Assign<std::vector<std::string>>(&target->include, ReadStringList)},
+         {"exclude", Assign<std::vector<std::string>>(&target->exclude, ReadStringList)}});
   };
 }
 Field Section(FieldMap fields) {
@@ -283,7 +289,8 @@ FieldMap TopLevelFields(Config* c) {
 
 }  // namespace
 
-StatusOr<Config> ParseConfigYaml(std::string_view yaml, const Config& base, std::string_view source) {
+StatusOr<Config> ParseConfigYaml(std::string_view yaml, const Config& base,
+                                 std::string_view source) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
@@ -299,8 +306,8 @@ StatusOr<Config> ParseConfigYaml(std::string_view yaml, const Config& base, std:
 StatusOr<Config> LoadConfigFile(const std::string& path, const Config& base) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read configuration file ", path, ": ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read configuration file ", path, ": ", std::strerror(errno)));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -315,8 +322,10 @@ Status ValidateConfig(const Config& c) {
   if (c.grpc_listen.empty()) return fail("grpc_listen", "must not be empty");
   if (c.metrics_listen.empty()) return fail("metrics_listen", "must not be empty");
   const CollectionConfig& col = c.collection;
-  if (col.interval < absl::Milliseconds(100)) return fail("collection.interval", "must be >= 100ms");
-  if (!(col.jitter >= 0 && col.jitter <= 0.5)) return fail("collection.jitter", "must be in [0, 0.5]");
+  if (col.interval < absl::Milliseconds(100))
+    return fail("collection.interval", "must be >= 100ms");
+  if (!(col.jitter >= 0 && col.jitter <= 0.5))
+    return fail("collection.jitter", "must be in [0, 0.5]");
   if (col.concurrency < 1 || col.concurrency > 64) {
     return fail("collection.concurrency", "must be in [1, 64]");
   }
@@ -329,7 +338,8 @@ Status ValidateConfig(const Config& c) {
   if (col.connect_timeout <= absl::ZeroDuration()) {
     return fail("collection.connect_timeout", "must be positive");
   }
-  if (col.io_timeout <= absl::ZeroDuration()) return fail("collection.io_timeout", "must be positive");
+  if (col.io_timeout <= absl::ZeroDuration())
+    return fail("collection.io_timeout", "must be positive");
   if (col.max_reply_bytes < 4096) return fail("collection.max_reply_bytes", "must be >= 4096");
   if (c.retention.max_age <= absl::ZeroDuration()) {
     return fail("retention.max_age", "must be positive");

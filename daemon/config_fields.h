@@ -1,5 +1,5 @@
-// Internal to daemon/config.cc and daemon/config_trend.cc: typed readers for YAML configuration values,
-// each returning InvalidArgument that names the full key path and line on bad input.
+// Internal to daemon/config.cc and daemon/config_trend.cc: typed readers for YAML configuration
+// values, each returning InvalidArgument that names the full key path and line on bad input.
 #ifndef HEAPWATCH_DAEMON_CONFIG_FIELDS_H_
 #define HEAPWATCH_DAEMON_CONFIG_FIELDS_H_
 

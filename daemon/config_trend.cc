@@ -71,7 +71,8 @@ void EmitTrend(YAML::Emitter& out, const diff::TrendOptions& t) {
 
 Status ValidateTrend(const diff::TrendOptions& trend) {
   Status s = diff::ValidateTrendOptions(trend);
-  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("configuration 'trend': ", s.message()));
+  if (!s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("configuration 'trend': ", s.message()));
   return absl::OkStatus();
 }
 

@@ -46,7 +46,8 @@ std::string HostName() {
   return buf;
 }
 
-// Writes "<port>\n" to `path` atomically (temp file + rename), so a reader never sees a partial file.
+// Writes "<port>\n" to `path` atomically (temp file + rename), so a reader never sees a partial
+// file.
 Status WritePortFile(const std::string& path, int port) {
   if (path.empty()) return absl::OkStatus();
   std::string tmp = absl::StrCat(path, ".tmp.", getpid());
@@ -55,11 +56,13 @@ Status WritePortFile(const std::string& path, int port) {
     out << port << "\n";
     out.flush();
     if (!out) {
-      return absl::InternalError(absl::StrCat("cannot write port file ", tmp, ": ", std::strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("cannot write port file ", tmp, ": ", std::strerror(errno)));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -98,8 +101,9 @@ struct Daemon::Impl {
     AgentId id;
     int attempts = 0;  // failed attempts so far (kRetry)
   };
-  // A JVM whose labels cannot be read is retried at every discovery; it is logged (once) as a warning
-  // only after this many attempts, since a starting JVM takes a moment to publish its PerfData.
+  // A JVM whose labels cannot be read is retried at every discovery; it is logged (once) as a
+  // warning only after this many attempts, since a starting JVM takes a moment to publish its
+  // PerfData.
   static constexpr int kQuietAttempts = 5;
 
   Config config;
@@ -115,22 +119,21 @@ struct Daemon::Impl {
 
   std::mutex mu;
   std::condition_variable cv;
-  bool stopping = false;                                   // guarded by mu
-  std::map<AgentId, std::shared_ptr<Runtime>> runtimes;    // guarded by mu: the live agents
-  std::map<ProcessKey, Known> known;                       // discovery thread only
-  int in_flight = 0;                                       // guarded by mu
-  int live_workers = 0;                                    // guarded by mu
-  bool store_failing = false;                              // guarded by mu; for state-change logs
+  bool stopping = false;                                 // guarded by mu
+  std::map<AgentId, std::shared_ptr<Runtime>> runtimes;  // guarded by mu: the live agents
+  std::map<ProcessKey, Known> known;                     // discovery thread only
+  int in_flight = 0;                                     // guarded by mu
+  int live_workers = 0;                                  // guarded by mu
+  bool store_failing = false;                            // guarded by mu; for state-change logs
   std::vector<std::thread> workers;
   std::thread discovery;
   bool shut_down = false;
 
   explicit Impl(const Config& c)
       : config(c),
-        scheduler(
-            SchedulerOptions{c.collection.interval, c.collection.jitter, c.collection.backoff_initial,
-                             c.collection.backoff_max, 0},
-            Clock::Real()) {
+        scheduler(SchedulerOptions{c.collection.interval, c.collection.jitter,
+                                   c.collection.backoff_initial, c.collection.backoff_max, 0},
+                  Clock::Real()) {
     attach.handshake_timeout = c.collection.handshake_timeout;
     attach.connect_timeout = c.collection.connect_timeout;
     attach.io_timeout = c.collection.io_timeout;
@@ -250,7 +253,8 @@ struct Daemon::Impl {
   size_t Replay(Runtime& rt, AgentStatus* status) {
     const diff::TrendOptions& t = config.trend;
     size_t count = t.warmup_snapshots + 2 * std::max(t.window_snapshots, t.peak_lookback_snapshots);
-    auto snapshots = store->ReadSnapshots(rt.info.id, absl::InfinitePast(), absl::InfiniteFuture(), count);
+    auto snapshots =
+        store->ReadSnapshots(rt.info.id, absl::InfinitePast(), absl::InfiniteFuture(), count);
     if (!snapshots.ok()) {
       if (snapshots.status().code() != absl::StatusCode::kNotFound) {
         spdlog::error("agent {}: cannot read its stored history, starting afresh: {}",
@@ -342,7 +346,8 @@ struct Daemon::Impl {
     snapshot.agent = id;
     snapshot.time = absl::Now();
     snapshot.histogram = *std::move(histogram);
-    Status stored = store->Append(snapshot);  // durable once OK: before anything else sees the snapshot
+    Status stored =
+        store->Append(snapshot);  // durable once OK: before anything else sees the snapshot
     if (!stored.ok()) return Failed(id, rt, CollectionResult::kStoreError, stored, start);
     const absl::Duration took = absl::Now() - start;
     Succeeded(id, rt, snapshot, took);
@@ -359,10 +364,11 @@ struct Daemon::Impl {
       for (const diff::Suspect& s : suspects) {
         names.insert(s.class_name);
         if (!rt.suspect_names.count(s.class_name)) {
-          spdlog::warn("agent {}: class {} is a leak suspect (grows {:.0f} bytes/s, {:.0f} instances/s, "
-                       "now {} bytes in {} instances, score {:.2f})",
-                       Describe(rt.info), s.class_name, s.growth_bytes_per_second,
-                       s.growth_instances_per_second, s.bytes, s.instances, s.score);
+          spdlog::warn(
+              "agent {}: class {} is a leak suspect (grows {:.0f} bytes/s, {:.0f} instances/s, "
+              "now {} bytes in {} instances, score {:.2f})",
+              Describe(rt.info), s.class_name, s.growth_bytes_per_second,
+              s.growth_instances_per_second, s.bytes, s.instances, s.score);
         }
       }
       for (const std::string& name : rt.suspect_names) {
@@ -383,7 +389,8 @@ struct Daemon::Impl {
     }
     metrics.RecordCollection(id, CollectionResult::kOk, took);
     auto it = runtimes.find(id);
-    if (it == runtimes.end() || it->second.get() != &rt) return;  // removed meanwhile: publish nothing
+    if (it == runtimes.end() || it->second.get() != &rt)
+      return;  // removed meanwhile: publish nothing
     metrics.SetAgentUp(id, true);
     metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
     agents.Update(id, [&](AgentStatus& s) {
@@ -400,13 +407,15 @@ struct Daemon::Impl {
               absl::Time start) {
     const absl::Duration took = absl::Now() - start;
     if (result != CollectionResult::kStoreError && !collectors::VerifyLocalJvm(rt.jvm).ok()) {
-      // The JVM exited (or stopped being the JVM we discovered) during the collection: not a failure of
-      // the agent. Discovery would notice within one interval; drop it now so nothing is retried.
+      // The JVM exited (or stopped being the JVM we discovered) during the collection: not a
+      // failure of the agent. Discovery would notice within one interval; drop it now so nothing is
+      // retried.
       metrics.RecordCollection(id, result, took);
       RemoveAgent(id, "its JVM exited during a collection");
       return false;
     }
-    const std::string reason = absl::StrCat(std::string(CollectionResultName(result)), ": ", error.ToString());
+    const std::string reason =
+        absl::StrCat(std::string(CollectionResultName(result)), ": ", error.ToString());
     if (result == CollectionResult::kStoreError) {
       std::lock_guard<std::mutex> lock(mu);
       if (!store_failing) {
@@ -417,7 +426,8 @@ struct Daemon::Impl {
     } else {
       std::lock_guard<std::mutex> lock(rt.detector_mu);
       if (!rt.failing) {
-        spdlog::warn("agent {}: collection failed, retrying with backoff: {}", Describe(rt.info), reason);
+        spdlog::warn("agent {}: collection failed, retrying with backoff: {}", Describe(rt.info),
+                     reason);
         rt.failing = true;
       } else {
         spdlog::debug("agent {}: collection failed again: {}", Describe(rt.info), reason);
@@ -460,7 +470,8 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->exposer->RegisterCollectable(impl->metrics.collectable());
   std::vector<int> ports = impl->exposer->GetListeningPorts();
   if (ports.empty()) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", config.metrics_listen));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for metrics on ", config.metrics_listen));
   }
   impl->metrics_port = ports.front();
 

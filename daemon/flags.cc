@@ -6,12 +6,15 @@
 
 namespace heapwatch::daemon {
 
-CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
+                             std::ostream& err) {
   CommandLine result;
   const Config defaults;
   CLI::App app{
-      "heapwatchd: watches the local JVMs, collects class histograms periodically, stores them in LMDB, "
-      "flags classes that keep growing (leak suspects), and serves the results over gRPC and Prometheus "
+      "heapwatchd: watches the local JVMs, collects class histograms periodically, stores them in "
+      "LMDB, "
+      "flags classes that keep growing (leak suspects), and serves the results over gRPC and "
+      "Prometheus "
       "/metrics.",
       "heapwatchd"};
   app.get_formatter()->column_width(34);
@@ -20,28 +23,31 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   std::string interval, log_level;
   int concurrency = 0, top_classes = 0;
   app.add_option("--config", config_file, "YAML configuration file (see docs/configuration.md)");
-  app.add_option("--data-dir", data_dir,
-                 "Directory of the LMDB store, created if missing (default: " + defaults.data_dir + ")");
+  app.add_option(
+      "--data-dir", data_dir,
+      "Directory of the LMDB store, created if missing (default: " + defaults.data_dir + ")");
   app.add_option("--grpc-listen", grpc_listen,
                  "host:port of the gRPC query service; port 0 picks a free port (default: " +
                      defaults.grpc_listen + ")");
-  app.add_option("--metrics-listen", metrics_listen,
-                 "host:port of the Prometheus /metrics endpoint; port 0 picks a free port (default: " +
-                     defaults.metrics_listen + ")");
+  app.add_option(
+      "--metrics-listen", metrics_listen,
+      "host:port of the Prometheus /metrics endpoint; port 0 picks a free port (default: " +
+          defaults.metrics_listen + ")");
   app.add_option("--grpc-port-file", grpc_port_file, "Write the bound gRPC port to this file");
-  app.add_option("--metrics-port-file", metrics_port_file, "Write the bound metrics port to this file");
+  app.add_option("--metrics-port-file", metrics_port_file,
+                 "Write the bound metrics port to this file");
   app.add_option("--interval", interval,
                  "Time between two histograms of one agent, e.g. 30s, 1m, 1h30m (default: " +
                      FormatDurationText(defaults.collection.interval) + ")");
-  app.add_option("--concurrency", concurrency, "Collections running at once (default: " +
-                                                   std::to_string(defaults.collection.concurrency) +
-                                                   ")");
+  app.add_option("--concurrency", concurrency,
+                 "Collections running at once (default: " +
+                     std::to_string(defaults.collection.concurrency) + ")");
   app.add_option("--top-classes", top_classes,
                  "Classes per agent exported to Prometheus besides suspects (default: " +
                      std::to_string(defaults.exporter.top_classes) + ")");
-  app.add_option("--log-level", log_level,
-                 "trace, debug, info, warn, error, critical or off (default: " + defaults.log_level +
-                     ")");
+  app.add_option(
+      "--log-level", log_level,
+      "trace, debug, info, warn, error, critical or off (default: " + defaults.log_level + ")");
   app.add_flag("--print-config", result.print_config,
                "Print the effective configuration as YAML and exit");
 

@@ -1,7 +1,7 @@
-// The single list of Prometheus metric families heapwatchd exports on /metrics. Dashboards and alert rules
-// (dashboards/) may only query names from this list; tests/daemon/metrics_test.cc checks that it equals what
-// the daemon actually registers, and the dashboards test checks the Grafana dashboard against it.
-// docs/metrics.md describes every family (type, labels, meaning).
+// The single list of Prometheus metric families heapwatchd exports on /metrics. Dashboards and
+// alert rules (dashboards/) may only query names from this list; tests/daemon/metrics_test.cc
+// checks that it equals what the daemon actually registers, and the dashboards test checks the
+// Grafana dashboard against it. docs/metrics.md describes every family (type, labels, meaning).
 //
 // Histogram families are exposed as <name>_bucket, <name>_sum and <name>_count, as Prometheus does.
 #ifndef HEAPWATCH_DAEMON_METRIC_NAMES_H_
@@ -15,10 +15,12 @@ namespace heapwatch::daemon::metric_names {
 
 // Per agent. Labels: agent, host, pid, main_class, jvm_version. Value 1.
 inline constexpr std::string_view kAgentInfo = "heapwatch_agent_info";
-// Per agent. 1 while the last collection succeeded, 0 while collections fail. Removed when the JVM exits.
+// Per agent. 1 while the last collection succeeded, 0 while collections fail. Removed when the JVM
+// exits.
 inline constexpr std::string_view kAgentUp = "heapwatch_agent_up";
 // Per agent. Unix time of the last successfully stored snapshot.
-inline constexpr std::string_view kAgentLastSnapshot = "heapwatch_agent_last_snapshot_timestamp_seconds";
+inline constexpr std::string_view kAgentLastSnapshot =
+    "heapwatch_agent_last_snapshot_timestamp_seconds";
 // Per (agent, class) for the top classes by bytes and every suspect.
 inline constexpr std::string_view kClassBytes = "heapwatch_class_bytes";
 inline constexpr std::string_view kClassInstances = "heapwatch_class_instances";
@@ -26,8 +28,10 @@ inline constexpr std::string_view kClassInstances = "heapwatch_class_instances";
 inline constexpr std::string_view kLeakSuspect = "heapwatch_leak_suspect";
 inline constexpr std::string_view kLeakSuspectScore = "heapwatch_leak_suspect_score";
 inline constexpr std::string_view kClassGrowthBytes = "heapwatch_class_growth_bytes_per_second";
-inline constexpr std::string_view kClassGrowthInstances = "heapwatch_class_growth_instances_per_second";
-// Per (agent, result): finished collections. result = ok | timeout | attach_error | parse_error | store_error.
+inline constexpr std::string_view kClassGrowthInstances =
+    "heapwatch_class_growth_instances_per_second";
+// Per (agent, result): finished collections. result = ok | timeout | attach_error | parse_error |
+// store_error.
 inline constexpr std::string_view kCollections = "heapwatch_collections_total";
 // Histogram over all agents: seconds from attach to stored snapshot (or failure).
 inline constexpr std::string_view kCollectionDuration = "heapwatch_collection_duration_seconds";
@@ -50,14 +54,22 @@ namespace heapwatch::daemon {
 
 // Every metric family name heapwatchd registers, sorted.
 inline constexpr std::array kExportedMetrics = {
-    metric_names::kAgentInfo,         metric_names::kAgentLastSnapshot,
-    metric_names::kAgentUp,           metric_names::kAgents,
-    metric_names::kBuildInfo,         metric_names::kClassBytes,
-    metric_names::kClassGrowthBytes,  metric_names::kClassGrowthInstances,
-    metric_names::kClassInstances,    metric_names::kCollectionDuration,
-    metric_names::kCollectionsInFlight, metric_names::kCollections,
-    metric_names::kGrpcRequests,      metric_names::kLeakSuspect,
-    metric_names::kLeakSuspectScore,  metric_names::kRetentionRuns,
+    metric_names::kAgentInfo,
+    metric_names::kAgentLastSnapshot,
+    metric_names::kAgentUp,
+    metric_names::kAgents,
+    metric_names::kBuildInfo,
+    metric_names::kClassBytes,
+    metric_names::kClassGrowthBytes,
+    metric_names::kClassGrowthInstances,
+    metric_names::kClassInstances,
+    metric_names::kCollectionDuration,
+    metric_names::kCollectionsInFlight,
+    metric_names::kCollections,
+    metric_names::kGrpcRequests,
+    metric_names::kLeakSuspect,
+    metric_names::kLeakSuspectScore,
+    metric_names::kRetentionRuns,
     metric_names::kStoreSize,
 };
 static_assert(std::is_sorted(kExportedMetrics.begin(), kExportedMetrics.end()),

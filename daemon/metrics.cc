@@ -59,7 +59,8 @@ auto& RegisterFamily(Builder builder, std::string_view name, const char* help,
   return builder.Name(std::string(name)).Help(help).Register(registry);
 }
 
-// The series of one class of one agent. Suspect-only series are null while the class is not a suspect.
+// The series of one class of one agent. Suspect-only series are null while the class is not a
+// suspect.
 struct ClassSeries {
   Gauge* bytes = nullptr;
   Gauge* instances = nullptr;
@@ -83,61 +84,67 @@ struct AgentSeries {
 struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
 
-
   Family<Gauge>& agent_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentInfo,
-                                       "Labels of a watched JVM agent; value 1.", *registry);
-  Family<Gauge>& agent_up = RegisterFamily(
-      prometheus::BuildGauge(), metric_names::kAgentUp,
-      "1 while the last class-histogram collection of the agent succeeded, 0 while collections fail.",
-      *registry);
+                                             "Labels of a watched JVM agent; value 1.", *registry);
+  Family<Gauge>& agent_up = RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentUp,
+                                           "1 while the last class-histogram collection of the "
+                                           "agent succeeded, 0 while collections fail.",
+                                           *registry);
   Family<Gauge>& agent_last_snapshot =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentLastSnapshot,
-               "Unix time in seconds of the agent's last stored class histogram.", *registry);
-  Family<Gauge>& class_bytes =
-      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassBytes,
-               "Shallow bytes of a class in the agent's last class histogram (top classes and suspects).", *registry);
-  Family<Gauge>& class_instances =
-      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassInstances,
-               "Instances of a class in the agent's last class histogram (top classes and suspects).", *registry);
-  Family<Gauge>& leak_suspect = RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspect,
-                                         "1 while the class is a leak suspect of the agent.", *registry);
+                     "Unix time in seconds of the agent's last stored class histogram.", *registry);
+  Family<Gauge>& class_bytes = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kClassBytes,
+      "Shallow bytes of a class in the agent's last class histogram (top classes and suspects).",
+      *registry);
+  Family<Gauge>& class_instances = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kClassInstances,
+      "Instances of a class in the agent's last class histogram (top classes and suspects).",
+      *registry);
+  Family<Gauge>& leak_suspect =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspect,
+                     "1 while the class is a leak suspect of the agent.", *registry);
   Family<Gauge>& leak_suspect_score =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspectScore,
-               "Confidence in [0, 1] that a suspect class keeps growing.", *registry);
-  Family<Gauge>& growth_bytes =
-      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassGrowthBytes,
-               "Robust (Theil-Sen) growth rate of a suspect class in bytes per second.", *registry);
-  Family<Gauge>& growth_instances =
-      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassGrowthInstances,
-               "Robust (Theil-Sen) growth rate of a suspect class in instances per second.", *registry);
+                     "Confidence in [0, 1] that a suspect class keeps growing.", *registry);
+  Family<Gauge>& growth_bytes = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kClassGrowthBytes,
+      "Robust (Theil-Sen) growth rate of a suspect class in bytes per second.", *registry);
+  Family<Gauge>& growth_instances = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kClassGrowthInstances,
+      "Robust (Theil-Sen) growth rate of a suspect class in instances per second.", *registry);
   Family<Counter>& collections =
       RegisterFamily(prometheus::BuildCounter(), metric_names::kCollections,
-               "Finished class-histogram collections by agent and result.", *registry);
-  Family<Histogram>& collection_duration_family =
-      RegisterFamily(prometheus::BuildHistogram(), metric_names::kCollectionDuration,
-               "Seconds from the start of an attach to the stored snapshot (or the failure).", *registry);
+                     "Finished class-histogram collections by agent and result.", *registry);
+  Family<Histogram>& collection_duration_family = RegisterFamily(
+      prometheus::BuildHistogram(), metric_names::kCollectionDuration,
+      "Seconds from the start of an attach to the stored snapshot (or the failure).", *registry);
   Histogram& collection_duration = collection_duration_family.Add(
-      {}, Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120});
-  Family<Gauge>& in_flight_family = RegisterFamily(prometheus::BuildGauge(),
-                                             metric_names::kCollectionsInFlight,
-                                             "Class-histogram collections running now.", *registry);
+      {},
+      Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120});
+  Family<Gauge>& in_flight_family =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kCollectionsInFlight,
+                     "Class-histogram collections running now.", *registry);
   Gauge& in_flight = in_flight_family.Add({});
-  Family<Gauge>& agents_family = RegisterFamily(prometheus::BuildGauge(), metric_names::kAgents,
-                                          "Watched agents by state (up, unreachable).", *registry);
+  Family<Gauge>& agents_family =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kAgents,
+                     "Watched agents by state (up, unreachable).", *registry);
   Gauge& agents_up = agents_family.Add({{"state", "up"}});
   Gauge& agents_unreachable = agents_family.Add({{"state", "unreachable"}});
-  Family<Gauge>& store_size_family = RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreSize,
-                                              "Size of the LMDB store on disk in bytes.", *registry);
+  Family<Gauge>& store_size_family =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreSize,
+                     "Size of the LMDB store on disk in bytes.", *registry);
   Gauge& store_size = store_size_family.Add({});
-  Family<Counter>& retention_runs = RegisterFamily(prometheus::BuildCounter(),
-                                             metric_names::kRetentionRuns,
-                                             "Background retention runs of the store by result.", *registry);
+  Family<Counter>& retention_runs =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kRetentionRuns,
+                     "Background retention runs of the store by result.", *registry);
   Counter& retention_ok = retention_runs.Add({{"result", "ok"}});
   Counter& retention_error = retention_runs.Add({{"result", "error"}});
-  Family<Counter>& grpc_requests = RegisterFamily(prometheus::BuildCounter(), metric_names::kGrpcRequests,
-                                            "gRPC requests served by method and status code.", *registry);
+  Family<Counter>& grpc_requests =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kGrpcRequests,
+                     "gRPC requests served by method and status code.", *registry);
   Family<Gauge>& build_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kBuildInfo,
-                                       "heapwatchd build information; value 1.", *registry);
+                                             "heapwatchd build information; value 1.", *registry);
 
   std::mutex mu;
   std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu

@@ -1,10 +1,10 @@
-// heapwatchd's Prometheus metrics (prometheus-cpp): every family of daemon/metric_names.h, and the life
-// cycle of the per-agent series. docs/metrics.md documents each family.
+// heapwatchd's Prometheus metrics (prometheus-cpp): every family of daemon/metric_names.h, and the
+// life cycle of the per-agent series. docs/metrics.md documents each family.
 //
-// Cardinality is bounded: per agent, one info/up/last-snapshot series, one collections_total series per
-// result, and class series only for the agent's top `top_classes` classes by bytes plus its suspects.
-// Class series of a class that leaves that set are removed at the next snapshot; every series of an agent is
-// removed by RemoveAgent() (its JVM exited).
+// Cardinality is bounded: per agent, one info/up/last-snapshot series, one collections_total series
+// per result, and class series only for the agent's top `top_classes` classes by bytes plus its
+// suspects. Class series of a class that leaves that set are removed at the next snapshot; every
+// series of an agent is removed by RemoveAgent() (its JVM exited).
 //
 // Thread-safety: thread-safe; every method may be called from any thread (one internal mutex, plus
 // prometheus-cpp's own locking for scrapes).
@@ -54,8 +54,8 @@ class Metrics {
   // The current exposition in the Prometheus text format (what a scrape returns).
   std::string ExpositionText() const;
 
-  // Starts the series of a newly watched agent: agent_info (1), agent_up (1) and collections_total at 0 for
-  // every result. Calling it again replaces the info labels.
+  // Starts the series of a newly watched agent: agent_info (1), agent_up (1) and collections_total
+  // at 0 for every result. Calling it again replaces the info labels.
   void AddAgent(const AgentInfo& info);
   // Sets heapwatch_agent_up (collections succeed / fail). No effect for an agent not added.
   void SetAgentUp(const AgentId& agent, bool up);
@@ -69,10 +69,10 @@ class Metrics {
   void SetCollectionsInFlight(int n);
 
   // Publishes the class series of the agent after a stored snapshot: bytes and instances for the
-  // `top_classes` classes of `latest` with the most bytes (rows of one class name summed) and for every
-  // suspect; the suspect, score and growth series for `suspects`; and the last-snapshot timestamp.
-  // Series of classes no longer in those sets are removed. No effect for an agent not added.
-  // Complexity: O(r log r) for r rows.
+  // `top_classes` classes of `latest` with the most bytes (rows of one class name summed) and for
+  // every suspect; the suspect, score and growth series for `suspects`; and the last-snapshot
+  // timestamp. Series of classes no longer in those sets are removed. No effect for an agent not
+  // added. Complexity: O(r log r) for r rows.
   void PublishSnapshot(const AgentId& agent, const Snapshot& latest,
                        const std::vector<diff::Suspect>& suspects, int top_classes);
 
@@ -80,7 +80,8 @@ class Metrics {
   void SetStoreSize(uint64_t bytes);
   // heapwatch_retention_runs_total{result="ok"|"error"}.
   void RecordRetentionRun(bool ok);
-  // heapwatch_grpc_requests_total{method, code}; `code` is the canonical status name ("OK", "NOT_FOUND").
+  // heapwatch_grpc_requests_total{method, code}; `code` is the canonical status name ("OK",
+  // "NOT_FOUND").
   void RecordGrpcRequest(std::string_view method, std::string_view code);
 
  private:

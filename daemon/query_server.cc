@@ -151,7 +151,8 @@ class QueryServiceImpl final : public v1::QueryService::Service {
       FillLabels(info, &a);
       a.set_state(v1::AGENT_STATE_DOWN);
       auto times = store_->ListSnapshotTimes(info.id, absl::InfinitePast(), absl::InfiniteFuture());
-      if (times.ok() && !times->empty()) proto::SetTimestamp(times->back(), &a, &v1::Agent::mutable_last_snapshot_time);
+      if (times.ok() && !times->empty())
+        proto::SetTimestamp(times->back(), &a, &v1::Agent::mutable_last_snapshot_time);
     }
     for (auto& [id, a] : out) *response->add_agents() = std::move(a);
     return grpc::Status::OK;
@@ -166,7 +167,8 @@ class QueryServiceImpl final : public v1::QueryService::Service {
         agents.push_back(*std::move(live));
       } else {
         auto stored = store_->GetAgent(id);
-        if (!stored.ok()) return ToGrpc(stored.status());  // NOT_FOUND, or INVALID_ARGUMENT for a bad id
+        if (!stored.ok())
+          return ToGrpc(stored.status());  // NOT_FOUND, or INVALID_ARGUMENT for a bad id
         // Known but down: no current suspects.
       }
     } else {
@@ -178,11 +180,12 @@ class QueryServiceImpl final : public v1::QueryService::Service {
         FillSuspect(a.info.id, s, a.last_snapshot_time, &suspects.emplace_back());
       }
     }
-    std::stable_sort(suspects.begin(), suspects.end(), [](const v1::Suspect& x, const v1::Suspect& y) {
-      if (x.score() != y.score()) return x.score() > y.score();
-      if (x.agent() != y.agent()) return x.agent() < y.agent();
-      return x.class_name() < y.class_name();
-    });
+    std::stable_sort(suspects.begin(), suspects.end(),
+                     [](const v1::Suspect& x, const v1::Suspect& y) {
+                       if (x.score() != y.score()) return x.score() > y.score();
+                       if (x.agent() != y.agent()) return x.agent() < y.agent();
+                       return x.class_name() < y.class_name();
+                     });
     for (auto& s : suspects) *response->add_suspects() = std::move(s);
     return grpc::Status::OK;
   }
@@ -227,9 +230,9 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     auto to = store_->ReadLatestAtOrBefore(agent, *to_time);
     if (!to.ok()) return ToGrpc(to.status());
     if (!to->has_value()) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          request.has_to_time() ? "no snapshot at or before to_time"
-                                                : "the agent has no snapshot");
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, request.has_to_time()
+                                                           ? "no snapshot at or before to_time"
+                                                           : "the agent has no snapshot");
     }
     StatusOr<std::optional<Snapshot>> from =
         request.has_from_time()
@@ -260,8 +263,9 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     response->set_total_after_instances(after_instances);
     response->set_total_delta_instances(d.total_instances_delta);
     response->set_class_count(static_cast<uint32_t>(d.classes.size()));
-    size_t limit = request.max_classes() == 0 ? d.classes.size()
-                                              : std::min<size_t>(request.max_classes(), d.classes.size());
+    size_t limit = request.max_classes() == 0
+                       ? d.classes.size()
+                       : std::min<size_t>(request.max_classes(), d.classes.size());
     for (size_t i = 0; i < limit; ++i) {
       const diff::ClassDelta& c = d.classes[i];
       v1::ClassDelta* out = response->add_classes();
@@ -311,8 +315,8 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& lis
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", listen,
-                                               " (address in use or invalid)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for gRPC on ", listen, " (address in use or invalid)"));
   }
   impl->server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
   return std::unique_ptr<QueryServer>(new QueryServer(std::move(impl)));

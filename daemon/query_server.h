@@ -1,16 +1,17 @@
-// The gRPC server of heapwatchd: the heapwatch.v1.QueryService (proto/heapwatch/v1/heapwatch.proto), the
-// standard health service (grpc.health.v1.Health; "" and "heapwatch.v1.QueryService" are SERVING while
-// the server runs) and server reflection.
+// The gRPC server of heapwatchd: the heapwatch.v1.QueryService
+// (proto/heapwatch/v1/heapwatch.proto), the standard health service (grpc.health.v1.Health; "" and
+// "heapwatch.v1.QueryService" are SERVING while the server runs) and server reflection.
 //
-// Answers come from the store (history, diffs, agents that are down) and from the AgentTable (live agents
-// and their current suspects). Every request is counted in heapwatch_grpc_requests_total{method,code}.
-// Status codes: INVALID_ARGUMENT for a malformed request (empty agent or class, inverted time range),
-// NOT_FOUND for an unknown agent, class or snapshot, the store's code otherwise (see storage/).
+// Answers come from the store (history, diffs, agents that are down) and from the AgentTable (live
+// agents and their current suspects). Every request is counted in
+// heapwatch_grpc_requests_total{method,code}. Status codes: INVALID_ARGUMENT for a malformed
+// request (empty agent or class, inverted time range), NOT_FOUND for an unknown agent, class or
+// snapshot, the store's code otherwise (see storage/).
 //
 // This header deliberately includes no gRPC header; the service lives in query_server.cc.
 //
-// Thread-safety: Start/Shutdown/port are not meant to be called concurrently with each other; requests are
-// served concurrently on gRPC's threads.
+// Thread-safety: Start/Shutdown/port are not meant to be called concurrently with each other;
+// requests are served concurrently on gRPC's threads.
 #ifndef HEAPWATCH_DAEMON_QUERY_SERVER_H_
 #define HEAPWATCH_DAEMON_QUERY_SERVER_H_
 
@@ -29,7 +30,8 @@ class QueryServer {
  public:
   // Binds `listen` ("host:port", port 0 = any free port) and starts serving. `store`, `agents` and
   // `metrics` are not owned and must outlive the server.
-  // Errors: Unavailable when the address cannot be bound (in use, bad host), InvalidArgument when empty.
+  // Errors: Unavailable when the address cannot be bound (in use, bad host), InvalidArgument when
+  // empty.
   static StatusOr<std::unique_ptr<QueryServer>> Start(const std::string& listen,
                                                       storage::SnapshotStore* store,
                                                       const AgentTable* agents, Metrics* metrics);

@@ -48,8 +48,9 @@ std::vector<AgentId> Scheduler::TakeDue(size_t max) {
   for (const auto& [id, s] : agents_) {
     if (!s.in_flight && s.next_due <= now) due.emplace_back(s.next_due, &id);
   }
-  std::sort(due.begin(), due.end(),
-            [](const auto& a, const auto& b) { return std::tie(a.first, *a.second) < std::tie(b.first, *b.second); });
+  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, *a.second) < std::tie(b.first, *b.second);
+  });
   std::vector<AgentId> out;
   for (size_t i = 0; i < due.size() && out.size() < max; ++i) {
     AgentSchedule& s = agents_.at(*due[i].second);

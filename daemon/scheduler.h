@@ -1,17 +1,19 @@
-// When to collect the next class histogram of each agent: one per agent per interval, jittered, with
-// per-agent exponential backoff after failures and at most one collection in flight per agent.
+// When to collect the next class histogram of each agent: one per agent per interval, jittered,
+// with per-agent exponential backoff after failures and at most one collection in flight per agent.
 //
-// The scheduler only decides times; the daemon's worker pool (bounded concurrency) asks it for due agents
-// with TakeDue() and reports each outcome with Finish(). Times come from an injected Clock, so tests drive it
-// with FakeClock.
+// The scheduler only decides times; the daemon's worker pool (bounded concurrency) asks it for due
+// agents with TakeDue() and reports each outcome with Finish(). Times come from an injected Clock,
+// so tests drive it with FakeClock.
 //
 // Rules (all delays are multiplied by a random factor in [1 - jitter, 1 + jitter]):
 //   - a new agent is first due at now + U[0, jitter * interval] (spreads start-up load);
-//   - after a success, the next collection is due `interval` after the start of the finished one (a fixed
+//   - after a success, the next collection is due `interval` after the start of the finished one (a
+//   fixed
 //     rate, not a fixed delay; if that is already past, it is due at once);
-//   - after the n-th consecutive failure, it is due at now + max(interval, min(backoff_initial * 2^(n-1),
-//     backoff_max)): a failing agent is never polled more often than a healthy one, and one that keeps
-//     failing is retried at least every backoff_max (plus jitter).
+//   - after the n-th consecutive failure, it is due at now + max(interval, min(backoff_initial *
+//   2^(n-1),
+//     backoff_max)): a failing agent is never polled more often than a healthy one, and one that
+//     keeps failing is retried at least every backoff_max (plus jitter).
 //
 // Thread-safety: thread-safe (one internal mutex); every method may be called from any thread.
 #ifndef HEAPWATCH_DAEMON_SCHEDULER_H_
@@ -40,10 +42,10 @@ struct SchedulerOptions {
 
 // The schedule of one agent.
 struct AgentSchedule {
-  absl::Time next_due;              // meaningful only while !in_flight
+  absl::Time next_due;  // meaningful only while !in_flight
   uint32_t consecutive_failures = 0;
   bool in_flight = false;
-  absl::Time started;               // start of the collection in flight (or of the last one)
+  absl::Time started;  // start of the collection in flight (or of the last one)
 };
 
 class Scheduler {
@@ -53,15 +55,16 @@ class Scheduler {
 
   // Starts scheduling `agent`. No effect if it is already scheduled.
   void Add(const AgentId& agent);
-  // Stops scheduling `agent` (e.g. its JVM exited). A collection in flight may still call Finish(), which
-  // is then ignored.
+  // Stops scheduling `agent` (e.g. its JVM exited). A collection in flight may still call Finish(),
+  // which is then ignored.
   void Remove(const AgentId& agent);
   bool Contains(const AgentId& agent) const;
 
-  // Returns up to `max` agents that are due (next_due <= now) and not in flight, earliest due first, and
-  // marks them in flight. Complexity: O(agents log agents).
+  // Returns up to `max` agents that are due (next_due <= now) and not in flight, earliest due
+  // first, and marks them in flight. Complexity: O(agents log agents).
   std::vector<AgentId> TakeDue(size_t max);
-  // Reports the outcome of the collection of `agent` taken with TakeDue() and computes its next due time.
+  // Reports the outcome of the collection of `agent` taken with TakeDue() and computes its next due
+  // time.
   void Finish(const AgentId& agent, bool ok);
 
   // Earliest next_due over agents not in flight; nullopt when there is none.

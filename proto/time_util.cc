@@ -33,8 +33,8 @@ void ToDuration(absl::Duration d, google::protobuf::Duration* out) {
 }
 
 StatusOr<absl::Duration> FromDuration(const google::protobuf::Duration& d) {
-  if (d.nanos() < -999'999'999 || d.nanos() > 999'999'999 ||
-      (d.seconds() > 0 && d.nanos() < 0) || (d.seconds() < 0 && d.nanos() > 0)) {
+  if (d.nanos() < -999'999'999 || d.nanos() > 999'999'999 || (d.seconds() > 0 && d.nanos() < 0) ||
+      (d.seconds() < 0 && d.nanos() > 0)) {
     return absl::InvalidArgumentError("duration nanos out of range or of the wrong sign");
   }
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());

@@ -1,5 +1,5 @@
-// Conversions between absl::Time / absl::Duration and google.protobuf.Timestamp / Duration, as used by
-// the heapwatch.v1 API: an infinite or unknown time is an unset field.
+// Conversions between absl::Time / absl::Duration and google.protobuf.Timestamp / Duration, as used
+// by the heapwatch.v1 API: an infinite or unknown time is an unset field.
 //
 // Thread-safety: pure functions.
 #ifndef HEAPWATCH_PROTO_TIME_UTIL_H_
@@ -18,8 +18,9 @@ void ToTimestamp(absl::Time t, google::protobuf::Timestamp* out);
 // google.protobuf.Timestamp (years 0001 to 9999).
 StatusOr<absl::Time> FromTimestamp(const google::protobuf::Timestamp& ts);
 
-// Sets the Timestamp field of `msg` reached through `mutable_field` when `t` is finite; leaves it unset
-// (absent) for absl::InfinitePast() / InfiniteFuture(), which heapwatch uses for "unknown" or "none".
+// Sets the Timestamp field of `msg` reached through `mutable_field` when `t` is finite; leaves it
+// unset (absent) for absl::InfinitePast() / InfiniteFuture(), which heapwatch uses for "unknown" or
+// "none".
 template <typename M>
 void SetTimestamp(absl::Time t, M* msg, google::protobuf::Timestamp* (M::*mutable_field)()) {
   if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return;

@@ -1,5 +1,5 @@
-// heapwatchctl's commands against a real QueryServer (loopback, real store; tests/daemon/query_fixture.h),
-// plus its argument and output helpers.
+// heapwatchctl's commands against a real QueryServer (loopback, real store;
+// tests/daemon/query_fixture.h), plus its argument and output helpers.
 #include "ctl/ctl.h"
 
 #include <sstream>
@@ -20,7 +20,8 @@ using ::testing::HasSubstr;
 TEST(TimeArg, Rfc3339RelativeAndNow) {
   const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   EXPECT_EQ(*ParseTimeArg("2023-11-14T22:13:20Z", now, false), now);
-  EXPECT_EQ(*ParseTimeArg("2023-11-14T23:13:20.5+01:00", now, false), now + absl::Milliseconds(500));
+  EXPECT_EQ(*ParseTimeArg("2023-11-14T23:13:20.5+01:00", now, false),
+            now + absl::Milliseconds(500));
   EXPECT_EQ(*ParseTimeArg("-10m", now, false), now - absl::Minutes(10));
   EXPECT_EQ(*ParseTimeArg("-1h30m", now, false), now - absl::Minutes(90));
   EXPECT_EQ(*ParseTimeArg("now", now, false), now);
@@ -82,7 +83,8 @@ class CtlTest : public heapwatch::testing::QueryFixture {
     EXPECT_TRUE(status.ok()) << text;
     return s;
   }
-  static const google::protobuf::Value& At(const google::protobuf::Struct& s, const std::string& key) {
+  static const google::protobuf::Value& At(const google::protobuf::Struct& s,
+                                           const std::string& key) {
     static const google::protobuf::Value kMissing;
     auto it = s.fields().find(key);
     EXPECT_NE(it, s.fields().end()) << "missing key " << key;
@@ -179,8 +181,8 @@ TEST_F(CtlTest, DiffDefaultAndExplicitTimes) {
   EXPECT_EQ(At(classes[0].struct_value(), "delta_bytes").number_value(), 1000);
   EXPECT_EQ(At(classes[3].struct_value(), "change").string_value(), "vanished");
 
-  Result explicit_times =
-      Run({"diff", kLive.value, "--from", "2023-11-14T22:13:20Z", "--to", "2023-11-14T22:14:20Z", "--json"});
+  Result explicit_times = Run({"diff", kLive.value, "--from", "2023-11-14T22:13:20Z", "--to",
+                               "2023-11-14T22:14:20Z", "--json"});
   ASSERT_EQ(explicit_times.code, 0) << explicit_times.err;
   EXPECT_EQ(At(Json(explicit_times.out), "from").string_value(), "2023-11-14T22:13:20Z");
 
@@ -192,9 +194,10 @@ TEST_F(CtlTest, DiffDefaultAndExplicitTimes) {
 
 TEST_F(CtlTest, ExitCodes) {
   EXPECT_EQ(Run({"history", "nobody", "Leak"}).code, 1);
-  EXPECT_EQ(Run({"diff", kDown.value, "--to", "2023-11-14T22:13:20Z"}).code, 1);  // one snapshot only
-  EXPECT_EQ(Run({}).code, 2);                          // no subcommand
-  EXPECT_EQ(Run({"history", kLive.value}).code, 2);    // missing CLASS
+  EXPECT_EQ(Run({"diff", kDown.value, "--to", "2023-11-14T22:13:20Z"}).code,
+            1);                                      // one snapshot only
+  EXPECT_EQ(Run({}).code, 2);                        // no subcommand
+  EXPECT_EQ(Run({"history", kLive.value}).code, 2);  // missing CLASS
   EXPECT_EQ(Run({"bogus"}).code, 2);
   EXPECT_EQ(Run({"diff", kLive.value, "--from", "yesterday"}).code, 2);
   EXPECT_EQ(Run({"--timeout", "soon", "agents"}).code, 2);

@@ -27,7 +27,9 @@ TEST(DurationText, RejectsBareNumbersNegativeAndInfinite) {
   for (const char* bad : {"", "5", "abc", "-1s", "inf", "1x", "s", "10 s"}) {
     auto d = ParseDurationText(bad);
     EXPECT_FALSE(d.ok()) << bad;
-    if (!d.ok()) EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    if (!d.ok()) {
+      EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    }
   }
 }
 
@@ -224,7 +226,8 @@ TEST(Config, ValidateRejectsInconsistentValues) {
 TEST(Config, YamlOutputParsesBackToTheSameConfig) {
   auto c = ParseConfigYaml(
       "data_dir: /d\ncollection:\n  interval: 1m30s\n  jitter: 0.15\n  all_objects:\n    include: "
-      "['a.*']\ntrend:\n  max_p_value: 0.025\n  min_growth_bytes: 3000000\nretention:\n  max_bytes: "
+      "['a.*']\ntrend:\n  max_p_value: 0.025\n  min_growth_bytes: 3000000\nretention:\n  "
+      "max_bytes: "
       "12345\n",
       Config(), "x");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -269,11 +272,12 @@ TEST_F(CommandLineTest, NoArgumentsGivesTheDefaults) {
 
 TEST_F(CommandLineTest, FlagsOverrideTheFile) {
   std::string path = WriteFile(
-      "data_dir: /from/file\ngrpc_listen: 127.0.0.1:1\ncollection:\n  interval: 10m\n  concurrency: 3\n");
-  CommandLine cl = Parse({"--config", path, "--data-dir", "/from/flag", "--interval", "1h30m",
-                          "--metrics-listen", "127.0.0.1:0", "--grpc-port-file", "/tmp/p",
-                          "--metrics-port-file", "/tmp/m", "--top-classes", "5", "--log-level",
-                          "warn", "--print-config"});
+      "data_dir: /from/file\ngrpc_listen: 127.0.0.1:1\ncollection:\n  interval: 10m\n  "
+      "concurrency: 3\n");
+  CommandLine cl =
+      Parse({"--config", path, "--data-dir", "/from/flag", "--interval", "1h30m",
+             "--metrics-listen", "127.0.0.1:0", "--grpc-port-file", "/tmp/p", "--metrics-port-file",
+             "/tmp/m", "--top-classes", "5", "--log-level", "warn", "--print-config"});
   ASSERT_FALSE(cl.exit_code.has_value()) << err_.str();
   EXPECT_EQ(cl.config.data_dir, "/from/flag");
   EXPECT_EQ(cl.config.grpc_listen, "127.0.0.1:1");  // from the file, no flag
@@ -291,16 +295,22 @@ TEST_F(CommandLineTest, HelpListsTheFlagsAndExitsZero) {
   CommandLine cl = Parse({"--help"});
   ASSERT_TRUE(cl.exit_code.has_value());
   EXPECT_EQ(*cl.exit_code, 0);
-  for (const char* flag : {"--config", "--data-dir", "--grpc-listen", "--metrics-listen", "--interval",
-                           "--grpc-port-file", "--metrics-port-file", "--print-config"}) {
+  for (const char* flag :
+       {"--config", "--data-dir", "--grpc-listen", "--metrics-listen", "--interval",
+        "--grpc-port-file", "--metrics-port-file", "--print-config"}) {
     EXPECT_THAT(out_.str(), HasSubstr(flag));
   }
 }
 
 TEST_F(CommandLineTest, UsageErrorsExitTwo) {
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"--bogus"}, {"--interval", "5"}, {"--interval", "-2s"}, {"--concurrency", "x"},
-           {"--config", "/nonexistent/heapwatch.yaml"}, {"--log-level", "loud"}, {"extra"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"--bogus"},
+                                             {"--interval", "5"},
+                                             {"--interval", "-2s"},
+                                             {"--concurrency", "x"},
+                                             {"--config", "/nonexistent/heapwatch.yaml"},
+                                             {"--log-level", "loud"},
+                                             {"extra"}}) {
     CommandLine cl = Parse(args);
     ASSERT_TRUE(cl.exit_code.has_value()) << args[0];
     EXPECT_EQ(*cl.exit_code, 2) << args[0];

@@ -67,13 +67,15 @@ diff::Suspect SuspectOf(const std::string& name, uint64_t bytes) {
   return s;
 }
 
-// The list in metric_names.h is exactly what the daemon registers and exposes once every kind of series
-// exists (prometheus-cpp omits families without series from a scrape, so the test creates one of each).
+// The list in metric_names.h is exactly what the daemon registers and exposes once every kind of
+// series exists (prometheus-cpp omits families without series from a scrape, so the test creates
+// one of each).
 TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   Metrics m;
   m.AddAgent(Info("a1"));
   m.RecordCollection(AgentId("a1"), CollectionResult::kOk, absl::Milliseconds(30));
-  m.PublishSnapshot(AgentId("a1"), Snap("a1", 1000, {{"Leak", 10, 1000}}), {SuspectOf("Leak", 1000)}, 5);
+  m.PublishSnapshot(AgentId("a1"), Snap("a1", 1000, {{"Leak", 10, 1000}}),
+                    {SuspectOf("Leak", 1000)}, 5);
   m.SetStoreSize(4096);
   m.RecordRetentionRun(true);
   m.RecordGrpcRequest("ListAgents", "OK");
@@ -99,12 +101,14 @@ TEST(Metrics, AgentSeriesAppearWithTheAgentAndVanishWhenItExits) {
   m.AddAgent(Info("a1"));
   m.AddAgent(Info("a2"));
   std::string text = m.ExpositionText();
-  EXPECT_THAT(Samples(text, {"heapwatch_agent_info{", "agent=\"a1\"", "main_class=\"com.example.Main\"",
-                             "pid=\"42\"", "host=\"box\"", "jvm_version=\"17.0.15+6\""}),
-              ::testing::SizeIs(1));
+  EXPECT_THAT(
+      Samples(text, {"heapwatch_agent_info{", "agent=\"a1\"", "main_class=\"com.example.Main\"",
+                     "pid=\"42\"", "host=\"box\"", "jvm_version=\"17.0.15+6\""}),
+      ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_agent_up{agent=\"a1\"} 1"}), ::testing::SizeIs(1));
   // Counters start at 0 for every result, so rate() sees the first failure.
-  EXPECT_THAT(Samples(text, {"heapwatch_collections_total{", "agent=\"a1\""}), ::testing::SizeIs(5));
+  EXPECT_THAT(Samples(text, {"heapwatch_collections_total{", "agent=\"a1\""}),
+              ::testing::SizeIs(5));
   EXPECT_THAT(Samples(text, {"heapwatch_agents{state=\"up\"} 2"}), ::testing::SizeIs(1));
 
   m.SetAgentUp(AgentId("a1"), false);
@@ -120,7 +124,8 @@ TEST(Metrics, AgentSeriesAppearWithTheAgentAndVanishWhenItExits) {
   EXPECT_THAT(Samples(text, {"heapwatch_agent_up{agent=\"a2\"} 1"}), ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_agents{state=\"up\"} 1"}), ::testing::SizeIs(1));
   // The duration histogram is not per agent and keeps the observations.
-  EXPECT_THAT(Samples(text, {"heapwatch_collection_duration_seconds_count 1"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_collection_duration_seconds_count 1"}),
+              ::testing::SizeIs(1));
   // Collections of a removed agent are not resurrected.
   m.RecordCollection(AgentId("a1"), CollectionResult::kOk, absl::Seconds(1));
   m.PublishSnapshot(AgentId("a1"), Snap("a1", 1001, {{"X", 1, 100}}), {}, 10);
@@ -133,21 +138,25 @@ TEST(Metrics, ClassSeriesCoverTopClassesPlusSuspectsAndFollowThem) {
   const AgentId a("a");
   // Top 2 by bytes are Big and Mid; Small is exported only while it is a suspect. Rows of one class
   // name are summed (two class loaders).
-  m.PublishSnapshot(a,
-                    Snap("a", 1000, {{"Big", 10, 5000}, {"Mid", 5, 3000}, {"Small", 1, 10},
-                                     {"Mid", 1, 1000}}),
-                    {SuspectOf("Small", 10)}, 2);
+  m.PublishSnapshot(
+      a, Snap("a", 1000, {{"Big", 10, 5000}, {"Mid", 5, 3000}, {"Small", 1, 10}, {"Mid", 1, 1000}}),
+      {SuspectOf("Small", 10)}, 2);
   std::string text = m.ExpositionText();
-  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Big\"", "} 5000"}), ::testing::SizeIs(1));
-  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Mid\"", "} 4000"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Big\"", "} 5000"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Mid\"", "} 4000"}),
+              ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_class_instances{", "class=\"Mid\"", "} 6"}),
               ::testing::SizeIs(1));
-  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 10"}), ::testing::SizeIs(1));
-  EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect{", "class=\"Small\"", "} 1"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 10"}),
+              ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect{", "class=\"Small\"", "} 1"}),
+              ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect_score{", "class=\"Small\"", "} 0.9"}),
               ::testing::SizeIs(1));
-  EXPECT_THAT(Samples(text, {"heapwatch_class_growth_bytes_per_second{", "class=\"Small\"", "} 1234.5"}),
-              ::testing::SizeIs(1));
+  EXPECT_THAT(
+      Samples(text, {"heapwatch_class_growth_bytes_per_second{", "class=\"Small\"", "} 1234.5"}),
+      ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_class_growth_instances_per_second{", "class=\"Small\""}),
               ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect{", "class=\"Big\""}), ::testing::IsEmpty());
@@ -156,20 +165,23 @@ TEST(Metrics, ClassSeriesCoverTopClassesPlusSuspectsAndFollowThem) {
   EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(3));
 
   // Small is no longer a suspect and drops out; Mid vanished from the heap; New enters the top 2.
-  m.PublishSnapshot(a, Snap("a", 1060, {{"Big", 10, 5000}, {"New", 2, 200}, {"Small", 1, 10}}), {}, 2);
+  m.PublishSnapshot(a, Snap("a", 1060, {{"Big", 10, 5000}, {"New", 2, 200}, {"Small", 1, 10}}), {},
+                    2);
   text = m.ExpositionText();
   EXPECT_THAT(Samples(text, {"class=\"Small\""}), ::testing::IsEmpty()) << text;
   EXPECT_THAT(Samples(text, {"class=\"Mid\""}), ::testing::IsEmpty()) << text;
-  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"New\"", "} 200"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"New\"", "} 200"}),
+              ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_leak_suspect"}), ::testing::IsEmpty());
   EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(2));
 
   // top_classes = 0 exports suspects only.
-  m.PublishSnapshot(a, Snap("a", 1120, {{"Big", 10, 5000}, {"Small", 2, 20}}), {SuspectOf("Small", 20)},
-                    0);
+  m.PublishSnapshot(a, Snap("a", 1120, {{"Big", 10, 5000}, {"Small", 2, 20}}),
+                    {SuspectOf("Small", 20)}, 0);
   text = m.ExpositionText();
   EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(1));
-  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 20"}), ::testing::SizeIs(1));
+  EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 20"}),
+              ::testing::SizeIs(1));
 }
 
 TEST(Metrics, GrpcAndStoreSeries) {
@@ -179,8 +191,8 @@ TEST(Metrics, GrpcAndStoreSeries) {
   m.RecordGrpcRequest("GetClassHistory", "NOT_FOUND");
   m.SetStoreSize(1 << 20);
   std::string text = m.ExpositionText();
-  EXPECT_THAT(Samples(text, {"heapwatch_grpc_requests_total{", "method=\"ListSuspects\"", "code=\"OK\"",
-                             "} 2"}),
+  EXPECT_THAT(Samples(text, {"heapwatch_grpc_requests_total{", "method=\"ListSuspects\"",
+                             "code=\"OK\"", "} 2"}),
               ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_grpc_requests_total{", "code=\"NOT_FOUND\""}),
               ::testing::SizeIs(1));

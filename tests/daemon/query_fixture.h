@@ -1,6 +1,6 @@
-// Shared by tests/daemon and tests/ctl: a real SnapshotStore in a fresh temporary directory holding two
-// agents, an AgentTable in which one of them is live with one suspect, and a real QueryServer on
-// 127.0.0.1:0 serving them.
+// Shared by tests/daemon and tests/ctl: a real SnapshotStore in a fresh temporary directory holding
+// two agents, an AgentTable in which one of them is live with one suspect, and a real QueryServer
+// on 127.0.0.1:0 serving them.
 //
 //   kLive ("host-1-a", pid 1, com.example.Leaky): snapshots at t0, t0+60s, t0+120s
 //       t0      Leak 10/1000   Cache 5/500   Gone 1/100
@@ -48,8 +48,10 @@ class QueryFixture : public ::testing::Test {
     ASSERT_TRUE(store_->PutAgent(live).ok());
     ASSERT_TRUE(store_->PutAgent(down).ok());
     Append(kLive, kT0, {{"Leak", 10, 1000}, {"Cache", 5, 500}, {"Gone", 1, 100}});
-    Append(kLive, kT0 + absl::Seconds(60), {{"Leak", 20, 2000}, {"Cache", 5, 500}, {"Gone", 1, 100}});
-    Append(kLive, kT0 + absl::Seconds(120), {{"Leak", 30, 3000}, {"Cache", 5, 500}, {"New", 2, 64}});
+    Append(kLive, kT0 + absl::Seconds(60),
+           {{"Leak", 20, 2000}, {"Cache", 5, 500}, {"Gone", 1, 100}});
+    Append(kLive, kT0 + absl::Seconds(120),
+           {{"Leak", 30, 3000}, {"Cache", 5, 500}, {"New", 2, 64}});
     Append(kDown, kT0, {{"Foo", 1, 16}});
     Append(kDown, kT0 + absl::Seconds(60), {{"Foo", 2, 32}});
 

@@ -1,4 +1,5 @@
-// The gRPC query service over a real loopback connection (port 0) with a real LMDB store in a temp dir.
+// The gRPC query service over a real loopback connection (port 0) with a real LMDB store in a temp
+// dir.
 #include "daemon/query_server.h"
 
 #include <chrono>
@@ -6,11 +7,11 @@
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "reflection_subset.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
 #include "proto/time_util.h"
+#include "reflection_subset.pb.h"
 #include "tests/daemon/query_fixture.h"
 
 namespace heapwatch::daemon {
@@ -99,7 +100,8 @@ TEST_F(QueryServerTest, ListSuspects) {
   EXPECT_EQ(none.suspects_size(), 0);
 
   one.set_agent("no-such-agent");
-  EXPECT_EQ(stub_->ListSuspects(Context().get(), one, &none).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(stub_->ListSuspects(Context().get(), one, &none).error_code(),
+            grpc::StatusCode::NOT_FOUND);
   one.set_agent("bad agent id!");
   EXPECT_EQ(stub_->ListSuspects(Context().get(), one, &none).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
@@ -147,7 +149,8 @@ TEST_F(QueryServerTest, ClassHistoryErrors) {
   EXPECT_THAT(inverted.error_message(), HasSubstr("after"));
   req.clear_end_time();
   req.mutable_start_time()->set_nanos(-1);
-  EXPECT_EQ(History(req, &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);  // malformed timestamp
+  EXPECT_EQ(History(req, &r).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // malformed timestamp
   req.clear_start_time();
   req.set_class_name("NeverSeen");
   EXPECT_EQ(History(req, &r).error_code(), grpc::StatusCode::NOT_FOUND);
@@ -229,8 +232,12 @@ TEST_F(QueryServerTest, RequestsAreCountedByMethodAndCode) {
   v1::ListAgentsResponse agents;
   ASSERT_TRUE(stub_->ListAgents(Context().get(), v1::ListAgentsRequest(), &agents).ok());
   std::string text = metrics_.ExpositionText();
-  EXPECT_THAT(text, HasSubstr("heapwatch_grpc_requests_total{code=\"INVALID_ARGUMENT\",method=\"GetClassHistory\"} 1"));
-  EXPECT_THAT(text, HasSubstr("heapwatch_grpc_requests_total{code=\"OK\",method=\"ListAgents\"} 1"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "heapwatch_grpc_requests_total{code=\"INVALID_ARGUMENT\",method=\"GetClassHistory\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("heapwatch_grpc_requests_total{code=\"OK\",method=\"ListAgents\"} 1"));
 }
 
 TEST_F(QueryServerTest, HealthCheckingIsEnabled) {
@@ -248,13 +255,16 @@ TEST_F(QueryServerTest, HealthCheckingIsEnabled) {
 TEST_F(QueryServerTest, ReflectionListsTheServiceAndServesItsFile) {
   namespace refl = ::heapwatch::test::reflection;
   // What a generated ServerReflection stub does, with the wire-compatible test messages.
-  const grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                         grpc::internal::RpcMethod::BIDI_STREAMING, channel_);
+  const grpc::internal::RpcMethod method(
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+      grpc::internal::RpcMethod::BIDI_STREAMING, channel_);
   auto context = Context();
-  std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest, refl::ServerReflectionResponse>>
-      stream(grpc::internal::ClientReaderWriterFactory<refl::ServerReflectionRequest,
-                                                       refl::ServerReflectionResponse>::Create(
-          channel_.get(), method, context.get()));
+  std::unique_ptr<
+      grpc::ClientReaderWriter<refl::ServerReflectionRequest, refl::ServerReflectionResponse>>
+      stream(grpc::internal::ClientReaderWriterFactory<
+             refl::ServerReflectionRequest, refl::ServerReflectionResponse>::Create(channel_.get(),
+                                                                                    method,
+                                                                                    context.get()));
   refl::ServerReflectionRequest list;
   list.set_list_services("");
   ASSERT_TRUE(stream->Write(list));
@@ -290,8 +300,8 @@ TEST(QueryServerStart, AnAddressInUseIsUnavailable) {
   Metrics metrics;
   auto first = QueryServer::Start("127.0.0.1:0", nullptr, &agents, &metrics);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = QueryServer::Start(absl::StrCat("127.0.0.1:", (*first)->port()), nullptr, &agents,
-                                   &metrics);
+  auto second =
+      QueryServer::Start(absl::StrCat("127.0.0.1:", (*first)->port()), nullptr, &agents, &metrics);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(QueryServer::Start("", nullptr, &agents, &metrics).ok());

@@ -68,9 +68,9 @@ TEST(Scheduler, FailuresBackOffExponentiallyUpToTheMaximumAndResetOnSuccess) {
     EXPECT_TRUE(s.TakeDue(1).empty()) << i;
     clock.Advance(absl::Milliseconds(1));
   }
-  EXPECT_EQ(delays, (std::vector<absl::Duration>{absl::Seconds(10), absl::Seconds(20),
-                                                  absl::Seconds(40), absl::Seconds(60),
-                                                  absl::Seconds(60), absl::Seconds(60)}));
+  EXPECT_EQ(delays,
+            (std::vector<absl::Duration>{absl::Seconds(10), absl::Seconds(20), absl::Seconds(40),
+                                         absl::Seconds(60), absl::Seconds(60), absl::Seconds(60)}));
   ASSERT_EQ(s.TakeDue(1), std::vector<AgentId>{kA});
   absl::Time start = clock.Now();
   s.Finish(kA, true);
@@ -84,7 +84,7 @@ TEST(Scheduler, BackoffIsNeverShorterThanTheInterval) {
   o.backoff_initial = absl::Seconds(10);
   o.backoff_max = absl::Minutes(10);
   EXPECT_EQ(Scheduler::BackoffDelay(o, 1), absl::Minutes(5));
-  EXPECT_EQ(Scheduler::BackoffDelay(o, 5), absl::Minutes(5));   // 160 s
+  EXPECT_EQ(Scheduler::BackoffDelay(o, 5), absl::Minutes(5));  // 160 s
   EXPECT_EQ(Scheduler::BackoffDelay(o, 6), absl::Seconds(320));
   EXPECT_EQ(Scheduler::BackoffDelay(o, 7), absl::Minutes(10));
   EXPECT_EQ(Scheduler::BackoffDelay(o, 4'000'000'000u), absl::Minutes(10));

@@ -1,13 +1,17 @@
-// End to end with real JVMs, the real heapwatchd and heapwatchctl binaries, real gRPC, real /metrics:
+// End to end with real JVMs, the real heapwatchd and heapwatchctl binaries, real gRPC, real
+// /metrics:
 //
-//  1. start LeakyApp (a static list that grows by ~300 KB/s of LeakyApp$Leak) and HealthyApp (a cache that
-//     fills then plateaus, a sawtooth buffer, flat churn), then heapwatchd on a temporary data dir with
-//     ephemeral ports and a 1 s interval, watching only those two JVMs;
+//  1. start LeakyApp (a static list that grows by ~300 KB/s of LeakyApp$Leak) and HealthyApp (a
+//  cache that
+//     fills then plateaus, a sawtooth buffer, flat churn), then heapwatchd on a temporary data dir
+//     with ephemeral ports and a 1 s interval, watching only those two JVMs;
 //  2. within a bounded number of snapshots LeakyApp$Leak must be a suspect over gRPC, in
-//     `heapwatchctl suspects --json` and in /metrics; nothing of HealthyApp may ever be a suspect (checked by
-//     polling all three views and, for the moments between polls, the daemon's log of suspect changes);
+//     `heapwatchctl suspects --json` and in /metrics; nothing of HealthyApp may ever be a suspect
+//     (checked by polling all three views and, for the moments between polls, the daemon's log of
+//     suspect changes);
 //  3. kill -9 the daemon, restart it on the same data dir: every history point seen before the kill
-//     (`heapwatchctl history --json`) is still there, and the agents are watched again under the same ids;
+//     (`heapwatchctl history --json`) is still there, and the agents are watched again under the
+//     same ids;
 //  4. kill HealthyApp: it is reported down and all its Prometheus series disappear;
 //  5. SIGTERM: heapwatchd exits 0.
 // Every child process dies with the test (see subprocess.h).
@@ -31,12 +35,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/status.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
-#include "common/status.h"
 #include "tests/e2e/subprocess.h"
 
 namespace heapwatch {
@@ -49,10 +53,11 @@ using testing::Subprocess;
 
 constexpr char kLeakClass[] = "LeakyApp$Leak";
 constexpr absl::Duration kInterval = absl::Seconds(1);
-// The trend detector's defaults flag a steady leak after warm-up (3) + min_snapshots (8) snapshots; allow
-// for jitter and slow machines, but stay bounded.
+// The trend detector's defaults flag a steady leak after warm-up (3) + min_snapshots (8) snapshots;
+// allow for jitter and slow machines, but stay bounded.
 constexpr int kMaxSnapshotsToFlag = 30;
-// HealthyApp must stay clean for at least this many of its snapshots (more than warm-up + two windows).
+// HealthyApp must stay clean for at least this many of its snapshots (more than warm-up + two
+// windows).
 constexpr int kMinHealthySnapshots = 30;
 
 std::string TempDir() {
@@ -108,10 +113,12 @@ class EndToEnd : public ::testing::Test {
     std::cout << "e2e work directory: " << dir_ << std::endl;
     leaky_ = StartJava("LeakyApp");
     healthy_ = StartJava("HealthyApp");
-    ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
-      return absl::StrContains(ReadFile(dir_ + "/LeakyApp.log"), "ready") &&
-             absl::StrContains(ReadFile(dir_ + "/HealthyApp.log"), "ready");
-    })) << "the Java programs did not start:\n"
+    ASSERT_TRUE(WaitFor(absl::Seconds(60),
+                        [&] {
+                          return absl::StrContains(ReadFile(dir_ + "/LeakyApp.log"), "ready") &&
+                                 absl::StrContains(ReadFile(dir_ + "/HealthyApp.log"), "ready");
+                        }))
+        << "the Java programs did not start:\n"
         << ReadFile(dir_ + "/LeakyApp.log") << ReadFile(dir_ + "/HealthyApp.log");
     std::ofstream(dir_ + "/heapwatchd.yaml") << R"(# Only this test's JVMs are watched.
 watch:
@@ -149,9 +156,10 @@ collection:
                                  "--metrics-port-file", dir_ + "/metrics.port", "--interval",
                                  absl::FormatDuration(kInterval)},
         dir_ + "/" + log_name);
-    ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
-      return ReadPort(dir_ + "/grpc.port") && ReadPort(dir_ + "/metrics.port");
-    })) << "heapwatchd wrote no port files:\n"
+    ASSERT_TRUE(
+        WaitFor(absl::Seconds(30),
+                [&] { return ReadPort(dir_ + "/grpc.port") && ReadPort(dir_ + "/metrics.port"); }))
+        << "heapwatchd wrote no port files:\n"
         << ReadFile(dir_ + "/" + log_name);
     grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
     metrics_url_ = absl::StrCat("http://127.0.0.1:", *ReadPort(dir_ + "/metrics.port"), "/metrics");
@@ -196,7 +204,8 @@ collection:
   }
 
   std::string Metrics() {
-    auto r = RunCommand({HEAPWATCH_CURL, "-sf", "--max-time", "10", metrics_url_}, absl::Seconds(15));
+    auto r =
+        RunCommand({HEAPWATCH_CURL, "-sf", "--max-time", "10", metrics_url_}, absl::Seconds(15));
     EXPECT_EQ(r.exit_code, 0) << "curl " << metrics_url_ << ": " << r.err;
     return r.out;
   }
@@ -246,7 +255,8 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
     EXPECT_FALSE(agents[leaky_->pid()].jvm_version().empty());
   }
 
-  // ---- 2. the leak is flagged over gRPC within a bounded number of snapshots; the healthy JVM never ----
+  // ---- 2. the leak is flagged over gRPC within a bounded number of snapshots; the healthy JVM
+  // never ----
   auto check_healthy_clean = [&](const std::vector<v1::Suspect>& healthy_suspects) {
     for (const v1::Suspect& s : healthy_suspects) {
       ADD_FAILURE() << "healthy JVM has a suspect: " << s.class_name() << " score " << s.score();
@@ -302,19 +312,22 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   EXPECT_TRUE(in_ctl) << "heapwatchctl suspects --json does not list the leak";
 
   // ... and in /metrics.
-  const std::string suspect_series =
-      absl::StrCat("heapwatch_leak_suspect{agent=\"", leaky_agent, "\",class=\"", kLeakClass, "\"} 1");
-  bool in_metrics = WaitFor(absl::Seconds(10), [&] {
-    return absl::StrContains(Metrics(), suspect_series);
-  });
+  const std::string suspect_series = absl::StrCat("heapwatch_leak_suspect{agent=\"", leaky_agent,
+                                                  "\",class=\"", kLeakClass, "\"} 1");
+  bool in_metrics =
+      WaitFor(absl::Seconds(10), [&] { return absl::StrContains(Metrics(), suspect_series); });
   EXPECT_TRUE(in_metrics) << "no " << suspect_series << " in\n" << Metrics();
   {
     std::string metrics = Metrics();
-    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_agent_up{agent=\"", leaky_agent, "\"} 1")));
-    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_class_growth_bytes_per_second{agent=\"",
-                                                        leaky_agent, "\",class=\"", kLeakClass, "\"}")));
-    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_class_bytes{agent=\"", healthy_agent)));
-    EXPECT_FALSE(absl::StrContains(metrics, absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
+    EXPECT_TRUE(absl::StrContains(
+        metrics, absl::StrCat("heapwatch_agent_up{agent=\"", leaky_agent, "\"} 1")));
+    EXPECT_TRUE(
+        absl::StrContains(metrics, absl::StrCat("heapwatch_class_growth_bytes_per_second{agent=\"",
+                                                leaky_agent, "\",class=\"", kLeakClass, "\"}")));
+    EXPECT_TRUE(
+        absl::StrContains(metrics, absl::StrCat("heapwatch_class_bytes{agent=\"", healthy_agent)));
+    EXPECT_FALSE(
+        absl::StrContains(metrics, absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
   }
 
   // Keep watching the healthy JVM until it has had plenty of snapshots past warm-up.
@@ -324,7 +337,8 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
       if (s.agent() == healthy_agent) healthy.push_back(s);
     }
     check_healthy_clean(healthy);
-    EXPECT_FALSE(absl::StrContains(Metrics(), absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
+    EXPECT_FALSE(absl::StrContains(Metrics(),
+                                   absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
     return SnapshotCount(healthy_agent, "HealthyApp$CacheEntry") >= kMinHealthySnapshots;
   }));
 
@@ -391,7 +405,8 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM";
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status;
 
-  // Between polls: the daemon logs every class that becomes a suspect; none may be of the healthy JVM.
+  // Between polls: the daemon logs every class that becomes a suspect; none may be of the healthy
+  // JVM.
   const std::string log2 = ReadFile(dir_ + "/heapwatchd-2.log");
   for (const std::string* log : {&log1, &log2}) {
     for (absl::string_view line : absl::StrSplit(*log, '\n')) {
@@ -406,8 +421,8 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   std::cout << "E2E: total " << absl::FormatDuration(absl::Now() - test_start) << std::endl;
 }
 
-// A JVM that stops answering (SIGSTOP) is retried with backoff and reported unreachable, while the other
-// JVM keeps being collected every interval; once it answers again it is back up.
+// A JVM that stops answering (SIGSTOP) is retried with backoff and reported unreachable, while the
+// other JVM keeps being collected every interval; once it answers again it is back up.
 TEST_F(EndToEnd, UnresponsiveJvmDoesNotBlockTheOthers) {
   std::ofstream(dir_ + "/stuck.yaml") << R"(watch:
   agents:
@@ -432,16 +447,20 @@ collection:
   })) << ReadFile(dir_ + "/heapwatchd-stuck.log");
 
   // The stopped JVM times out and is reported unreachable, in gRPC and in /metrics.
-  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
-    auto agents = AgentsByPid();
-    const v1::Agent& a = agents[healthy_->pid()];
-    return a.state() == v1::AGENT_STATE_UNREACHABLE && a.consecutive_failures() >= 2 &&
-           absl::StrContains(a.last_error(), "timeout");
-  })) << AgentsByPid()[healthy_->pid()].DebugString() << ReadFile(dir_ + "/heapwatchd-stuck.log");
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] {
+                        auto agents = AgentsByPid();
+                        const v1::Agent& a = agents[healthy_->pid()];
+                        return a.state() == v1::AGENT_STATE_UNREACHABLE &&
+                               a.consecutive_failures() >= 2 &&
+                               absl::StrContains(a.last_error(), "timeout");
+                      }))
+      << AgentsByPid()[healthy_->pid()].DebugString() << ReadFile(dir_ + "/heapwatchd-stuck.log");
   std::string metrics = Metrics();
-  EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("heapwatch_agent_up{agent=\"", stuck_agent, "\"} 0")));
-  EXPECT_FALSE(absl::StrContains(
-      metrics, absl::StrCat("heapwatch_collections_total{agent=\"", stuck_agent, "\",result=\"timeout\"} 0")));
+  EXPECT_TRUE(absl::StrContains(metrics,
+                                absl::StrCat("heapwatch_agent_up{agent=\"", stuck_agent, "\"} 0")));
+  EXPECT_FALSE(absl::StrContains(metrics, absl::StrCat("heapwatch_collections_total{agent=\"",
+                                                       stuck_agent, "\",result=\"timeout\"} 0")));
 
   // Meanwhile the other JVM is collected at its normal rate.
   const int before = SnapshotCount(leaky_agent, kLeakClass);
@@ -457,7 +476,8 @@ collection:
   healthy_->Kill(SIGCONT);
   ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return AgentsByPid()[healthy_->pid()].state() == v1::AGENT_STATE_UP &&
-           absl::StrContains(Metrics(), absl::StrCat("heapwatch_agent_up{agent=\"", stuck_agent, "\"} 1"));
+           absl::StrContains(Metrics(),
+                             absl::StrCat("heapwatch_agent_up{agent=\"", stuck_agent, "\"} 1"));
   })) << ReadFile(dir_ + "/heapwatchd-stuck.log");
 
   daemon_->Kill(SIGTERM);

@@ -70,8 +70,8 @@ Subprocess::~Subprocess() {
 
 void Subprocess::Kill(int signal) {
   if (reaped_ || pid_ <= 0) return;
-  // One signal per process: the group (the child and anything it started); the child alone if it has
-  // not become a group leader.
+  // One signal per process: the group (the child and anything it started); the child alone if it
+  // has not become a group leader.
   if (kill(-pid_, signal) != 0) kill(pid_, signal);
 }
 

@@ -1,6 +1,6 @@
-// Test helper: child processes that cannot outlive the test. Each child runs in its own process group,
-// gets SIGKILL from the kernel when the test process dies (PR_SET_PDEATHSIG, so even a crashed or
-// SIGKILLed test leaves nothing behind), and is killed (whole group) by the destructor.
+// Test helper: child processes that cannot outlive the test. Each child runs in its own process
+// group, gets SIGKILL from the kernel when the test process dies (PR_SET_PDEATHSIG, so even a
+// crashed or SIGKILLed test leaves nothing behind), and is killed (whole group) by the destructor.
 //
 // Thread-safety: one Subprocess is used by one thread.
 #ifndef HEAPWATCH_TESTS_E2E_SUBPROCESS_H_
@@ -37,8 +37,9 @@ class Subprocess {
   bool reaped_ = false;
 };
 
-// Runs a command to completion (up to `timeout`, then SIGKILL) and returns its exit code and stdout;
-// stderr goes to `stderr_out` when not null. exit_code is -1 when it was killed or timed out.
+// Runs a command to completion (up to `timeout`, then SIGKILL) and returns its exit code and
+// stdout; stderr goes to `stderr_out` when not null. exit_code is -1 when it was killed or timed
+// out.
 struct CommandResult {
   int exit_code = -1;
   std::string out;

@@ -1,6 +1,7 @@
-// The API conventions of proto/heapwatch/v1/heapwatch.proto, checked on the compiled descriptors so that
-// later additions (drill-down reports, extended dumps, AgentRegistry) keep them: one request and one
-// response message per RPC, times as Timestamp, spans as Duration, byte counts as 64-bit integers named
+// The API conventions of proto/heapwatch/v1/heapwatch.proto, checked on the compiled descriptors so
+// that later additions (drill-down reports, extended dumps, AgentRegistry) keep them: one request
+// and one response message per RPC, times as Timestamp, spans as Duration, byte counts as 64-bit
+// integers named
 // *_bytes, enums with an UNSPECIFIED zero value.
 #include <map>
 #include <set>
@@ -38,7 +39,8 @@ TEST(ProtoConventions, EveryRpcHasItsOwnRequestAndResponse) {
       ++uses[method->output_type()->full_name()];
     }
   }
-  for (const auto& [name, count] : uses) EXPECT_EQ(count, 1) << name << " is shared by several RPCs";
+  for (const auto& [name, count] : uses)
+    EXPECT_EQ(count, 1) << name << " is shared by several RPCs";
   EXPECT_GE(uses.size(), 8u);
 }
 
@@ -61,7 +63,8 @@ void CheckMessage(const Descriptor* d, std::set<std::string>* seen) {
       EXPECT_TRUE(absl::EndsWith(name, "_time") || name == "time" || name == "first_seen") << where;
     }
     if (absl::EndsWith(name, "bytes") && !absl::EndsWith(name, "_per_second")) {
-      EXPECT_TRUE(f->type() == FieldDescriptor::TYPE_UINT64 || f->type() == FieldDescriptor::TYPE_INT64)
+      EXPECT_TRUE(f->type() == FieldDescriptor::TYPE_UINT64 ||
+                  f->type() == FieldDescriptor::TYPE_INT64)
           << where << ": byte counts are 64-bit integers";
     }
     if (f->type() == FieldDescriptor::TYPE_DOUBLE) {
@@ -81,7 +84,8 @@ void CheckMessage(const Descriptor* d, std::set<std::string>* seen) {
 
 TEST(ProtoConventions, TimesSizesRatesAndEnums) {
   std::set<std::string> seen;
-  for (int i = 0; i < File()->message_type_count(); ++i) CheckMessage(File()->message_type(i), &seen);
+  for (int i = 0; i < File()->message_type_count(); ++i)
+    CheckMessage(File()->message_type(i), &seen);
   for (int i = 0; i < File()->enum_type_count(); ++i) {
     const auto* e = File()->enum_type(i);
     EXPECT_TRUE(absl::EndsWith(e->value(0)->name(), "_UNSPECIFIED")) << e->full_name();
