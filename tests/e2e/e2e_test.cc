@@ -362,6 +362,16 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
     EXPECT_EQ(agents[leaky_->pid()].agent(), leaky_agent) << "the agent id must survive a restart";
     EXPECT_EQ(agents[healthy_->pid()].agent(), healthy_agent);
   }
+  // The trend detectors were rebuilt from the stored history: the leak is a suspect again at once, long
+  // before warm-up + min_snapshots new histograms could have flagged it afresh.
+  const bool replayed = WaitFor(absl::Seconds(3), [&] {
+    for (const v1::Suspect& s : Suspects()) {
+      if (s.agent() == leaky_agent && s.class_name() == kLeakClass) return true;
+    }
+    return false;
+  });
+  EXPECT_TRUE(replayed) << ReadFile(dir_ + "/heapwatchd-2.log");
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/heapwatchd-2.log"), "stored snapshots, 1 suspects"));
   for (auto [agent, class_name, before] :
        {std::tuple{leaky_agent, std::string(kLeakClass), &leak_before},
         std::tuple{healthy_agent, std::string("HealthyApp$CacheEntry"), &cache_before}}) {
