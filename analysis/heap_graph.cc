@@ -478,11 +478,13 @@ std::span<const ObjectIndex> HeapGraph::root_objects() const { return rep_->root
 
 uint64_t HeapGraph::MemoryUsage() const {
   const Rep& r = *rep_;
-  auto bytes = [](const auto& v) -> uint64_t { return v.capacity() * sizeof(v[0]); };
+  // Used sizes: capacity reserved but never written (the reader reserves an upper bound for the edges) is
+  // address space, not memory.
+  auto bytes = [](const auto& v) -> uint64_t { return v.size() * sizeof(v[0]); };
   uint64_t total = sizeof(Rep);
-  total += r.ids.MemoryUsage() + bytes(r.class_words) + bytes(r.array_bits) + bytes(r.array_rank) +
+  total += r.ids.MemoryUsage() + r.class_words.MemoryUsage() + bytes(r.array_bits) + bytes(r.array_rank) +
            bytes(r.array_lengths) + bytes(r.graph.offsets) + bytes(r.graph.targets) +
-           r.graph.weak.capacity() / 8 + bytes(r.slot_bits) + bytes(r.slot_samples) + bytes(r.roots) +
+           r.graph.weak.size() / 8 + bytes(r.slot_bits) + bytes(r.slot_samples) + bytes(r.roots) +
            bytes(r.root_objects) + bytes(r.heap_runs) + bytes(r.classes_by_name);
   for (const ClassInfo& c : r.classes) {
     total += sizeof(ClassInfo) + c.name.capacity();
@@ -652,15 +654,15 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     for (const Entry& e : entries) sorted.push_back(e.id);
     r.ids.BuildSorted(sorted);
   }
-  r.class_words.resize(n);
+  r.class_words.Reset(n);
   r.array_bits.assign((n + 63) / 64, 0);
   for (uint32_t v = 0; v < n; ++v) {
     const Entry& e = entries[v];
     if (e.source < nc) {
-      r.class_words[v] = kClassObjectBit | e.source;
+      r.class_words.Set(v, kClassObjectBit | e.source);
     } else {
       const auto& o = p.objects[e.source - nc];
-      r.class_words[v] = o.cls.value;
+      r.class_words.Set(v, o.cls.value);
       if (r.classes[o.cls.value].instance_kind != ObjectKind::kInstance) {
         r.array_bits[v >> 6] |= 1ull << (v & 63);
         r.array_lengths.push_back(o.length);
@@ -689,6 +691,7 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
   auto emit = [&](uint64_t id, bool is_weak) {
     ObjectIndex t = find(id);
     if (id != 0 && !t.valid()) ++r.info.dangling_references;
+    HW_CHECK((slot >> 6) < r.slot_bits.size());
     if (t.valid()) {
       r.graph.targets.push_back(t);
       weak.push_back(is_weak);

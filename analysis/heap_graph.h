@@ -290,7 +290,7 @@ class HeapGraph {
   // The distinct root objects, ascending.
   std::span<const ObjectIndex> root_objects() const;
 
-  // Bytes of memory this graph holds (vectors' capacities), for budgets and benchmarks.
+  // Bytes of memory this graph holds (used sizes of its arrays and tables), for budgets and benchmarks.
   uint64_t MemoryUsage() const;
 
   struct Rep;  // internal representation (heap_graph_internal.h); public so the reader can fill it

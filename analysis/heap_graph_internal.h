@@ -4,7 +4,8 @@
 //
 // Per-object storage (n objects, ascending raw id = ObjectIndex order):
 //   ids               raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys, + 2n for lookups)
-//   class_words[n]    ClassId of the object, or kClassObjectBit | ClassId for the class object of that class
+//   class_words       ClassId of the object, or kClassObjectBit | ClassId for the class object of that class
+//                     (2 bytes per object up to 32767 classes, else 4)
 //   array_bits        1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word w;
 //   array_lengths[a]  length of the a-th array in index order
 //   slot_bits         1 bit per reference slot (see below): set when the slot holds an edge of `graph`
@@ -36,6 +37,47 @@ struct ClassSlots {
   int32_t weak_slot = -1;  // index in instance_slots of java.lang.ref.Reference.referent, or -1
 };
 
+// The class word of every object: ClassId, or kClassObjectBit | ClassId for a class object. Two bytes per
+// object while the graph has at most 32767 classes (bit 15 is then the class-object flag), four otherwise;
+// Set() widens the storage when a bigger ClassId arrives.
+class ClassWords {
+ public:
+  void Reset(size_t n) {
+    narrow_.assign(n, 0);
+    wide_.clear();
+  }
+  size_t size() const { return wide_.empty() ? narrow_.size() : wide_.size(); }
+  uint32_t operator[](size_t v) const {
+    if (!wide_.empty()) return wide_[v];
+    uint16_t w = narrow_[v];
+    return (w & 0x8000u) ? (kClassObjectBitValue | (w & 0x7fffu)) : w;
+  }
+  void Set(size_t v, uint32_t word) {
+    uint32_t cls = word & ~kClassObjectBitValue;
+    if (wide_.empty() && cls > 0x7fffu) Widen();
+    if (!wide_.empty()) {
+      wide_[v] = word;
+    } else {
+      narrow_[v] = static_cast<uint16_t>(cls | ((word & kClassObjectBitValue) ? 0x8000u : 0u));
+    }
+  }
+  uint64_t MemoryUsage() const { return narrow_.size() * 2 + wide_.size() * 4; }
+
+ private:
+  static constexpr uint32_t kClassObjectBitValue = 0x80000000u;
+  void Widen() {
+    std::vector<uint32_t> wide(narrow_.size());
+    for (size_t v = 0; v < narrow_.size(); ++v) {
+      uint16_t w = narrow_[v];
+      wide[v] = (w & 0x8000u) ? (kClassObjectBitValue | (w & 0x7fffu)) : w;
+    }
+    wide_.swap(wide);
+    std::vector<uint16_t>().swap(narrow_);
+  }
+  std::vector<uint16_t> narrow_;
+  std::vector<uint32_t> wide_;
+};
+
 // A run of objects in one Android heap: objects [first, next run's first) are in `heap`.
 struct HeapRun {
   uint32_t first = 0;
@@ -50,7 +92,7 @@ struct HeapGraph::Rep {
   std::vector<uint32_t> classes_by_name;  // ClassId values sorted by (name, id); filled by Finish()
 
   IdIndex ids;  // raw ids, ascending, with the id -> index directory
-  std::vector<uint32_t> class_words;
+  ClassWords class_words;
   std::vector<uint64_t> array_bits;
   std::vector<uint32_t> array_rank;   // filled by Finish()
   std::vector<uint32_t> array_lengths;

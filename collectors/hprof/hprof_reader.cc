@@ -411,7 +411,7 @@ class Pass2 {
   Pass2(Rep& rep, ReadState& st) : rep_(rep), st_(st), id_(st.header.id_size) {
     n_ = static_cast<uint32_t>(rep.ids.size());
     claimed_.assign((n_ + 63) / 64, 0);
-    rep.class_words.assign(n_, 0);
+    rep.class_words.Reset(n_);
     rep.array_bits.assign((n_ + 63) / 64, 0);
     rep.graph.offsets.assign(static_cast<size_t>(n_) + 1, 0);
     if (!st.heap_infos.empty()) st.heap_of.assign(n_, 0);
@@ -436,7 +436,7 @@ class Pass2 {
     auto it = st_.class_by_id.find(c.id);
     if (it == st_.class_by_id.end()) return FileChanged(c.offset);
     uint32_t cls = it->second;
-    rep_.class_words[v] = kClassObjectBit | cls;
+    rep_.class_words.Set(v, kClassObjectBit | cls);
     rep_.classes[cls].class_object = ObjectIndex{v};
     const RawClass& r = st_.raw_classes[cls];
     uint64_t count = ce_;
@@ -451,7 +451,7 @@ class Pass2 {
     HW_ASSIGN_OR_RETURN(uint32_t v, Claim(id, offset));
     if (v == UINT32_MAX) return absl::OkStatus();
     uint32_t cls = ClassOf(class_id, ObjectKind::kInstance, FieldType::kObject);
-    rep_.class_words[v] = cls;
+    rep_.class_words.Set(v, cls);
     if (len != st_.data_size[cls]) ++st_.data_mismatch[cls];
     uint64_t count = ce_;
     for (uint32_t off : st_.ref_offsets[cls]) {
@@ -467,7 +467,7 @@ class Pass2 {
     nonnull_ = ce_;
     if (v == UINT32_MAX) return absl::OkStatus();
     uint32_t cls = ClassOf(class_id, ObjectKind::kObjectArray, FieldType::kObject);
-    rep_.class_words[v] = cls;
+    rep_.class_words.Set(v, cls);
     SetArray(v, length);
     return absl::OkStatus();
   }
@@ -489,7 +489,7 @@ class Pass2 {
       c = AddSyntheticClass(rep_, st_, std::string(analysis::FieldTypeName(type)) + "[]",
                             ObjectKind::kPrimitiveArray, type);
     }
-    rep_.class_words[v] = c.value;
+    rep_.class_words.Set(v, c.value);
     SetArray(v, length);
     rep_.graph.offsets[v + 1] = ce_;
     return absl::OkStatus();
@@ -668,6 +668,8 @@ class Pass3 {
         ++dangling_;
         rep_.graph.targets[pos_++] = kNoObject;
         holes_ = true;
+      } else if ((slot_ >> 6) >= rep_.slot_bits.size()) {
+        overflow_ = true;
       } else {
         if (weak && weak_) rep_.graph.weak[pos_] = true;
         rep_.graph.targets[pos_++] = ObjectIndex{t};
@@ -712,7 +714,7 @@ class SinglePass {
   SinglePass(Rep& rep, ReadState& st, bool weak_flags, uint64_t max_refs, uint64_t max_slots)
       : rep_(rep), st_(st), id_(st.header.id_size), weak_(weak_flags), max_slots_(max_slots) {
     n_ = static_cast<uint32_t>(rep.ids.size());
-    rep.class_words.assign(n_, 0);
+    rep.class_words.Reset(n_);
     rep.array_bits.assign((n_ + 63) / 64, 0);
     rep.graph.offsets.assign(static_cast<size_t>(n_) + 1, 0);
     rep.graph.targets.reserve(max_refs);  // untouched capacity costs address space, not memory
@@ -744,7 +746,7 @@ class SinglePass {
   Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len, uint64_t offset) {
     HW_ASSIGN_OR_RETURN(uint32_t v, Begin(id, offset));
     uint32_t cls = classes_.Of(rep_, st_, class_id, ObjectKind::kInstance, FieldType::kObject);
-    rep_.class_words[v] = cls;
+    rep_.class_words.Set(v, cls);
     if (len != st_.data_size[cls]) ++st_.data_mismatch[cls];
     if (ce_) Emit(rep_.classes[cls].class_object_id, false);
     const std::vector<uint32_t>& offs = st_.ref_offsets[cls];
@@ -759,7 +761,7 @@ class SinglePass {
   Status OnObjectArrayBegin(uint64_t id, uint64_t class_id, uint32_t length, uint64_t offset) {
     HW_ASSIGN_OR_RETURN(uint32_t v, Begin(id, offset));
     uint32_t cls = classes_.Of(rep_, st_, class_id, ObjectKind::kObjectArray, FieldType::kObject);
-    rep_.class_words[v] = cls;
+    rep_.class_words.Set(v, cls);
     SetArray(v, length);
     if (ce_) Emit(rep_.classes[cls].class_object_id, false);
     array_offset_ = offset;
@@ -778,7 +780,7 @@ class SinglePass {
       c = AddSyntheticClass(rep_, st_, std::string(analysis::FieldTypeName(type)) + "[]",
                             ObjectKind::kPrimitiveArray, type);
     }
-    rep_.class_words[v] = c.value;
+    rep_.class_words.Set(v, c.value);
     SetArray(v, length);
     if (ce_) Emit(rep_.classes[c.value].class_object_id, false);
     return End(offset);
@@ -803,7 +805,7 @@ class SinglePass {
       uint32_t cls = class_objects_[next_class_++].second;
       uint32_t u = next_++;
       rep_.graph.offsets[u] = rep_.graph.targets.size();
-      rep_.class_words[u] = kClassObjectBit | cls;
+      rep_.class_words.Set(u, kClassObjectBit | cls);
       rep_.classes[cls].class_object = ObjectIndex{u};
       const RawClass& r = st_.raw_classes[cls];
       if (!st_.heap_of.empty()) st_.heap_of[u] = r.heap;

@@ -212,5 +212,25 @@ TEST(HeapGraphTest, FindObjectOverSparseAndDenseIds) {
   }
 }
 
+// More than 32767 classes: class words no longer fit 16 bits and the storage widens.
+TEST(HeapGraphTest, ManyClasses) {
+  HeapGraphBuilder b(Info());
+  ClassId object = b.AddClass(Class("java.lang.Object", kNoClass, {}, 16), 0x10);
+  std::vector<ClassId> classes;
+  for (int i = 0; i < 40000; ++i) {
+    classes.push_back(b.AddClass(Class("C" + std::to_string(i), object, {}, 16), 0x100000 + 16 * i));
+  }
+  b.AddInstance(0x9000000, classes[5], {});
+  b.AddInstance(0x9000010, classes[39999], {});
+  auto g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->class_info(g->class_of(g->FindObject(0x9000000))).name, "C5");
+  EXPECT_EQ(g->class_info(g->class_of(g->FindObject(0x9000010))).name, "C39999");
+  ObjectIndex last_class = g->FindObject(0x100000 + 16 * 39999);
+  EXPECT_EQ(g->kind(last_class), ObjectKind::kClass);
+  EXPECT_EQ(g->class_info(g->DescribedClass(last_class)).name, "C39999");
+  EXPECT_EQ(g->class_info(g->DescribedClass(g->FindObject(0x100000))).name, "C0");
+}
+
 }  // namespace
 }  // namespace heapwatch::analysis
