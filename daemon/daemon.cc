@@ -144,6 +144,7 @@ struct Daemon::Impl {
 
   void DiscoveryLoop() {
     absl::Time next_retention = absl::Now() + config.retention.check_interval;
+    bool retention_failing = false;  // for state-change logs
     while (true) {
       DiscoverOnce();
       auto bytes = store->DiskBytes();
@@ -152,7 +153,13 @@ struct Daemon::Impl {
         next_retention = absl::Now() + config.retention.check_interval;
         Status s = store->EnforceRetention();
         metrics.RecordRetentionRun(s.ok());
-        if (!s.ok()) spdlog::error("store retention failed: {}", s.ToString());
+        if (!s.ok() && !retention_failing) {
+          spdlog::error("store retention failed, will retry every {}: {}",
+                        FormatDurationText(config.retention.check_interval), s.ToString());
+        } else if (s.ok() && retention_failing) {
+          spdlog::info("store retention succeeds again");
+        }
+        retention_failing = !s.ok();
       }
       std::unique_lock<std::mutex> lock(mu);
       if (cv.wait_for(lock, absl::ToChronoMilliseconds(config.collection.discovery_interval),
