@@ -120,9 +120,15 @@ TestJvm::TestJvm(JvmLaunch launch) : launch_(std::move(launch)) {
   }
   std::vector<std::string> args;
   if (launch_.new_namespaces) {
-    args = {"unshare", "--pid",        "--fork",
-            "--mount", "--mount-proc", "--kill-child",
-            "sh",      "-c",           "mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\""};
+    // The private tmpfs hides everything under /tmp, including the test classes when the build
+    // tree lives there, so the classes directory is carried over by a bind mount at the same path.
+    const std::string classes = ClassesDir();
+    const std::string script =
+        "set -e; k=$(mktemp -d /dev/shm/hwcls.XXXXXX); mount --bind '" + classes +
+        "' \"$k\"; mount -t tmpfs tmpfs /tmp; mkdir -p '" + classes + "'; mount --bind \"$k\" '" +
+        classes + "'; umount \"$k\"; rmdir \"$k\"; exec \"$0\" \"$@\"";
+    args = {"unshare", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child",
+            "sh",      "-c",    script};
   }
   args.push_back(launch_.java);
   for (const std::string& a : launch_.jvm_args) args.push_back(a);
