@@ -77,10 +77,10 @@ std::string_view FieldTypeName(FieldType type) {
 
 std::string_view GcRootKindName(GcRootKind kind) {
   static constexpr std::string_view kNames[kGcRootKindCount] = {
-      "UNKNOWN",         "JNI_GLOBAL", "JNI_LOCAL",         "JAVA_FRAME",
-      "NATIVE_STACK",    "STICKY_CLASS", "THREAD_BLOCK",    "MONITOR_USED",
-      "THREAD_OBJECT",   "INTERNED_STRING", "FINALIZING",   "DEBUGGER",
-      "REFERENCE_CLEANUP", "VM_INTERNAL", "JNI_MONITOR",    "UNREACHABLE"};
+      "UNKNOWN",           "JNI_GLOBAL",      "JNI_LOCAL",    "JAVA_FRAME",
+      "NATIVE_STACK",      "STICKY_CLASS",    "THREAD_BLOCK", "MONITOR_USED",
+      "THREAD_OBJECT",     "INTERNED_STRING", "FINALIZING",   "DEBUGGER",
+      "REFERENCE_CLEANUP", "VM_INTERNAL",     "JNI_MONITOR",  "UNREACHABLE"};
   auto i = static_cast<size_t>(kind);
   return i < kGcRootKindCount ? kNames[i] : "?";
 }
@@ -102,7 +102,8 @@ std::string_view SizeModelName(SizeModel model) {
 uint64_t ArrayShallowSize(const DumpInfo& info, FieldType element, uint64_t length) {
   switch (info.size_model) {
     case SizeModel::kAndroid:
-      // perflib ArrayInstance.getSize(): length x element size, no header (references count id size).
+      // perflib ArrayInstance.getSize(): length x element size, no header (references count id
+      // size).
       return length * FieldTypeSize(element, info.id_size);
     case SizeModel::kNetBeans:
       // NetBeans lib.profiler.heap: 2 ids + 8 + length x element size, not aligned.
@@ -113,8 +114,8 @@ uint64_t ArrayShallowSize(const DumpInfo& info, FieldType element, uint64_t leng
   }
   const ObjectLayout& l = info.layout;
   uint32_t elem = FieldTypeSize(element, l.reference_size);
-  // HotSpot arrayOopDesc: the elements start after the 32-bit length, aligned to the machine word (JDK <= 21)
-  // and always to 8 bytes for 8-byte elements.
+  // HotSpot arrayOopDesc: the elements start after the 32-bit length, aligned to the machine word
+  // (JDK <= 21) and always to 8 bytes for 8-byte elements.
   uint64_t base = l.array_length_offset + 4;
   if (!l.unaligned_array_base) base = AlignUp(base, l.word_size);
   if (elem == 8) base = AlignUp(base, 8);
@@ -192,7 +193,8 @@ void HeapGraph::Rep::Finish() {
   root_objects.shrink_to_fit();
 }
 
-Status BuildClassSlots(HeapGraph::Rep& rep, const std::vector<std::vector<uint32_t>>& constant_pool_refs) {
+Status BuildClassSlots(HeapGraph::Rep& rep,
+                       const std::vector<std::vector<uint32_t>>& constant_pool_refs) {
   const size_t count = rep.classes.size();
   rep.slots.assign(count, ClassSlots{});
   for (uint32_t c = 0; c < count; ++c) {
@@ -201,7 +203,8 @@ Status BuildClassSlots(HeapGraph::Rep& rep, const std::vector<std::vector<uint32
     info.is_reference = false;
     size_t steps = 0;
     for (ClassId k{c}; k.valid(); k = rep.classes[k.value].super_class) {
-      if (k.value >= count) return absl::InvalidArgumentError(absl::StrFormat("class %s: bad superclass", info.name));
+      if (k.value >= count)
+        return absl::InvalidArgumentError(absl::StrFormat("class %s: bad superclass", info.name));
       if (++steps > count) {
         return absl::InvalidArgumentError(
             absl::StrFormat("class hierarchy of %s (class object 0x%x) has a cycle", info.name,
@@ -290,7 +293,8 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     if (root.object.value >= n) return bad("root out of range");
   }
   for (const ClassInfo& c : r.classes) {
-    if (c.super_class.valid() && c.super_class.value >= r.classes.size()) return bad("super class id");
+    if (c.super_class.valid() && c.super_class.value >= r.classes.size())
+      return bad("super class id");
     if (c.class_object.valid() && c.class_object.value >= n) return bad("class object index");
     if (c.class_loader.valid() && c.class_loader.value >= n) return bad("class loader index");
   }
@@ -299,8 +303,9 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     return bad("derived indexes missing (call Rep::Finish)");
   }
   // Every object's edges must fit its slots.
-  uint64_t total_slots = n == 0 ? 0 : r.SlotStart(static_cast<uint32_t>(n - 1)) +
-                                          r.SlotCount(static_cast<uint32_t>(n - 1));
+  uint64_t total_slots = n == 0 ? 0
+                                : r.SlotStart(static_cast<uint32_t>(n - 1)) +
+                                      r.SlotCount(static_cast<uint32_t>(n - 1));
   if (r.slot_bits.size() != (total_slots + 63) / 64) return bad("slot bitmap size");
   return HeapGraph(std::move(rep));
 }
@@ -425,7 +430,8 @@ std::string HeapGraph::DescribeSlot(ObjectIndex from, const ReferenceSlot& slot)
       return absl::StrCat(decl.name, ".", name);
     }
     case ReferenceSlot::Kind::kStaticField:
-      return absl::StrCat("static ", r.classes[slot.declaring_class.value].static_fields[slot.field].name);
+      return absl::StrCat("static ",
+                          r.classes[slot.declaring_class.value].static_fields[slot.field].name);
     case ReferenceSlot::Kind::kArrayElement:
       return absl::StrCat("[", slot.array_index, "]");
     case ReferenceSlot::Kind::kClassObject:
@@ -453,10 +459,12 @@ const ClassInfo& HeapGraph::class_info(ClassId c) const { return rep_->classes[c
 
 std::vector<ClassId> HeapGraph::FindClasses(std::string_view name) const {
   const Rep& r = *rep_;
-  auto lo = std::lower_bound(r.classes_by_name.begin(), r.classes_by_name.end(), name,
-                             [&r](uint32_t c, std::string_view n) { return r.classes[c].name < n; });
+  auto lo =
+      std::lower_bound(r.classes_by_name.begin(), r.classes_by_name.end(), name,
+                       [&r](uint32_t c, std::string_view n) { return r.classes[c].name < n; });
   std::vector<ClassId> out;
-  for (auto it = lo; it != r.classes_by_name.end() && r.classes[*it].name == name; ++it) out.push_back(ClassId{*it});
+  for (auto it = lo; it != r.classes_by_name.end() && r.classes[*it].name == name; ++it)
+    out.push_back(ClassId{*it});
   return out;
 }
 
@@ -467,7 +475,8 @@ ClassId HeapGraph::FindClass(std::string_view name) const {
 
 bool HeapGraph::IsSubclassOf(ClassId c, ClassId ancestor) const {
   size_t steps = 0;
-  for (ClassId k = c; k.valid() && steps <= rep_->classes.size(); k = rep_->classes[k.value].super_class, ++steps) {
+  for (ClassId k = c; k.valid() && steps <= rep_->classes.size();
+       k = rep_->classes[k.value].super_class, ++steps) {
     if (k == ancestor) return true;
   }
   return false;
@@ -478,14 +487,15 @@ std::span<const ObjectIndex> HeapGraph::root_objects() const { return rep_->root
 
 uint64_t HeapGraph::MemoryUsage() const {
   const Rep& r = *rep_;
-  // Used sizes: capacity reserved but never written (the reader reserves an upper bound for the edges) is
-  // address space, not memory.
+  // Used sizes: capacity reserved but never written (the reader reserves an upper bound for the
+  // edges) is address space, not memory.
   auto bytes = [](const auto& v) -> uint64_t { return v.size() * sizeof(v[0]); };
   uint64_t total = sizeof(Rep);
-  total += r.ids.MemoryUsage() + r.class_words.MemoryUsage() + bytes(r.array_bits) + bytes(r.array_rank) +
-           bytes(r.array_lengths) + bytes(r.graph.offsets) + bytes(r.graph.targets) +
-           r.graph.weak.size() / 8 + bytes(r.slot_bits) + bytes(r.slot_samples) + bytes(r.roots) +
-           bytes(r.root_objects) + bytes(r.heap_runs) + bytes(r.classes_by_name);
+  total += r.ids.MemoryUsage() + r.class_words.MemoryUsage() + bytes(r.array_bits) +
+           bytes(r.array_rank) + bytes(r.array_lengths) + bytes(r.graph.offsets) +
+           bytes(r.graph.targets) + r.graph.weak.size() / 8 + bytes(r.slot_bits) +
+           bytes(r.slot_samples) + bytes(r.roots) + bytes(r.root_objects) + bytes(r.heap_runs) +
+           bytes(r.classes_by_name);
   for (const ClassInfo& c : r.classes) {
     total += sizeof(ClassInfo) + c.name.capacity();
     for (const FieldInfo& f : c.instance_fields) total += sizeof(FieldInfo) + f.name.capacity();
@@ -517,13 +527,15 @@ ClassHistogram ComputeClassHistogram(const HeapGraph& graph) {
   ClassHistogram h;
   for (uint32_t c = 0; c < totals.size(); ++c) {
     if (totals[c].instances == 0) continue;
-    h.rows.push_back({graph.class_info(ClassId{c}).name, "", totals[c].instances, totals[c].shallow_bytes});
+    h.rows.push_back(
+        {graph.class_info(ClassId{c}).name, "", totals[c].instances, totals[c].shallow_bytes});
     h.total_instances += totals[c].instances;
     h.total_bytes += totals[c].shallow_bytes;
   }
-  std::sort(h.rows.begin(), h.rows.end(), [](const ClassHistogramRow& a, const ClassHistogramRow& b) {
-    return std::tie(b.bytes, a.class_name) < std::tie(a.bytes, b.class_name);
-  });
+  std::sort(h.rows.begin(), h.rows.end(),
+            [](const ClassHistogramRow& a, const ClassHistogramRow& b) {
+              return std::tie(b.bytes, a.class_name) < std::tie(a.bytes, b.class_name);
+            });
   return h;
 }
 
@@ -562,11 +574,13 @@ HeapGraphBuilder::HeapGraphBuilder(DumpInfo info, HeapGraphOptions options)
   pending_->info = std::move(info);
   pending_->options = options;
   pending_->info.instance_class_edges = options.instance_class_edges;
-  if (pending_->info.size_model == SizeModel::kAuto) pending_->info.size_model = SizeModel::kHotSpot;
+  if (pending_->info.size_model == SizeModel::kAuto)
+    pending_->info.size_model = SizeModel::kHotSpot;
 }
 HeapGraphBuilder::~HeapGraphBuilder() = default;
 
-ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id, uint64_t class_loader_id) {
+ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id,
+                                   uint64_t class_loader_id) {
   ClassId id{static_cast<uint32_t>(pending_->classes.size())};
   if (info.super_class.valid() && info.super_class.value >= id.value && pending_->error.empty()) {
     pending_->error = absl::StrFormat("class %s: superclass must be added first", info.name);
@@ -578,11 +592,13 @@ ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id, uin
   return id;
 }
 
-void HeapGraphBuilder::AddInstance(uint64_t id, ClassId cls, std::vector<uint64_t> reference_values) {
+void HeapGraphBuilder::AddInstance(uint64_t id, ClassId cls,
+                                   std::vector<uint64_t> reference_values) {
   pending_->objects.push_back({id, cls, 0, std::move(reference_values)});
 }
 
-void HeapGraphBuilder::AddObjectArray(uint64_t id, ClassId array_class, std::vector<uint64_t> elements) {
+void HeapGraphBuilder::AddObjectArray(uint64_t id, ClassId array_class,
+                                      std::vector<uint64_t> elements) {
   uint32_t len = static_cast<uint32_t>(elements.size());
   pending_->objects.push_back({id, array_class, len, std::move(elements)});
 }
@@ -599,7 +615,8 @@ void HeapGraphBuilder::SetStaticReferences(ClassId cls, std::vector<uint64_t> va
   pending_->classes[cls.value].statics = std::move(values);
 }
 
-void HeapGraphBuilder::AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial, int32_t frame) {
+void HeapGraphBuilder::AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial,
+                               int32_t frame) {
   pending_->roots.push_back({id, kind, thread_serial, frame});
 }
 
@@ -621,7 +638,8 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
   // Objects: class objects and added objects, sorted by id.
   struct Entry {
     uint64_t id;
-    uint32_t source;  // < classes.size(): class object of that class; else objects[source - classes]
+    uint32_t
+        source;  // < classes.size(): class object of that class; else objects[source - classes]
   };
   std::vector<Entry> entries;
   const uint32_t nc = static_cast<uint32_t>(p.classes.size());
@@ -630,21 +648,26 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
   }
   for (uint32_t i = 0; i < p.objects.size(); ++i) {
     const auto& o = p.objects[i];
-    if (o.cls.value >= nc) return absl::InvalidArgumentError(absl::StrFormat("object 0x%x: unknown class", o.id));
+    if (o.cls.value >= nc)
+      return absl::InvalidArgumentError(absl::StrFormat("object 0x%x: unknown class", o.id));
     const ClassInfo& ci = r.classes[o.cls.value];
-    size_t expected = ci.instance_kind == ObjectKind::kInstance ? r.slots[o.cls.value].instance_slots.size()
-                                                                 : o.refs.size();
+    size_t expected = ci.instance_kind == ObjectKind::kInstance
+                          ? r.slots[o.cls.value].instance_slots.size()
+                          : o.refs.size();
     if (o.refs.size() != expected) {
-      return absl::InvalidArgumentError(absl::StrFormat("object 0x%x of %s: %d reference values, class has %d",
-                                                        o.id, ci.name, o.refs.size(), expected));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("object 0x%x of %s: %d reference values, class has %d", o.id, ci.name,
+                          o.refs.size(), expected));
     }
     if (o.id == 0) return absl::InvalidArgumentError("object id 0 is the null reference");
     entries.push_back({o.id, nc + i});
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.id < b.id; });
   for (size_t i = 1; i < entries.size(); ++i) {
     if (entries[i].id == entries[i - 1].id) {
-      return absl::InvalidArgumentError(absl::StrFormat("object id 0x%x added twice", entries[i].id));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("object id 0x%x added twice", entries[i].id));
     }
   }
   const uint32_t n = static_cast<uint32_t>(entries.size());
@@ -712,7 +735,9 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     }
     if (e.source < nc) {
       const auto& pc = p.classes[cls];
-      uint64_t super_id = r.classes[cls].super_class.valid() ? p.classes[r.classes[cls].super_class.value].object_id : 0;
+      uint64_t super_id = r.classes[cls].super_class.valid()
+                              ? p.classes[r.classes[cls].super_class.value].object_id
+                              : 0;
       size_t si = 0;
       for (const ReferenceSlot& s : r.slots[cls].class_object_slots) {
         switch (s.kind) {
@@ -733,7 +758,8 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     } else {
       const auto& o = p.objects[e.source - nc];
       int32_t weak_slot = r.slots[cls].weak_slot;
-      for (size_t i = 0; i < o.refs.size(); ++i) emit(o.refs[i], static_cast<int32_t>(i) == weak_slot);
+      for (size_t i = 0; i < o.refs.size(); ++i)
+        emit(o.refs[i], static_cast<int32_t>(i) == weak_slot);
     }
     r.graph.offsets[v + 1] = r.graph.targets.size();
   }

@@ -1,19 +1,22 @@
-// Internal representation of HeapGraph, shared by analysis/heap_graph.cc and the producers that fill it
-// (HeapGraphBuilder, the HPROF reader in collectors/hprof/). Not part of the public surface: reports and
-// algorithms use analysis/heap_graph.h only.
+// Internal representation of HeapGraph, shared by analysis/heap_graph.cc and the producers that
+// fill it (HeapGraphBuilder, the HPROF reader in collectors/hprof/). Not part of the public
+// surface: reports and algorithms use analysis/heap_graph.h only.
 //
 // Per-object storage (n objects, ascending raw id = ObjectIndex order):
-//   ids               raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys, + 2n for lookups)
-//   class_words       ClassId of the object, or kClassObjectBit | ClassId for the class object of that class
+//   ids               raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys, + 2n for
+//   lookups) class_words       ClassId of the object, or kClassObjectBit | ClassId for the class
+//   object of that class
 //                     (2 bytes per object up to 32767 classes, else 4)
-//   array_bits        1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word w;
-//   array_lengths[a]  length of the a-th array in index order
-//   slot_bits         1 bit per reference slot (see below): set when the slot holds an edge of `graph`
-//   slot_samples[k]   first slot number of object 64k
-// Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges, then
-//   instance: ClassSlots::instance_slots of its class; object array: one per element; primitive array: none;
-//   class object: ClassSlots::class_object_slots of the class it describes.
-// Edge e of object v corresponds to the k-th set bit of v's slot range, k = e - graph.first_edge(v).
+//   array_bits        1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word
+//   w; array_lengths[a]  length of the a-th array in index order slot_bits         1 bit per
+//   reference slot (see below): set when the slot holds an edge of `graph` slot_samples[k]   first
+//   slot number of object 64k
+// Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges,
+// then
+//   instance: ClassSlots::instance_slots of its class; object array: one per element; primitive
+//   array: none; class object: ClassSlots::class_object_slots of the class it describes.
+// Edge e of object v corresponds to the k-th set bit of v's slot range, k = e -
+// graph.first_edge(v).
 #ifndef HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 #define HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 
@@ -32,14 +35,15 @@ inline constexpr uint32_t kMaxClasses = 0x7fffffffu;
 
 // The reference slots of one class.
 struct ClassSlots {
-  std::vector<ReferenceSlot> instance_slots;      // reference fields of the hierarchy, dump order
-  std::vector<ReferenceSlot> class_object_slots;  // super, loader, signers, protection domain, statics, cp
+  std::vector<ReferenceSlot> instance_slots;  // reference fields of the hierarchy, dump order
+  std::vector<ReferenceSlot>
+      class_object_slots;  // super, loader, signers, protection domain, statics, cp
   int32_t weak_slot = -1;  // index in instance_slots of java.lang.ref.Reference.referent, or -1
 };
 
-// The class word of every object: ClassId, or kClassObjectBit | ClassId for a class object. Two bytes per
-// object while the graph has at most 32767 classes (bit 15 is then the class-object flag), four otherwise;
-// Set() widens the storage when a bigger ClassId arrives.
+// The class word of every object: ClassId, or kClassObjectBit | ClassId for a class object. Two
+// bytes per object while the graph has at most 32767 classes (bit 15 is then the class-object
+// flag), four otherwise; Set() widens the storage when a bigger ClassId arrives.
 class ClassWords {
  public:
   void Reset(size_t n) {
@@ -87,18 +91,18 @@ struct HeapRun {
 struct HeapGraph::Rep {
   DumpInfo info;
   std::vector<ClassInfo> classes;
-  std::vector<ClassSlots> slots;      // parallel to classes
-  ClassId java_lang_class;            // kNoClass if the dump has none
+  std::vector<ClassSlots> slots;          // parallel to classes
+  ClassId java_lang_class;                // kNoClass if the dump has none
   std::vector<uint32_t> classes_by_name;  // ClassId values sorted by (name, id); filled by Finish()
 
   IdIndex ids;  // raw ids, ascending, with the id -> index directory
   ClassWords class_words;
   std::vector<uint64_t> array_bits;
-  std::vector<uint32_t> array_rank;   // filled by Finish()
+  std::vector<uint32_t> array_rank;  // filled by Finish()
   std::vector<uint32_t> array_lengths;
 
   std::vector<std::string> heap_names{"default"};
-  std::vector<HeapRun> heap_runs;     // sorted by first; empty = every object in heap 0
+  std::vector<HeapRun> heap_runs;  // sorted by first; empty = every object in heap 0
 
   CsrGraph graph;
   std::vector<uint64_t> slot_bits;
@@ -107,7 +111,8 @@ struct HeapGraph::Rep {
   std::vector<GcRoot> roots;
   std::vector<ObjectIndex> root_objects;  // filled by Finish()
 
-  // Helpers usable while building (they need ids, class_words, array_bits and, for arrays, array_rank).
+  // Helpers usable while building (they need ids, class_words, array_bits and, for arrays,
+  // array_rank).
   bool IsArray(uint32_t v) const { return (array_bits[v >> 6] >> (v & 63)) & 1; }
   uint32_t ArrayRank(uint32_t v) const;  // number of arrays before v; REQUIRES array_rank built
   uint32_t SlotCount(uint32_t v) const;  // REQUIRES array_rank built
@@ -125,11 +130,12 @@ inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
   return alignment <= 1 ? n : (n + alignment - 1) / alignment * alignment;
 }
 
-// Computes the slot tables of every class from the class table (instance fields along the super chain,
-// statics, the referent slot of Reference subclasses). `constant_pool_refs[c]` lists constant pool indices
-// of object entries of class c (may be empty / shorter than classes).
-// Errors: InvalidArgument when a super chain has a cycle.
-Status BuildClassSlots(HeapGraph::Rep& rep, const std::vector<std::vector<uint32_t>>& constant_pool_refs);
+// Computes the slot tables of every class from the class table (instance fields along the super
+// chain, statics, the referent slot of Reference subclasses). `constant_pool_refs[c]` lists
+// constant pool indices of object entries of class c (may be empty / shorter than classes). Errors:
+// InvalidArgument when a super chain has a cycle.
+Status BuildClassSlots(HeapGraph::Rep& rep,
+                       const std::vector<std::vector<uint32_t>>& constant_pool_refs);
 
 }  // namespace heapwatch::analysis
 

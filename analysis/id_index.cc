@@ -7,8 +7,8 @@
 namespace heapwatch::analysis {
 namespace {
 
-// LSD radix sort of 32-bit keys with 11-bit digits; a digit pass is skipped when every key has the same
-// digit (then the pass cannot change the order).
+// LSD radix sort of 32-bit keys with 11-bit digits; a digit pass is skipped when every key has the
+// same digit (then the pass cannot change the order).
 void RadixSort(std::vector<uint32_t>& keys) {
   if (keys.size() < 2 || std::is_sorted(keys.begin(), keys.end())) return;
   std::vector<uint32_t> tmp(keys.size());
@@ -78,7 +78,8 @@ void IdIndex::Build(IdChunks&& ids, uint64_t* duplicates) {
   BuildDirectory();
 }
 
-void IdIndex::BuildFromParts(IdChunks&& main, bool main_ascending, IdChunks&& others, uint64_t* duplicates) {
+void IdIndex::BuildFromParts(IdChunks&& main, bool main_ascending, IdChunks&& others,
+                             uint64_t* duplicates) {
   if (!main_ascending) {
     for (auto& chunk : others.chunks()) {
       for (uint64_t id : chunk) main.push_back(id);

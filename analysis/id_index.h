@@ -1,15 +1,16 @@
-// IdIndex: the raw object ids (addresses) of one heap graph, sorted, with O(1) expected lookup id -> dense
-// index. Internal to HeapGraph and its producers (analysis/heap_graph_internal.h).
+// IdIndex: the raw object ids (addresses) of one heap graph, sorted, with O(1) expected lookup id
+// -> dense index. Internal to HeapGraph and its producers (analysis/heap_graph_internal.h).
 //
-// Storage: when every id is base + k * 2^shift with k < 2^32 (HotSpot and Android heaps: 8-byte aligned
-// addresses spanning less than 32 GiB), ids are kept as 32-bit keys k (4 bytes per object); otherwise as full
-// 64-bit ids. Lookup goes through an address-bucket directory with about four ids per bucket (1 byte per
-// object): dir[b] = first index whose key >> dir_shift >= b; then a short scan.
+// Storage: when every id is base + k * 2^shift with k < 2^32 (HotSpot and Android heaps: 8-byte
+// aligned addresses spanning less than 32 GiB), ids are kept as 32-bit keys k (4 bytes per object);
+// otherwise as full 64-bit ids. Lookup goes through an address-bucket directory with about four ids
+// per bucket (1 byte per object): dir[b] = first index whose key >> dir_shift >= b; then a short
+// scan.
 //
-// Building sorts with an LSD radix sort on the keys (11-bit digits, digit passes that cannot change the order
-// skipped), so a nearly sorted heap-dump order costs a few linear passes; the 64-bit fallback uses std::sort.
-// Peak memory while building: the unsorted ids (8 bytes per id, in 1 Mi-id chunks freed as they are
-// converted) then 8 bytes per id for the keys and the radix buffer.
+// Building sorts with an LSD radix sort on the keys (11-bit digits, digit passes that cannot change
+// the order skipped), so a nearly sorted heap-dump order costs a few linear passes; the 64-bit
+// fallback uses std::sort. Peak memory while building: the unsorted ids (8 bytes per id, in 1 Mi-id
+// chunks freed as they are converted) then 8 bytes per id for the keys and the radix buffer.
 //
 // Thread-safety: immutable after Build; concurrent lookups are safe.
 #ifndef HEAPWATCH_ANALYSIS_ID_INDEX_H_
@@ -21,7 +22,8 @@
 
 namespace heapwatch::analysis {
 
-// Raw ids collected in file order, in fixed-size chunks (no reallocation copies while a dump is read).
+// Raw ids collected in file order, in fixed-size chunks (no reallocation copies while a dump is
+// read).
 class IdChunks {
  public:
   static constexpr size_t kChunk = 1 << 20;
@@ -49,19 +51,22 @@ class IdIndex {
  public:
   static constexpr uint32_t kAbsent = 0xffffffffu;
 
-  // Sorts `ids` (consumed), drops duplicates (their number is returned in *duplicates) and builds the
-  // directory. O(n) for the 32-bit case, O(n log n) otherwise.
+  // Sorts `ids` (consumed), drops duplicates (their number is returned in *duplicates) and builds
+  // the directory. O(n) for the 32-bit case, O(n log n) otherwise.
   void Build(IdChunks&& ids, uint64_t* duplicates);
   // As Build, for ids gathered in two parts: `main` (ascending when `main_ascending`) and `others`
-  // (any order, e.g. the class objects of a dump). When `main` is ascending and the ids fit 32-bit keys,
-  // `others` alone is sorted and merged in: O(n + m log m).
-  void BuildFromParts(IdChunks&& main, bool main_ascending, IdChunks&& others, uint64_t* duplicates);
+  // (any order, e.g. the class objects of a dump). When `main` is ascending and the ids fit 32-bit
+  // keys, `others` alone is sorted and merged in: O(n + m log m).
+  void BuildFromParts(IdChunks&& main, bool main_ascending, IdChunks&& others,
+                      uint64_t* duplicates);
   // Builds from ids that are already sorted and unique (REQUIRES).
   void BuildSorted(const std::vector<uint64_t>& ids);
 
   size_t size() const { return compact_ ? keys_.size() : wide_.size(); }
   bool empty() const { return size() == 0; }
-  uint64_t Id(uint32_t v) const { return compact_ ? base_ + (static_cast<uint64_t>(keys_[v]) << shift_) : wide_[v]; }
+  uint64_t Id(uint32_t v) const {
+    return compact_ ? base_ + (static_cast<uint64_t>(keys_[v]) << shift_) : wide_[v];
+  }
   // The index of `id`, or kAbsent.
   uint32_t Find(uint64_t id) const {
     uint64_t key;

@@ -5,8 +5,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -31,7 +31,8 @@ Status ErrnoStatus(int err, const std::string& what) {
 // Owns a file descriptor.
 class FileSource final : public ByteSource {
  public:
-  FileSource(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
+  FileSource(int fd, uint64_t size, std::string path)
+      : fd_(fd), size_(size), path_(std::move(path)) {}
   ~FileSource() override { ::close(fd_); }
 
   StatusOr<size_t> Read(uint8_t* dst, size_t n) override {
@@ -51,7 +52,8 @@ class FileSource final : public ByteSource {
   }
   StatusOr<uint64_t> SkipForward(uint64_t n) override {
     uint64_t k = std::min<uint64_t>(n, size_ > consumed_ ? size_ - consumed_ : 0);
-    if (k > 0 && ::lseek(fd_, static_cast<off_t>(k), SEEK_CUR) < 0) return ErrnoStatus(errno, "lseek " + path_);
+    if (k > 0 && ::lseek(fd_, static_cast<off_t>(k), SEEK_CUR) < 0)
+      return ErrnoStatus(errno, "lseek " + path_);
     consumed_ += k;
     return k;
   }
@@ -108,7 +110,8 @@ class GzipSource final : public ByteSource {
         if (got == 0) {
           if (member_started_) {
             return absl::DataLossError(absl::StrFormat(
-                "gzip stream truncated: compressed file ends at byte %d inside a gzip member", raw_->consumed()));
+                "gzip stream truncated: compressed file ends at byte %d inside a gzip member",
+                raw_->consumed()));
           }
           done_ = true;
           break;
@@ -135,8 +138,9 @@ class GzipSource final : public ByteSource {
       if (rc == Z_BUF_ERROR) continue;  // needs more input
       if (rc != Z_OK) {
         uint64_t at = raw_->consumed() - zs_.avail_in;
-        return absl::DataLossError(absl::StrFormat("gzip stream corrupt near compressed byte %d: %s", at,
-                                                   zs_.msg != nullptr ? zs_.msg : "inflate error"));
+        return absl::DataLossError(
+            absl::StrFormat("gzip stream corrupt near compressed byte %d: %s", at,
+                            zs_.msg != nullptr ? zs_.msg : "inflate error"));
       }
     }
     size_t produced = n - zs_.avail_out;
@@ -192,7 +196,9 @@ StatusOr<uint64_t> ByteSource::SkipForward(uint64_t n) {
   std::vector<uint8_t> scratch(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
   uint64_t done = 0;
   while (done < n) {
-    HW_ASSIGN_OR_RETURN(size_t got, Read(scratch.data(), static_cast<size_t>(std::min<uint64_t>(n - done, scratch.size()))));
+    HW_ASSIGN_OR_RETURN(
+        size_t got,
+        Read(scratch.data(), static_cast<size_t>(std::min<uint64_t>(n - done, scratch.size()))));
     if (got == 0) break;
     done += got;
   }

@@ -10,22 +10,46 @@ using analysis::ObjectKind;
 
 bool PrimitiveFromDescriptor(char c, FieldType* type, std::string_view* name) {
   switch (c) {
-    case 'Z': *type = FieldType::kBoolean; *name = "boolean"; return true;
-    case 'B': *type = FieldType::kByte; *name = "byte"; return true;
-    case 'C': *type = FieldType::kChar; *name = "char"; return true;
-    case 'S': *type = FieldType::kShort; *name = "short"; return true;
-    case 'I': *type = FieldType::kInt; *name = "int"; return true;
-    case 'J': *type = FieldType::kLong; *name = "long"; return true;
-    case 'F': *type = FieldType::kFloat; *name = "float"; return true;
-    case 'D': *type = FieldType::kDouble; *name = "double"; return true;
+    case 'Z':
+      *type = FieldType::kBoolean;
+      *name = "boolean";
+      return true;
+    case 'B':
+      *type = FieldType::kByte;
+      *name = "byte";
+      return true;
+    case 'C':
+      *type = FieldType::kChar;
+      *name = "char";
+      return true;
+    case 'S':
+      *type = FieldType::kShort;
+      *name = "short";
+      return true;
+    case 'I':
+      *type = FieldType::kInt;
+      *name = "int";
+      return true;
+    case 'J':
+      *type = FieldType::kLong;
+      *name = "long";
+      return true;
+    case 'F':
+      *type = FieldType::kFloat;
+      *name = "float";
+      return true;
+    case 'D':
+      *type = FieldType::kDouble;
+      *name = "double";
+      return true;
   }
   return false;
 }
 
 bool PrimitiveFromName(std::string_view n, FieldType* type) {
   static constexpr std::pair<std::string_view, FieldType> kNames[] = {
-      {"boolean", FieldType::kBoolean}, {"byte", FieldType::kByte}, {"char", FieldType::kChar},
-      {"short", FieldType::kShort},     {"int", FieldType::kInt},   {"long", FieldType::kLong},
+      {"boolean", FieldType::kBoolean}, {"byte", FieldType::kByte},    {"char", FieldType::kChar},
+      {"short", FieldType::kShort},     {"int", FieldType::kInt},      {"long", FieldType::kLong},
       {"float", FieldType::kFloat},     {"double", FieldType::kDouble}};
   for (const auto& [name, t] : kNames) {
     if (name == n) {
@@ -36,7 +60,8 @@ bool PrimitiveFromName(std::string_view n, FieldType* type) {
   return false;
 }
 
-// "java/lang/Foo" -> "java.lang.Foo"; a hidden class suffix "+0x..." becomes "/0x..." as the JVM prints it.
+// "java/lang/Foo" -> "java.lang.Foo"; a hidden class suffix "+0x..." becomes "/0x..." as the JVM
+// prints it.
 std::string Dotted(std::string_view internal) {
   std::string out(internal);
   std::replace(out.begin(), out.end(), '/', '.');
@@ -64,7 +89,8 @@ ClassName ParseClassName(std::string_view raw) {
         out.kind = ObjectKind::kObjectArray;
       }
     } else {
-      if (rest.size() >= 2 && rest.front() == 'L' && rest.back() == ';') rest = rest.substr(1, rest.size() - 2);
+      if (rest.size() >= 2 && rest.front() == 'L' && rest.back() == ';')
+        rest = rest.substr(1, rest.size() - 2);
       out.source_name = Dotted(rest);
       out.kind = ObjectKind::kObjectArray;
     }

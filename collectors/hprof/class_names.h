@@ -1,4 +1,5 @@
-// Class names as HPROF writers spell them, turned into Java source form. Internal to collectors/hprof.
+// Class names as HPROF writers spell them, turned into Java source form. Internal to
+// collectors/hprof.
 #ifndef HEAPWATCH_COLLECTORS_HPROF_CLASS_NAMES_H_
 #define HEAPWATCH_COLLECTORS_HPROF_CLASS_NAMES_H_
 
@@ -10,14 +11,15 @@
 namespace heapwatch::hprof {
 
 struct ClassName {
-  std::string source_name;                                  // "java.lang.String", "int[]", "java.lang.Object[][]"
+  std::string source_name;  // "java.lang.String", "int[]", "java.lang.Object[][]"
   analysis::ObjectKind kind = analysis::ObjectKind::kInstance;  // or kObjectArray / kPrimitiveArray
   analysis::FieldType element = analysis::FieldType::kObject;   // arrays: element type
 };
 
-// Accepts every spelling seen in dumps: internal names ("java/lang/String", HotSpot), descriptors of array
-// classes ("[I", "[[Ljava/lang/Object;"), source names (Android: "java.lang.String[]", "int[]"), and
-// HotSpot hidden classes ("pkg/Foo$$Lambda$14+0x0000000800c03000", shown by the JVM as "...$14/0x...").
+// Accepts every spelling seen in dumps: internal names ("java/lang/String", HotSpot), descriptors
+// of array classes ("[I", "[[Ljava/lang/Object;"), source names (Android: "java.lang.String[]",
+// "int[]"), and HotSpot hidden classes ("pkg/Foo$$Lambda$14+0x0000000800c03000", shown by the JVM
+// as "...$14/0x...").
 ClassName ParseClassName(std::string_view raw);
 
 }  // namespace heapwatch::hprof

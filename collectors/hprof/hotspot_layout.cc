@@ -21,17 +21,18 @@ struct LField {
   int contended_group = -1;  // -1: not contended; 0: default group (own padding); >0: named group
 };
 
-// Fields HotSpot injects (javaClasses.hpp, JDK 17): 'P' = intptr (machine word), 'O' = oop, 'J' = long,
-// 'I' = int, 'S' = short, 'B' = byte, 'Z' = boolean. Indexed by LayoutKnob.
+// Fields HotSpot injects (javaClasses.hpp, JDK 17): 'P' = intptr (machine word), 'O' = oop, 'J' =
+// long, 'I' = int, 'S' = short, 'B' = byte, 'Z' = boolean. Indexed by LayoutKnob.
 struct KnobInfo {
   std::string_view klass;
-  // Injected fields as "<code><name>" separated by spaces; empty for @Contended knobs. A field whose name
-  // the class already declares (a later JDK made it a Java field) is not injected twice.
+  // Injected fields as "<code><name>" separated by spaces; empty for @Contended knobs. A field
+  // whose name the class already declares (a later JDK made it a Java field) is not injected twice.
   std::string_view injected;
 };
 constexpr KnobInfo kKnobs[kKnobCount] = {
     {"java.lang.Class",
-     "Pklass Parray_klass Ioop_size Istatic_oop_field_count Oprotection_domain Osigners Osource_file"},
+     "Pklass Parray_klass Ioop_size Istatic_oop_field_count Oprotection_domain Osigners "
+     "Osource_file"},
     {"java.lang.ClassLoader", "Ploader_data"},
     {"java.lang.String", "Bflags"},
     {"java.lang.invoke.ResolvedMethodName", "Ovmholder Pvmtarget"},
@@ -41,7 +42,8 @@ constexpr KnobInfo kKnobs[kKnobCount] = {
     {"java.lang.Module", "Pmodule_entry"},
     {"java.lang.InternalError", "Zduring_unsafe_access"},
     {"java.lang.Thread",
-     "Pjvmti_thread_state Ijvmti_VTMS_transition_disable_count Zjvmti_is_in_VTMS_transition Sjfr_epoch"},
+     "Pjvmti_thread_state Ijvmti_VTMS_transition_disable_count Zjvmti_is_in_VTMS_transition "
+     "Sjfr_epoch"},
     {"java.lang.invoke.CallSite", "Pvmdependencies Jlast_cleanup"},
     {"java.lang.Thread", ""},
     {"java.util.concurrent.ConcurrentHashMap$CounterCell", ""},
@@ -75,28 +77,32 @@ bool IsContendedClass(const LayoutClass& c, const LayoutExtras& extras) {
 }
 
 // The instance fields of one class (declared + injected), with @Contended groups.
-std::vector<LField> OwnFields(const LayoutClass& c, const ObjectLayout& l, const LayoutExtras& extras) {
+std::vector<LField> OwnFields(const LayoutClass& c, const ObjectLayout& l,
+                              const LayoutExtras& extras) {
   std::vector<LField> out;
   out.reserve(c.fields.size() + 2);
   for (size_t i = 0; i < c.fields.size(); ++i) {
     FieldType t = c.fields[i];
     LField f{analysis::FieldTypeSize(t, l.reference_size), t == FieldType::kObject, -1};
-    if (c.boot && extras.on(kContendedThread) && c.name == "java.lang.Thread" && i < c.field_names.size() &&
-        c.field_names[i].starts_with("threadLocalRandom")) {
+    if (c.boot && extras.on(kContendedThread) && c.name == "java.lang.Thread" &&
+        i < c.field_names.size() && c.field_names[i].starts_with("threadLocalRandom")) {
       f.contended_group = 1;  // @Contended("tlr")
     }
     out.push_back(f);
   }
   if (c.boot) {
     for (uint32_t k = 0; k < kKnobCount; ++k) {
-      if (kKnobs[k].injected.empty() || !extras.on(static_cast<LayoutKnob>(k)) || kKnobs[k].klass != c.name) continue;
+      if (kKnobs[k].injected.empty() || !extras.on(static_cast<LayoutKnob>(k)) ||
+          kKnobs[k].klass != c.name)
+        continue;
       std::string_view spec = kKnobs[k].injected;
       while (!spec.empty()) {
         size_t sp = spec.find(' ');
         std::string_view item = spec.substr(0, sp);
         spec = sp == std::string_view::npos ? std::string_view() : spec.substr(sp + 1);
         std::string_view name = item.substr(1);
-        if (std::find(c.field_names.begin(), c.field_names.end(), name) != c.field_names.end()) continue;
+        if (std::find(c.field_names.begin(), c.field_names.end(), name) != c.field_names.end())
+          continue;
         out.push_back({InjectedSize(item[0], l), item[0] == 'O', -1});
       }
     }
@@ -104,7 +110,8 @@ std::vector<LField> OwnFields(const LayoutClass& c, const ObjectLayout& l, const
   return out;
 }
 
-// Allocation order of the legacy layout: longs/doubles, ints/floats, shorts/chars, bytes/booleans, oops.
+// Allocation order of the legacy layout: longs/doubles, ints/floats, shorts/chars, bytes/booleans,
+// oops.
 enum AllocType { kDouble = 0, kWord = 1, kShort = 2, kByte = 3, kOop = 4 };
 AllocType TypeOf(const LField& f) {
   if (f.oop) return kOop;
@@ -121,19 +128,30 @@ AllocType TypeOf(const LField& f) {
 }
 
 bool PredefinedOffsets(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "java.lang.AssertionStatusDirectives", "java.lang.Class", "java.lang.ClassLoader", "java.lang.ref.Reference",
-      "java.lang.ref.SoftReference", "java.lang.StackTraceElement", "java.lang.String", "java.lang.Throwable",
-      "java.lang.Boolean", "java.lang.Character", "java.lang.Float", "java.lang.Double", "java.lang.Byte",
-      "java.lang.Short", "java.lang.Integer", "java.lang.Long"};
+  static constexpr std::string_view kNames[] = {"java.lang.AssertionStatusDirectives",
+                                                "java.lang.Class",
+                                                "java.lang.ClassLoader",
+                                                "java.lang.ref.Reference",
+                                                "java.lang.ref.SoftReference",
+                                                "java.lang.StackTraceElement",
+                                                "java.lang.String",
+                                                "java.lang.Throwable",
+                                                "java.lang.Boolean",
+                                                "java.lang.Character",
+                                                "java.lang.Float",
+                                                "java.lang.Double",
+                                                "java.lang.Byte",
+                                                "java.lang.Short",
+                                                "java.lang.Integer",
+                                                "java.lang.Long"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
-// Legacy layout (JDK 6..14 classFileParser::layout_fields, FieldsAllocationStyle=1, CompactFields=true).
-// `start` is where this class's fields begin (header, or the super's end aligned to the oop size). Returns
-// the unaligned end ("next_nonstatic_padded_offset").
-uint32_t LegacyLayout(const LayoutClass& c, const std::vector<LField>& fields, uint32_t start, const ObjectLayout& l,
-                      const LayoutExtras& extras, bool contended_class) {
+// Legacy layout (JDK 6..14 classFileParser::layout_fields, FieldsAllocationStyle=1,
+// CompactFields=true). `start` is where this class's fields begin (header, or the super's end
+// aligned to the oop size). Returns the unaligned end ("next_nonstatic_padded_offset").
+uint32_t LegacyLayout(const LayoutClass& c, const std::vector<LField>& fields, uint32_t start,
+                      const ObjectLayout& l, const LayoutExtras& extras, bool contended_class) {
   const uint32_t oop = l.reference_size;
   uint32_t count[5] = {0, 0, 0, 0, 0};
   std::vector<const LField*> contended;
@@ -215,8 +233,8 @@ uint32_t LegacyLayout(const LayoutClass& c, const std::vector<LField>& fields, u
   return padded;
 }
 
-// JDK 15+ layout (fieldLayoutBuilder.cpp). Blocks cover [0, INT_MAX): the header (reserved), the fields of
-// the superclasses at their offsets, and empty blocks in between and at the end.
+// JDK 15+ layout (fieldLayoutBuilder.cpp). Blocks cover [0, INT_MAX): the header (reserved), the
+// fields of the superclasses at their offsets, and empty blocks in between and at the end.
 struct Block {
   uint32_t offset;
   uint32_t size;
@@ -226,10 +244,11 @@ struct Block {
 class NewLayout {
  public:
   // Reconstructs the layout of a superclass from the (offset, size) of all its fields.
-  // With `contended_super` (the superclass or one of its ancestors has @Contended fields or is @Contended),
-  // the holes become padding and a padding block of `padding` bytes follows the last field (fill_holes).
-  NewLayout(uint32_t header, const std::vector<std::pair<uint32_t, uint32_t>>& super_fields, bool contended_super,
-            uint32_t padding) {
+  // With `contended_super` (the superclass or one of its ancestors has @Contended fields or is
+  // @Contended), the holes become padding and a padding block of `padding` bytes follows the last
+  // field (fill_holes).
+  NewLayout(uint32_t header, const std::vector<std::pair<uint32_t, uint32_t>>& super_fields,
+            bool contended_super, uint32_t padding) {
     blocks_.push_back({0, header, false});
     for (const auto& [off, size] : super_fields) {
       uint32_t end = blocks_.back().offset + blocks_.back().size;
@@ -244,10 +263,11 @@ class NewLayout {
     blocks_.push_back({end, UINT32_MAX - end, true});
   }
 
-  // FieldLayout::add: each field goes into the smallest empty block it fits (ties: the one nearest the
-  // end), searching every block but the last; if none fits, or `append_only` (the start block is the last
-  // block, as for @Contended classes and groups), it is appended at the end.
-  void Add(const std::vector<uint32_t>& sizes, bool append_only, std::vector<std::pair<uint32_t, uint32_t>>* placed) {
+  // FieldLayout::add: each field goes into the smallest empty block it fits (ties: the one nearest
+  // the end), searching every block but the last; if none fits, or `append_only` (the start block
+  // is the last block, as for @Contended classes and groups), it is appended at the end.
+  void Add(const std::vector<uint32_t>& sizes, bool append_only,
+           std::vector<std::pair<uint32_t, uint32_t>>* placed) {
     bool last_ok = false;
     uint32_t last_size = 0;
     for (uint32_t size : sizes) {
@@ -259,7 +279,8 @@ class NewLayout {
         size_t best = SIZE_MAX;
         for (size_t i = last; i-- > 1;) {
           const Block& b = blocks_[i];
-          if (b.empty && Fits(b, size) && (best == SIZE_MAX || b.size < blocks_[best].size)) best = i;
+          if (b.empty && Fits(b, size) && (best == SIZE_MAX || b.size < blocks_[best].size))
+            best = i;
         }
         if (best != SIZE_MAX) {
           candidate = best;
@@ -287,7 +308,8 @@ class NewLayout {
     return b.size >= size + adjust;
   }
 
-  // Places a field of `size` bytes (alignment = size) at the start of empty block `i`; returns its offset.
+  // Places a field of `size` bytes (alignment = size) at the start of empty block `i`; returns its
+  // offset.
   uint32_t Insert(size_t i, uint32_t size) {
     if (blocks_[i].offset % size != 0) {
       uint32_t adjust = size - blocks_[i].offset % size;
@@ -301,7 +323,8 @@ class NewLayout {
     blocks_[i].offset += size;
     blocks_[i].size -= size;
     blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(i), field);
-    if (blocks_[i + 1].size == 0) blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    if (blocks_[i + 1].size == 0)
+      blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i + 1));
     return field.offset;
   }
 
@@ -313,17 +336,20 @@ class NewLayout {
 std::string_view LayoutKnobClass(LayoutKnob knob) { return kKnobs[knob].klass; }
 
 std::string LayoutKnobName(LayoutKnob knob) {
-  return std::string(kKnobs[knob].injected.empty() ? "contended " : "injected ") + std::string(kKnobs[knob].klass);
+  return std::string(kKnobs[knob].injected.empty() ? "contended " : "injected ") +
+         std::string(kKnobs[knob].klass);
 }
 
-std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes, const ObjectLayout& l,
-                                           const LayoutExtras& extras, std::vector<uint32_t>* broken) {
+std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
+                                           const ObjectLayout& l, const LayoutExtras& extras,
+                                           std::vector<uint32_t>* broken) {
   const size_t n = classes.size();
   std::vector<uint32_t> sizes(n, 0);
   // Per class: 0 = not done, 1 = in progress, 2 = done, 3 = broken.
   std::vector<uint8_t> state(n, 0);
-  std::vector<uint32_t> legacy_end(n, 0);                              // unaligned end of the fields
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> placed(n);  // JDK 15+: all fields incl. supers
+  std::vector<uint32_t> legacy_end(n, 0);  // unaligned end of the fields
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> placed(
+      n);                                // JDK 15+: all fields incl. supers
   std::vector<uint8_t> contended(n, 0);  // the class or an ancestor has @Contended annotations
   std::vector<size_t> chain;
   for (size_t root = 0; root < n; ++root) {
@@ -367,12 +393,14 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
         continue;
       }
       const bool contended_super = s >= 0 && contended[s];
-      NewLayout layout(l.object_header, s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s],
+      NewLayout layout(l.object_header,
+                       s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s],
                        contended_super, extras.contended_padding);
-      // Fields of a subclass of a @Contended class are appended after the padding (start = last block).
+      // Fields of a subclass of a @Contended class are appended after the padding (start = last
+      // block).
       const bool append_only = contended_class || (contended_super && !placed[s].empty());
-      std::vector<std::pair<uint32_t, uint32_t>> mine = s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{}
-                                                              : placed[s];
+      std::vector<std::pair<uint32_t, uint32_t>> mine =
+          s < 0 ? std::vector<std::pair<uint32_t, uint32_t>>{} : placed[s];
       std::vector<std::pair<uint32_t, uint32_t>> added;
       bool tail_padding = false;
       if (contended_class) {
@@ -391,8 +419,8 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
       std::stable_sort(prims.begin(), prims.end(), std::greater<uint32_t>());
       layout.Add(prims, append_only, &added);
       layout.Add(oops, append_only, &added);
-      // @Contended groups: each after a padding block, appended at the end; every field of the default group
-      // (0) is a group of its own.
+      // @Contended groups: each after a padding block, appended at the end; every field of the
+      // default group (0) is a group of its own.
       for (int g : groups) {
         std::vector<uint32_t> gp, go;
         for (const LField& f : own) {
@@ -424,8 +452,10 @@ std::vector<uint32_t> HotSpotInstanceSizes(std::span<const LayoutClass> classes,
   return sizes;
 }
 
-std::vector<uint32_t> HotSpotMirrorSizes(std::span<const LayoutClass> classes, const ObjectLayout& l,
-                                         std::span<const uint32_t> instance_sizes, int32_t java_lang_class) {
+std::vector<uint32_t> HotSpotMirrorSizes(std::span<const LayoutClass> classes,
+                                         const ObjectLayout& l,
+                                         std::span<const uint32_t> instance_sizes,
+                                         int32_t java_lang_class) {
   std::vector<uint32_t> out(classes.size(), 0);
   uint32_t base = java_lang_class >= 0 ? instance_sizes[java_lang_class] : l.object_header;
   for (size_t c = 0; c < classes.size(); ++c) {
@@ -469,10 +499,11 @@ std::vector<ObjectLayout> CandidateLayouts(uint32_t id_size) {
   out.push_back(make(4, 12, 8, true, false));   // compressed oops + class pointers, JDK 15..21
   out.push_back(make(4, 12, 8, false, false));  // compressed oops + class pointers, JDK 6u23..14
   out.push_back(make(8, 16, 8, false, false));  // no compressed oops, JDK <= 14
-  out.push_back(make(8, 12, 8, true, false));   // -XX:-UseCompressedOops, compressed class pointers, JDK 15+
-  out.push_back(make(8, 16, 8, true, false));   // no compressed oops nor class pointers, JDK 15+
-  out.push_back(make(4, 12, 8, true, true));    // compressed, JDK 22+ (unaligned array base)
-  out.push_back(make(8, 12, 8, true, true));    // -XX:-UseCompressedOops, JDK 22+
+  out.push_back(
+      make(8, 12, 8, true, false));  // -XX:-UseCompressedOops, compressed class pointers, JDK 15+
+  out.push_back(make(8, 16, 8, true, false));  // no compressed oops nor class pointers, JDK 15+
+  out.push_back(make(4, 12, 8, true, true));   // compressed, JDK 22+ (unaligned array base)
+  out.push_back(make(8, 12, 8, true, true));   // -XX:-UseCompressedOops, JDK 22+
   return out;
 }
 

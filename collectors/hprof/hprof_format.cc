@@ -10,48 +10,84 @@ namespace heapwatch::hprof {
 
 std::string RecordTagName(uint8_t tag) {
   switch (tag) {
-    case kTagString: return "STRING IN UTF8";
-    case kTagLoadClass: return "LOAD CLASS";
-    case kTagUnloadClass: return "UNLOAD CLASS";
-    case kTagStackFrame: return "STACK FRAME";
-    case kTagStackTrace: return "STACK TRACE";
-    case kTagAllocSites: return "ALLOC SITES";
-    case kTagHeapSummary: return "HEAP SUMMARY";
-    case kTagStartThread: return "START THREAD";
-    case kTagEndThread: return "END THREAD";
-    case kTagHeapDump: return "HEAP DUMP";
-    case kTagCpuSamples: return "CPU SAMPLES";
-    case kTagControlSettings: return "CONTROL SETTINGS";
-    case kTagHeapDumpSegment: return "HEAP DUMP SEGMENT";
-    case kTagHeapDumpEnd: return "HEAP DUMP END";
+    case kTagString:
+      return "STRING IN UTF8";
+    case kTagLoadClass:
+      return "LOAD CLASS";
+    case kTagUnloadClass:
+      return "UNLOAD CLASS";
+    case kTagStackFrame:
+      return "STACK FRAME";
+    case kTagStackTrace:
+      return "STACK TRACE";
+    case kTagAllocSites:
+      return "ALLOC SITES";
+    case kTagHeapSummary:
+      return "HEAP SUMMARY";
+    case kTagStartThread:
+      return "START THREAD";
+    case kTagEndThread:
+      return "END THREAD";
+    case kTagHeapDump:
+      return "HEAP DUMP";
+    case kTagCpuSamples:
+      return "CPU SAMPLES";
+    case kTagControlSettings:
+      return "CONTROL SETTINGS";
+    case kTagHeapDumpSegment:
+      return "HEAP DUMP SEGMENT";
+    case kTagHeapDumpEnd:
+      return "HEAP DUMP END";
   }
   return absl::StrFormat("UNKNOWN(0x%02x)", tag);
 }
 
 std::string SubTagName(uint8_t tag) {
   switch (tag) {
-    case kSubRootUnknown: return "ROOT UNKNOWN";
-    case kSubRootJniGlobal: return "ROOT JNI GLOBAL";
-    case kSubRootJniLocal: return "ROOT JNI LOCAL";
-    case kSubRootJavaFrame: return "ROOT JAVA FRAME";
-    case kSubRootNativeStack: return "ROOT NATIVE STACK";
-    case kSubRootStickyClass: return "ROOT STICKY CLASS";
-    case kSubRootThreadBlock: return "ROOT THREAD BLOCK";
-    case kSubRootMonitorUsed: return "ROOT MONITOR USED";
-    case kSubRootThreadObject: return "ROOT THREAD OBJECT";
-    case kSubClassDump: return "CLASS DUMP";
-    case kSubInstanceDump: return "INSTANCE DUMP";
-    case kSubObjectArrayDump: return "OBJECT ARRAY DUMP";
-    case kSubPrimitiveArrayDump: return "PRIMITIVE ARRAY DUMP";
-    case kSubRootInternedString: return "ROOT INTERNED STRING";
-    case kSubRootFinalizing: return "ROOT FINALIZING";
-    case kSubRootDebugger: return "ROOT DEBUGGER";
-    case kSubRootReferenceCleanup: return "ROOT REFERENCE CLEANUP";
-    case kSubRootVmInternal: return "ROOT VM INTERNAL";
-    case kSubRootJniMonitor: return "ROOT JNI MONITOR";
-    case kSubUnreachable: return "UNREACHABLE";
-    case kSubPrimitiveArrayNoData: return "PRIMITIVE ARRAY NODATA DUMP";
-    case kSubHeapDumpInfo: return "HEAP DUMP INFO";
+    case kSubRootUnknown:
+      return "ROOT UNKNOWN";
+    case kSubRootJniGlobal:
+      return "ROOT JNI GLOBAL";
+    case kSubRootJniLocal:
+      return "ROOT JNI LOCAL";
+    case kSubRootJavaFrame:
+      return "ROOT JAVA FRAME";
+    case kSubRootNativeStack:
+      return "ROOT NATIVE STACK";
+    case kSubRootStickyClass:
+      return "ROOT STICKY CLASS";
+    case kSubRootThreadBlock:
+      return "ROOT THREAD BLOCK";
+    case kSubRootMonitorUsed:
+      return "ROOT MONITOR USED";
+    case kSubRootThreadObject:
+      return "ROOT THREAD OBJECT";
+    case kSubClassDump:
+      return "CLASS DUMP";
+    case kSubInstanceDump:
+      return "INSTANCE DUMP";
+    case kSubObjectArrayDump:
+      return "OBJECT ARRAY DUMP";
+    case kSubPrimitiveArrayDump:
+      return "PRIMITIVE ARRAY DUMP";
+    case kSubRootInternedString:
+      return "ROOT INTERNED STRING";
+    case kSubRootFinalizing:
+      return "ROOT FINALIZING";
+    case kSubRootDebugger:
+      return "ROOT DEBUGGER";
+    case kSubRootReferenceCleanup:
+      return "ROOT REFERENCE CLEANUP";
+    case kSubRootVmInternal:
+      return "ROOT VM INTERNAL";
+    case kSubRootJniMonitor:
+      return "ROOT JNI MONITOR";
+    case kSubUnreachable:
+      return "UNREACHABLE";
+    case kSubPrimitiveArrayNoData:
+      return "PRIMITIVE ARRAY NODATA DUMP";
+    case kSubHeapDumpInfo:
+      return "HEAP DUMP INFO";
   }
   return absl::StrFormat("UNKNOWN(0x%02x)", tag);
 }
@@ -77,18 +113,20 @@ std::string FirstLine(std::string_view s) {
   return out;
 }
 
-// `jmap -histo` / GC.class_histogram rows: "   1:   4752   651328  <methodKlass>" or (JDK 5) "  171  44312  [C",
-// or the header line " num     #instances         #bytes  class name".
+// `jmap -histo` / GC.class_histogram rows: "   1:   4752   651328  <methodKlass>" or (JDK 5) "  171
+// 44312  [C", or the header line " num     #instances         #bytes  class name".
 bool LooksLikeClassHistogram(std::string_view s) {
   auto is_number = [](std::string_view t) {
-    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !t.empty() &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   int rows = 0;
   int lines = 0;
   size_t start = 0;
   while (start < s.size() && ++lines <= 12) {
     size_t nl = s.find('\n', start);
-    std::string_view line = s.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    std::string_view line =
+        s.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
     start = nl == std::string_view::npos ? s.size() : nl + 1;
     std::vector<std::string_view> t;
     size_t i0 = 0;
@@ -102,7 +140,9 @@ bool LooksLikeClassHistogram(std::string_view s) {
     }
     if (t.size() >= 4 && t[0] == "num" && t[1] == "#instances") return true;
     size_t i = 0;
-    if (!t.empty() && t[0].size() > 1 && t[0].back() == ':' && is_number(t[0].substr(0, t[0].size() - 1))) i = 1;
+    if (!t.empty() && t[0].size() > 1 && t[0].back() == ':' &&
+        is_number(t[0].substr(0, t[0].size() - 1)))
+      i = 1;
     if (t.size() >= i + 3 && is_number(t[i]) && is_number(t[i + 1])) ++rows;
   }
   return rows >= 2;
@@ -114,36 +154,46 @@ Status CheckHprofSignature(std::string_view p) {
   if (p.empty()) return absl::InvalidArgumentError("empty file: not a heap dump");
   if (p.starts_with("JAVA PROFILE ")) {
     size_t nul = p.find('\0');
-    std::string version(p.substr(0, std::min<size_t>(nul == std::string_view::npos ? p.size() : nul, 40)));
-    if (version == "JAVA PROFILE 1.0.1" || version == "JAVA PROFILE 1.0.2" || version == "JAVA PROFILE 1.0.3") {
+    std::string version(
+        p.substr(0, std::min<size_t>(nul == std::string_view::npos ? p.size() : nul, 40)));
+    if (version == "JAVA PROFILE 1.0.1" || version == "JAVA PROFILE 1.0.2" ||
+        version == "JAVA PROFILE 1.0.3") {
       return absl::OkStatus();
     }
     return absl::UnimplementedError(absl::StrFormat(
-        "HPROF version \"%s\" is not supported (supported: JAVA PROFILE 1.0.1, 1.0.2, 1.0.3)", version));
+        "HPROF version \"%s\" is not supported (supported: JAVA PROFILE 1.0.1, 1.0.2, 1.0.3)",
+        version));
   }
   if (p.size() >= 20 && p[0] == 0 && p[1] == 18 && p.substr(2, 18) == "portable heap dump") {
     return absl::UnimplementedError(
-        "IBM Portable Heap Dump (PHD) format is not supported: heapwatch reads HPROF dumps only (take one "
+        "IBM Portable Heap Dump (PHD) format is not supported: heapwatch reads HPROF dumps only "
+        "(take one "
         "with -Xdump:heap:opts=HPROF on OpenJ9, or jcmd GC.heap_dump on HotSpot)");
   }
-  if (p.starts_with("\x7f" "ELF")) {
+  if (p.starts_with("\x7f"
+                    "ELF")) {
     return absl::UnimplementedError(
-        "ELF core file is not supported: convert it to HPROF first (jhsdb jmap --binaryheap --core ...)");
+        "ELF core file is not supported: convert it to HPROF first (jhsdb jmap --binaryheap --core "
+        "...)");
   }
   if (p.starts_with("PK\x03\x04")) {
     return absl::UnimplementedError(
-        "zip archive (e.g. an IBM system dump .dmp.zip) is not supported: heapwatch reads HPROF dumps only");
+        "zip archive (e.g. an IBM system dump .dmp.zip) is not supported: heapwatch reads HPROF "
+        "dumps only");
   }
   if (LooksLikeText(p.substr(0, 4096))) {
     std::string_view head = p.substr(0, 4096);
     if (head.find("0SECTION") != std::string_view::npos &&
-        (head.find("TITLE") != std::string_view::npos || head.find("javacore") != std::string_view::npos)) {
+        (head.find("TITLE") != std::string_view::npos ||
+         head.find("javacore") != std::string_view::npos)) {
       return absl::UnimplementedError(
-          "IBM javacore text (thread and class loader report) is not supported: it is not a heap dump");
+          "IBM javacore text (thread and class loader report) is not supported: it is not a heap "
+          "dump");
     }
     if (LooksLikeClassHistogram(head)) {
       return absl::UnimplementedError(
-          "class histogram text (jmap -histo / GC.class_histogram output) is not a heap dump: it has no object "
+          "class histogram text (jmap -histo / GC.class_histogram output) is not a heap dump: it "
+          "has no object "
           "graph; feed it to the histogram collector instead");
     }
     return absl::InvalidArgumentError(
@@ -170,8 +220,9 @@ StatusOr<HprofHeader> ReadHprofHeader(StreamReader& in) {
   h.format = std::string(prefix.substr(0, nul));
   h.minor = h.format.back() - '0';
   if (prefix.size() < nul + 1 + 12) {
-    return absl::DataLossError(absl::StrFormat(
-        "HPROF header truncated: file ends at byte %d, the header needs %d bytes", prefix.size(), nul + 13));
+    return absl::DataLossError(
+        absl::StrFormat("HPROF header truncated: file ends at byte %d, the header needs %d bytes",
+                        prefix.size(), nul + 13));
   }
   in.Advance(nul + 1);
   h.id_size = in.U4();

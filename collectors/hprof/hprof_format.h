@@ -1,9 +1,9 @@
-// HPROF binary format constants and the file header. Internal to collectors/hprof; docs/hprof-format.md
-// is the grammar.
+// HPROF binary format constants and the file header. Internal to collectors/hprof;
+// docs/hprof-format.md is the grammar.
 //
-// Sources: OpenJDK `src/hotspot/share/services/heapDumper.cpp` (format description comment), the JDK 6 hprof
-// agent manual (`demo/jvmti/hprof/manual.html`), Android `art/runtime/hprof/hprof.cc` (tags 0x89..0xFE), and
-// seeds/004 (HAHA's tag list). All multi-byte values are big-endian.
+// Sources: OpenJDK `src/hotspot/share/services/heapDumper.cpp` (format description comment), the
+// JDK 6 hprof agent manual (`demo/jvmti/hprof/manual.html`), Android `art/runtime/hprof/hprof.cc`
+// (tags 0x89..0xFE), and seeds/004 (HAHA's tag list). All multi-byte values are big-endian.
 #ifndef HEAPWATCH_COLLECTORS_HPROF_HPROF_FORMAT_H_
 #define HEAPWATCH_COLLECTORS_HPROF_HPROF_FORMAT_H_
 
@@ -66,23 +66,26 @@ std::string RecordTagName(uint8_t tag);
 // Name of a heap dump sub-record tag ("INSTANCE DUMP", "ROOT JNI GLOBAL") or "UNKNOWN(0x42)".
 std::string SubTagName(uint8_t tag);
 
-// The file header: "JAVA PROFILE 1.0.x\0", u4 identifier size, u4 high + u4 low millisecond timestamp.
+// The file header: "JAVA PROFILE 1.0.x\0", u4 identifier size, u4 high + u4 low millisecond
+// timestamp.
 struct HprofHeader {
-  std::string format;   // without the NUL
-  int minor = 0;        // 1, 2 or 3 (1.0.3 = Android)
-  uint32_t id_size = 0; // 4 or 8
+  std::string format;    // without the NUL
+  int minor = 0;         // 1, 2 or 3 (1.0.3 = Android)
+  uint32_t id_size = 0;  // 4 or 8
   uint64_t timestamp_ms = 0;
   uint64_t length = 0;  // bytes of the header
 };
 
-// Identifies what `prefix` (the first bytes of a file, after gzip inflation) is. Returns OK for HPROF;
-// otherwise an error naming the format: Unimplemented for recognised heap-dump-like formats that are not
-// supported (IBM Portable Heap Dump, IBM javacore, class histogram text, ELF core, zip archive, HPROF
-// with an unknown version), InvalidArgument for anything else (empty, text, unknown binary).
+// Identifies what `prefix` (the first bytes of a file, after gzip inflation) is. Returns OK for
+// HPROF; otherwise an error naming the format: Unimplemented for recognised heap-dump-like formats
+// that are not supported (IBM Portable Heap Dump, IBM javacore, class histogram text, ELF core, zip
+// archive, HPROF with an unknown version), InvalidArgument for anything else (empty, text, unknown
+// binary).
 Status CheckHprofSignature(std::string_view prefix);
 
 // Reads and validates the header at the start of `in`.
-// Errors: as CheckHprofSignature; DataLoss for a truncated header; Unimplemented for id sizes other than 4/8.
+// Errors: as CheckHprofSignature; DataLoss for a truncated header; Unimplemented for id sizes other
+// than 4/8.
 StatusOr<HprofHeader> ReadHprofHeader(StreamReader& in);
 
 }  // namespace heapwatch::hprof

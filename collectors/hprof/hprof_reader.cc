@@ -69,20 +69,23 @@ struct ReadState {
   int64_t dump = -1;  // resolved ordinal
   uint32_t dump_count = 0;
   // Pass 1 results.
-  std::vector<RawClass> raw_classes;         // ClassId order (CLASS DUMP order), synthetic ones appended empty
+  std::vector<RawClass>
+      raw_classes;  // ClassId order (CLASS DUMP order), synthetic ones appended empty
   absl::flat_hash_map<uint64_t, uint32_t> class_by_id;  // class object id -> ClassId
   std::vector<RawRoot> roots;
-  std::vector<std::pair<uint32_t, uint64_t>> heap_infos;  // (heap type, name id) in first-seen order
+  std::vector<std::pair<uint32_t, uint64_t>>
+      heap_infos;  // (heap type, name id) in first-seen order
   // Per class: instance data layout for decoding INSTANCE DUMPs.
-  std::vector<uint32_t> data_size;                 // expected field bytes (ids at id_size)
-  std::vector<std::vector<uint32_t>> ref_offsets;  // byte offset in the instance data of each instance slot
-  std::vector<uint32_t> data_mismatch;             // instances whose data length differed
-  ClassId primitive_array_class[12];               // by FieldType code
-  std::vector<uint64_t> duplicate_offsets;         // records dropped as duplicates (pass 2 -> 3)
-  std::vector<uint8_t> heap_of;                    // per object, when the dump has several heaps
-  uint64_t stream_bytes_hint = 0;                  // bytes of the HPROF stream seen in pass 1
-  bool objects_ascending = false;                  // pass 1: instances and arrays in ascending id order
-  uint64_t reference_bytes = 0;                    // pass 1: instance data + object array bytes
+  std::vector<uint32_t> data_size;  // expected field bytes (ids at id_size)
+  std::vector<std::vector<uint32_t>>
+      ref_offsets;                      // byte offset in the instance data of each instance slot
+  std::vector<uint32_t> data_mismatch;  // instances whose data length differed
+  ClassId primitive_array_class[12];    // by FieldType code
+  std::vector<uint64_t> duplicate_offsets;  // records dropped as duplicates (pass 2 -> 3)
+  std::vector<uint8_t> heap_of;             // per object, when the dump has several heaps
+  uint64_t stream_bytes_hint = 0;           // bytes of the HPROF stream seen in pass 1
+  bool objects_ascending = false;           // pass 1: instances and arrays in ascending id order
+  uint64_t reference_bytes = 0;             // pass 1: instance data + object array bytes
   uint8_t heap_index_of_type(uint32_t type) const {
     for (size_t i = 0; i < heap_infos.size(); ++i) {
       if (heap_infos[i].first == type) return static_cast<uint8_t>(i + 1);
@@ -105,7 +108,8 @@ class Pass1 {
   Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
   Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
   Status OnString(uint64_t id, std::string_view s) {
-    if (arena_.size() + s.size() > UINT32_MAX) return absl::OkStatus();  // names beyond 4 GiB: unnamed
+    if (arena_.size() + s.size() > UINT32_MAX)
+      return absl::OkStatus();  // names beyond 4 GiB: unnamed
     strings_.try_emplace(id, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(s.size()));
     arena_.append(s);
     return absl::OkStatus();
@@ -209,7 +213,8 @@ class Pass1 {
 
   ReadState& st_;
   analysis::IdChunks& ids_;
-  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> strings_;  // id -> (arena offset, length)
+  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>>
+      strings_;  // id -> (arena offset, length)
   std::string arena_;
   absl::flat_hash_map<uint64_t, uint64_t> class_names_;
   uint64_t duplicate_classes_ = 0;
@@ -230,7 +235,8 @@ class Pass1 {
 // ---------------------------------------------------------------------------------------------------------
 // Between pass 1 and 2: the class table and the object index.
 
-ClassId AddSyntheticClass(Rep& rep, ReadState& st, std::string name, ObjectKind kind, FieldType element) {
+ClassId AddSyntheticClass(Rep& rep, ReadState& st, std::string name, ObjectKind kind,
+                          FieldType element) {
   ClassId c{static_cast<uint32_t>(rep.classes.size())};
   ClassInfo& info = rep.classes.emplace_back();
   info.name = std::move(name);
@@ -253,7 +259,8 @@ Status BuildClassTable(Rep& rep, ReadState& st, const Pass1& p1) {
     const RawClass& r = st.raw_classes[c];
     ClassInfo& info = rep.classes[c];
     uint64_t name_id = 0;
-    std::string raw = p1.ClassNameId(r.id, &name_id) ? p1.Name(name_id) : absl::StrFormat("unknown-class@0x%x", r.id);
+    std::string raw = p1.ClassNameId(r.id, &name_id) ? p1.Name(name_id)
+                                                     : absl::StrFormat("unknown-class@0x%x", r.id);
     ClassName cn = ParseClassName(raw);
     info.name = std::move(cn.source_name);
     info.instance_kind = cn.kind;
@@ -269,18 +276,20 @@ Status BuildClassTable(Rep& rep, ReadState& st, const Pass1& p1) {
     if (super == 0) continue;
     auto it = st.class_by_id.find(super);
     if (it == st.class_by_id.end()) {
-      ClassId s = AddSyntheticClass(rep, st, absl::StrFormat("unknown-class@0x%x", super), ObjectKind::kInstance,
-                                    FieldType::kObject);
+      ClassId s = AddSyntheticClass(rep, st, absl::StrFormat("unknown-class@0x%x", super),
+                                    ObjectKind::kInstance, FieldType::kObject);
       st.class_by_id.emplace(super, s.value);
-      Warn(rep, absl::StrFormat("superclass 0x%x of %s has no CLASS DUMP; using a class without fields", super,
-                                rep.classes[c].name));
+      Warn(rep,
+           absl::StrFormat("superclass 0x%x of %s has no CLASS DUMP; using a class without fields",
+                           super, rep.classes[c].name));
       rep.classes[c].super_class = s;
     } else {
       rep.classes[c].super_class = ClassId{it->second};
     }
   }
-  // Work and memory of the layouts below grow with the sum over classes of the fields of their whole
-  // hierarchy. Real dumps have a few hundred thousand; a malformed file cannot make it unbounded.
+  // Work and memory of the layouts below grow with the sum over classes of the fields of their
+  // whole hierarchy. Real dumps have a few hundred thousand; a malformed file cannot make it
+  // unbounded.
   {
     uint64_t total = 0;
     std::vector<uint64_t> own(rep.classes.size());
@@ -296,7 +305,8 @@ Status BuildClassTable(Rep& rep, ReadState& st, const Pass1& p1) {
     uint64_t limit = std::max<uint64_t>(64ull << 20, 64 * st.stream_bytes_hint);
     if (total > limit) {
       return absl::DataLossError(absl::StrFormat(
-          "corrupt dump: class hierarchies declare %d instance fields in total (more than %d)", total, limit));
+          "corrupt dump: class hierarchies declare %d instance fields in total (more than %d)",
+          total, limit));
     }
   }
   std::vector<std::vector<uint32_t>> cp(rep.classes.size());
@@ -327,29 +337,38 @@ Status BuildClassTable(Rep& rep, ReadState& st, const Pass1& p1) {
     const ClassInfo& info = rep.classes[c];
     if (info.instance_kind == ObjectKind::kPrimitiveArray &&
         !st.primitive_array_class[static_cast<int>(info.element_type)].valid()) {
-      st.primitive_array_class[static_cast<int>(info.element_type)] = ClassId{static_cast<uint32_t>(c)};
+      st.primitive_array_class[static_cast<int>(info.element_type)] =
+          ClassId{static_cast<uint32_t>(c)};
     }
-    if (info.name == "java.lang.Class" && !rep.java_lang_class.valid()) rep.java_lang_class = ClassId{static_cast<uint32_t>(c)};
+    if (info.name == "java.lang.Class" && !rep.java_lang_class.valid())
+      rep.java_lang_class = ClassId{static_cast<uint32_t>(c)};
   }
   for (const auto& [type, name_id] : st.heap_infos) {
-    rep.heap_names.push_back(p1.HasName(name_id) ? p1.Name(name_id) : absl::StrFormat("heap-%d", type));
+    rep.heap_names.push_back(p1.HasName(name_id) ? p1.Name(name_id)
+                                                 : absl::StrFormat("heap-%d", type));
   }
   return absl::OkStatus();
 }
 
-// Appends the slot table entry of a class created after BuildClassSlots (synthetic classes have no fields).
-ClassId SyntheticFor(Rep& rep, ReadState& st, uint64_t class_id, ObjectKind kind, FieldType element) {
-  std::string name = kind == ObjectKind::kInstance ? absl::StrFormat("unknown-class@0x%x", class_id)
-                                                   : absl::StrFormat("unknown-class@0x%x[]", class_id);
+// Appends the slot table entry of a class created after BuildClassSlots (synthetic classes have no
+// fields).
+ClassId SyntheticFor(Rep& rep, ReadState& st, uint64_t class_id, ObjectKind kind,
+                     FieldType element) {
+  std::string name = kind == ObjectKind::kInstance
+                         ? absl::StrFormat("unknown-class@0x%x", class_id)
+                         : absl::StrFormat("unknown-class@0x%x[]", class_id);
   ClassId c = AddSyntheticClass(rep, st, std::move(name), kind, element);
-  // The slots of a synthetic class: none for instances (no fields known); class objects never exist.
+  // The slots of a synthetic class: none for instances (no fields known); class objects never
+  // exist.
   rep.slots.back().class_object_slots = {};
   return c;
 }
 
 // Sorts the pass-1 ids into rep.ids (duplicates removed) with its lookup directory.
-void BuildObjectIndex(Rep& rep, analysis::IdChunks& ids, analysis::IdChunks& class_ids, bool ascending) {
-  rep.ids.BuildFromParts(std::move(ids), ascending, std::move(class_ids), &rep.info.duplicate_objects);
+void BuildObjectIndex(Rep& rep, analysis::IdChunks& ids, analysis::IdChunks& class_ids,
+                      bool ascending) {
+  rep.ids.BuildFromParts(std::move(ids), ascending, std::move(class_ids),
+                         &rep.info.duplicate_objects);
 }
 
 // The index of `id` in a Rep under construction, or UINT32_MAX.
@@ -357,11 +376,12 @@ inline uint32_t Find(const Rep& r, uint64_t id) { return r.ids.Find(id); }
 
 Status FileChanged(uint64_t offset) {
   return absl::InternalError(absl::StrFormat(
-      "the dump changed while it was being read (record at byte %d differs between passes)", offset));
+      "the dump changed while it was being read (record at byte %d differs between passes)",
+      offset));
 }
 
-// The ClassId of the class an instance or array record names; unknown class ids, or ids of a class of the
-// wrong kind (an instance of an array class), get a synthetic class per (id, kind).
+// The ClassId of the class an instance or array record names; unknown class ids, or ids of a class
+// of the wrong kind (an instance of an array class), get a synthetic class per (id, kind).
 class ClassResolver {
  public:
   uint32_t Of(Rep& rep, ReadState& st, uint64_t class_id, ObjectKind kind, FieldType element) {
@@ -380,8 +400,8 @@ class ClassResolver {
         cls = SyntheticFor(rep, st, class_id, kind, element).value;
         synthetic_.emplace(key, cls);
         Warn(rep, absl::StrFormat("%s of class 0x%x without a matching CLASS DUMP; using %s",
-                                  kind == ObjectKind::kInstance ? "instances" : "object arrays", class_id,
-                                  rep.classes[cls].name));
+                                  kind == ObjectKind::kInstance ? "instances" : "object arrays",
+                                  class_id, rep.classes[cls].name));
       }
     }
     cached = {class_id, kind, cls};
@@ -440,14 +460,16 @@ class Pass2 {
     rep_.classes[cls].class_object = ObjectIndex{v};
     const RawClass& r = st_.raw_classes[cls];
     uint64_t count = ce_;
-    count += (r.super_id != 0) + (r.loader_id != 0) + (r.signers_id != 0) + (r.protection_domain_id != 0);
+    count += (r.super_id != 0) + (r.loader_id != 0) + (r.signers_id != 0) +
+             (r.protection_domain_id != 0);
     for (const auto& s : r.statics) count += s.type == FieldType::kObject && s.value != 0;
     for (const auto& k : r.constant_refs) count += k.second != 0;
     rep_.graph.offsets[v + 1] = count;
     return absl::OkStatus();
   }
 
-  Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len, uint64_t offset) {
+  Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len,
+                    uint64_t offset) {
     HW_ASSIGN_OR_RETURN(uint32_t v, Claim(id, offset));
     if (v == UINT32_MAX) return absl::OkStatus();
     uint32_t cls = ClassOf(class_id, ObjectKind::kInstance, FieldType::kObject);
@@ -503,13 +525,15 @@ class Pass2 {
     }
     std::sort(array_lengths_.begin(), array_lengths_.end());
     rep_.array_lengths.resize(array_lengths_.size());
-    for (size_t i = 0; i < array_lengths_.size(); ++i) rep_.array_lengths[i] = array_lengths_[i].second;
+    for (size_t i = 0; i < array_lengths_.size(); ++i)
+      rep_.array_lengths[i] = array_lengths_[i].second;
     std::vector<std::pair<uint32_t, uint32_t>>().swap(array_lengths_);
     return absl::OkStatus();
   }
 
  private:
-  // The index of the object with `id`, or UINT32_MAX for a duplicate record (remembered for pass 3).
+  // The index of the object with `id`, or UINT32_MAX for a duplicate record (remembered for pass
+  // 3).
   StatusOr<uint32_t> Claim(uint64_t id, uint64_t offset) {
     uint32_t v = rep_.ids.FindNear(id, hint_);
     if (v == UINT32_MAX) return FileChanged(offset);
@@ -555,7 +579,8 @@ class Pass3 {
   static constexpr bool kWantsStrings = false;
   static constexpr bool kWantsObjectArrayElements = true;
 
-  Pass3(Rep& rep, ReadState& st, bool weak_flags) : rep_(rep), st_(st), id_(st.header.id_size), weak_(weak_flags) {
+  Pass3(Rep& rep, ReadState& st, bool weak_flags)
+      : rep_(rep), st_(st), id_(st.header.id_size), weak_(weak_flags) {
     ce_ = rep.info.instance_class_edges;
   }
 
@@ -635,7 +660,8 @@ class Pass3 {
 
  private:
   uint64_t JavaLangClassId() const {
-    return rep_.java_lang_class.valid() ? rep_.classes[rep_.java_lang_class.value].class_object_id : 0;
+    return rep_.java_lang_class.valid() ? rep_.classes[rep_.java_lang_class.value].class_object_id
+                                        : 0;
   }
 
   StatusOr<uint32_t> Begin(uint64_t id, uint64_t offset) {
@@ -702,10 +728,11 @@ class Pass3 {
   uint64_t array_offset_ = 0;
 };
 
-// Passes 2 and 3 in one, for dumps whose instances and arrays come in ascending id order (HotSpot, NetBeans,
-// Android): objects are met in index order, so each one's class, array length, references, weak flags and
-// reference slots are appended; class objects (whose dumps come in any order) are filled in from the pass-1
-// class data when their index comes up. No reference count pass and no compaction are needed.
+// Passes 2 and 3 in one, for dumps whose instances and arrays come in ascending id order (HotSpot,
+// NetBeans, Android): objects are met in index order, so each one's class, array length,
+// references, weak flags and reference slots are appended; class objects (whose dumps come in any
+// order) are filled in from the pass-1 class data when their index comes up. No reference count
+// pass and no compaction are needed.
 class SinglePass {
  public:
   static constexpr bool kWantsStrings = false;
@@ -743,7 +770,8 @@ class SinglePass {
   }
   Status OnClassDump(const RawClassDump&) { return absl::OkStatus(); }  // emitted in index order
 
-  Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len, uint64_t offset) {
+  Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len,
+                    uint64_t offset) {
     HW_ASSIGN_OR_RETURN(uint32_t v, Begin(id, offset));
     uint32_t cls = classes_.Of(rep_, st_, class_id, ObjectKind::kInstance, FieldType::kObject);
     rep_.class_words.Set(v, cls);
@@ -810,7 +838,9 @@ class SinglePass {
       const RawClass& r = st_.raw_classes[cls];
       if (!st_.heap_of.empty()) st_.heap_of[u] = r.heap;
       if (ce_) {
-        Emit(rep_.java_lang_class.valid() ? rep_.classes[rep_.java_lang_class.value].class_object_id : 0, false);
+        Emit(rep_.java_lang_class.valid() ? rep_.classes[rep_.java_lang_class.value].class_object_id
+                                          : 0,
+             false);
       }
       Emit(r.super_id, false);
       Emit(r.loader_id, false);
@@ -854,10 +884,11 @@ class SinglePass {
 
   Status End(uint64_t offset) {
     if (slot_ > max_slots_) {
-      return absl::DataLossError(absl::StrFormat(
-          "corrupt dump: more reference slots than ids in the dump at the record at byte %d; instance records "
-          "are shorter than their CLASS DUMP layouts",
-          offset));
+      return absl::DataLossError(
+          absl::StrFormat("corrupt dump: more reference slots than ids in the dump at the record "
+                          "at byte %d; instance records "
+                          "are shorter than their CLASS DUMP layouts",
+                          offset));
     }
     return absl::OkStatus();
   }
@@ -874,7 +905,7 @@ class SinglePass {
   const uint64_t max_slots_;
   bool ce_ = false;
   uint32_t n_ = 0;
-  uint32_t next_ = 0;  // the next index expected
+  uint32_t next_ = 0;                                         // the next index expected
   std::vector<std::pair<uint32_t, uint32_t>> class_objects_;  // (index, ClassId), ascending
   size_t next_class_ = 0;
   ClassResolver classes_;
@@ -922,7 +953,8 @@ std::vector<LayoutClass> LayoutTable(const Rep& rep, const ReadState& st) {
       l.field_names.push_back(f.name);
     }
     for (const FieldInfo& f : info.static_fields) {
-      // HotSpot writes pseudo statics ("<resolved_references>", "<init_lock>") that are not in the mirror.
+      // HotSpot writes pseudo statics ("<resolved_references>", "<init_lock>") that are not in the
+      // mirror.
       if (!f.name.starts_with("<")) l.statics.push_back(f.type);
     }
     l.boot = !info.synthetic && st.raw_classes[c].loader_id == 0;
@@ -931,9 +963,9 @@ std::vector<LayoutClass> LayoutTable(const Rep& rep, const ReadState& st) {
   return out;
 }
 
-// Address evidence: for a sample of the objects of each class, the distance to the next object (and the
-// array length). With a compacted heap (a heap dump is taken after a full GC, and the JVM allocates
-// contiguously) the distance equals the object's size for most objects.
+// Address evidence: for a sample of the objects of each class, the distance to the next object (and
+// the array length). With a compacted heap (a heap dump is taken after a full GC, and the JVM
+// allocates contiguously) the distance equals the object's size for most objects.
 struct GapSamples {
   static constexpr uint32_t kPerClass = 256;
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> by_class;  // (array length, gap)
@@ -964,16 +996,19 @@ GapSamples CollectGaps(const Rep& rep) {
 struct Score {
   uint64_t exact = 0;
   uint64_t violations = 0;
-  int64_t value() const { return static_cast<int64_t>(exact) - 4 * static_cast<int64_t>(violations); }
+  int64_t value() const {
+    return static_cast<int64_t>(exact) - 4 * static_cast<int64_t>(violations);
+  }
 };
 
-void ScoreClass(const Rep& rep, const analysis::DumpInfo& info, const GapSamples& gaps, uint32_t c, uint32_t size,
-                Score* score) {
+void ScoreClass(const Rep& rep, const analysis::DumpInfo& info, const GapSamples& gaps, uint32_t c,
+                uint32_t size, Score* score) {
   const ClassInfo& ci = rep.classes[c];
   if (ci.synthetic && ci.instance_kind == ObjectKind::kInstance) return;
   for (const auto& [len, gap] : gaps.by_class[c]) {
-    uint64_t s = ci.instance_kind == ObjectKind::kInstance ? size
-                                                           : analysis::ArrayShallowSize(info, ci.element_type, len);
+    uint64_t s = ci.instance_kind == ObjectKind::kInstance
+                     ? size
+                     : analysis::ArrayShallowSize(info, ci.element_type, len);
     if (s > gap) ++score->violations;
     if (s == gap) ++score->exact;
   }
@@ -985,18 +1020,20 @@ Score ScoreAll(const Rep& rep, const analysis::ObjectLayout& layout, const GapSa
   info.size_model = SizeModel::kHotSpot;
   info.layout = layout;
   Score score;
-  for (uint32_t c = 0; c < rep.classes.size(); ++c) ScoreClass(rep, info, gaps, c, sizes[c], &score);
+  for (uint32_t c = 0; c < rep.classes.size(); ++c)
+    ScoreClass(rep, info, gaps, c, sizes[c], &score);
   return score;
 }
 
 // The knobs a JVM of that layout generation most likely has, used when the dump holds no evidence.
 uint32_t DefaultKnobs(const analysis::ObjectLayout& l) {
-  uint32_t k = (1u << kContendedThread) | (1u << kContendedCounterCell) | (1u << kContendedStriped64Cell) |
-               (1u << kContendedExchangerNode) | (1u << kInjectedClassLoader) | (1u << kInjectedMemberName) |
-               (1u << kInjectedClass);
+  uint32_t k = (1u << kContendedThread) | (1u << kContendedCounterCell) |
+               (1u << kContendedStriped64Cell) | (1u << kContendedExchangerNode) |
+               (1u << kInjectedClassLoader) | (1u << kInjectedMemberName) | (1u << kInjectedClass);
   if (l.jdk15_field_layout) {
-    k |= (1u << kInjectedString) | (1u << kInjectedResolvedMethodName) | (1u << kInjectedCallSiteContext) |
-         (1u << kInjectedStackFrameInfo) | (1u << kInjectedModule) | (1u << kInjectedInternalError);
+    k |= (1u << kInjectedString) | (1u << kInjectedResolvedMethodName) |
+         (1u << kInjectedCallSiteContext) | (1u << kInjectedStackFrameInfo) |
+         (1u << kInjectedModule) | (1u << kInjectedInternalError);
   }
   return k;
 }
@@ -1004,39 +1041,45 @@ uint32_t DefaultKnobs(const analysis::ObjectLayout& l) {
 uint32_t AddressAlignment(const Rep& rep) {
   // The GCD of address differences (as Eclipse MAT's calculateAlignment), clamped to [8, 256].
   uint64_t g = 0;
-  for (uint32_t i = 1; i < rep.ids.size() && (g == 0 || g > 8); ++i) g = std::gcd(g, rep.ids.Id(i) - rep.ids.Id(i - 1));
+  for (uint32_t i = 1; i < rep.ids.size() && (g == 0 || g > 8); ++i)
+    g = std::gcd(g, rep.ids.Id(i) - rep.ids.Id(i - 1));
   if (g < 8) return 8;
   return static_cast<uint32_t>(std::min<uint64_t>(g, 256) & ~7ull);
 }
 
 void ComputeSizes(Rep& rep, const ReadState& st) {
   SizeModel model = st.options.size_model;
-  if (model == SizeModel::kAuto) model = st.header.minor == 3 ? SizeModel::kAndroid : SizeModel::kHotSpot;
+  if (model == SizeModel::kAuto)
+    model = st.header.minor == 3 ? SizeModel::kAndroid : SizeModel::kHotSpot;
   rep.info.size_model = model;
   const uint32_t id_size = st.header.id_size;
   if (model == SizeModel::kAndroid || model == SizeModel::kNetBeans) {
     uint32_t class_base = 0;
     if (rep.java_lang_class.valid()) {
-      class_base = model == SizeModel::kAndroid ? rep.classes[rep.java_lang_class.value].declared_instance_size
-                                                : st.data_size[rep.java_lang_class.value] + 2 * id_size;
+      class_base = model == SizeModel::kAndroid
+                       ? rep.classes[rep.java_lang_class.value].declared_instance_size
+                       : st.data_size[rep.java_lang_class.value] + 2 * id_size;
     }
     for (size_t c = 0; c < rep.classes.size(); ++c) {
       ClassInfo& info = rep.classes[c];
       if (info.instance_kind == ObjectKind::kInstance) {
-        info.instance_size = model == SizeModel::kAndroid ? info.declared_instance_size : st.data_size[c] + 2 * id_size;
+        info.instance_size = model == SizeModel::kAndroid ? info.declared_instance_size
+                                                          : st.data_size[c] + 2 * id_size;
       }
       if (model == SizeModel::kAndroid) {
         // perflib: java.lang.Class instance size + the static fields' sizes.
         uint32_t statics = 0;
-        for (const FieldInfo& f : info.static_fields) statics += analysis::FieldTypeSize(f.type, id_size);
+        for (const FieldInfo& f : info.static_fields)
+          statics += analysis::FieldTypeSize(f.type, id_size);
         info.class_object_size = class_base + statics;
       } else {
         info.class_object_size = 0;  // NetBeans' heap summary counts instances and arrays only
       }
     }
-    rep.info.size_model_notes = model == SizeModel::kAndroid
-                                    ? "Android (perflib): CLASS DUMP instance size; arrays length x element size"
-                                    : "NetBeans: field data + 2 ids; arrays 2 ids + 8 + length x element size";
+    rep.info.size_model_notes =
+        model == SizeModel::kAndroid
+            ? "Android (perflib): CLASS DUMP instance size; arrays length x element size"
+            : "NetBeans: field data + 2 ids; arrays 2 ids + 8 + length x element size";
     return;
   }
 
@@ -1064,10 +1107,12 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
     for (uint32_t c = 0; c < rep.classes.size(); ++c) {
       if (sizes[c] == with_knobs[c]) ScoreClass(rep, info, gaps, c, sizes[c], &score);
     }
-    absl::StrAppendFormat(&candidate_notes, "%s%d/%d/%s%s: %d/%d", candidate_notes.empty() ? "" : ", ",
-                          cand.reference_size, cand.object_header, cand.jdk15_field_layout ? "jdk15" : "classic",
+    absl::StrAppendFormat(&candidate_notes, "%s%d/%d/%s%s: %d/%d",
+                          candidate_notes.empty() ? "" : ", ", cand.reference_size,
+                          cand.object_header, cand.jdk15_field_layout ? "jdk15" : "classic",
                           cand.unaligned_array_base ? "/jdk22" : "", score.exact, score.violations);
-    // Ties (no object tells the two field layouts apart) go to the classic layout for 1.0.1 files (JDK <= 8).
+    // Ties (no object tells the two field layouts apart) go to the classic layout for 1.0.1 files
+    // (JDK <= 8).
     if (!have || score.value() > best_score.value() ||
         (score.value() == best_score.value() && !cand.jdk15_field_layout && st.header.minor == 1)) {
       best = cand;
@@ -1109,21 +1154,23 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
         const Score& off = is_on ? other_score : current;
         notes[k].clear();
         if (now.exact + now.violations + then.exact + then.violations > 0) {
-          notes[k] = absl::StrFormat("; %s %s (exact/overlapping objects: on %d/%d, off %d/%d)",
-                                     LayoutKnobName(static_cast<LayoutKnob>(k)), is_on ? "on" : "off", on.exact,
-                                     on.violations, off.exact, off.violations);
+          notes[k] =
+              absl::StrFormat("; %s %s (exact/overlapping objects: on %d/%d, off %d/%d)",
+                              LayoutKnobName(static_cast<LayoutKnob>(k)), is_on ? "on" : "off",
+                              on.exact, on.violations, off.exact, off.violations);
         }
       }
     }
     for (const std::string& n : notes) knob_notes += n;
   }
-  // 3. Addresses are evidence only if objects are packed: most sizes match the distance to the next object
-  // and (almost) none overlaps it.
+  // 3. Addresses are evidence only if objects are packed: most sizes match the distance to the next
+  // object and (almost) none overlaps it.
   Score checked = ScoreAll(rep, best, gaps, best_sizes);
-  best.inferred = gaps.total > 0 && checked.exact * 4 >= gaps.total && checked.violations * 100 <= gaps.total;
+  best.inferred =
+      gaps.total > 0 && checked.exact * 4 >= gaps.total && checked.violations * 100 <= gaps.total;
   if (!best.inferred) {
-    // No usable addresses (e.g. the hprof agent's serial ids): a 32-bit VM for 4-byte ids, else 64-bit
-    // without compressed oops, classic field layout.
+    // No usable addresses (e.g. the hprof agent's serial ids): a 32-bit VM for 4-byte ids, else
+    // 64-bit without compressed oops, classic field layout.
     best = CandidateLayouts(id_size)[id_size == 4 ? 0 : 2];
     best.alignment = 8;
     extras.knobs = DefaultKnobs(best);
@@ -1137,15 +1184,18 @@ void ComputeSizes(Rep& rep, const ReadState& st) {
   best.gap_violations = final_score.violations;
   rep.info.layout = best;
   rep.info.size_model_notes = absl::StrFormat(
-      "HotSpot: %d-byte references, %d-byte object header, %s field layout, %d-byte alignment, %s; address "
+      "HotSpot: %d-byte references, %d-byte object header, %s field layout, %d-byte alignment, %s; "
+      "address "
       "evidence: %d of %d sampled objects end exactly at the next object, %d overlap it%s",
-      best.reference_size, best.object_header, best.jdk15_field_layout ? "JDK 15+" : "JDK 6-14", best.alignment,
-      best.inferred ? "inferred from object addresses" : "assumed (addresses are not usable)", final_score.exact,
-      gaps.total, final_score.violations, knob_notes);
-  rep.info.size_model_notes += "; candidates (references/header/layout: exact/overlapping): " + candidate_notes;
-  std::vector<uint32_t> mirrors =
-      HotSpotMirrorSizes(table, best, best_sizes,
-                         rep.java_lang_class.valid() ? static_cast<int32_t>(rep.java_lang_class.value) : -1);
+      best.reference_size, best.object_header, best.jdk15_field_layout ? "JDK 15+" : "JDK 6-14",
+      best.alignment,
+      best.inferred ? "inferred from object addresses" : "assumed (addresses are not usable)",
+      final_score.exact, gaps.total, final_score.violations, knob_notes);
+  rep.info.size_model_notes +=
+      "; candidates (references/header/layout: exact/overlapping): " + candidate_notes;
+  std::vector<uint32_t> mirrors = HotSpotMirrorSizes(
+      table, best, best_sizes,
+      rep.java_lang_class.valid() ? static_cast<int32_t>(rep.java_lang_class.value) : -1);
   for (size_t c = 0; c < rep.classes.size(); ++c) {
     ClassInfo& info = rep.classes[c];
     if (info.instance_kind == ObjectKind::kInstance) info.instance_size = best_sizes[c];
@@ -1180,7 +1230,8 @@ void ResolveRootsAndHeaps(Rep& rep, ReadState& st) {
   if (!st.heap_of.empty()) {
     for (uint32_t v = 0; v < st.heap_of.size(); ++v) {
       analysis::HeapId h{st.heap_of[v]};
-      if (rep.heap_runs.empty() || !(rep.heap_runs.back().heap == h)) rep.heap_runs.push_back({v, h});
+      if (rep.heap_runs.empty() || !(rep.heap_runs.back().heap == h))
+        rep.heap_runs.push_back({v, h});
     }
     std::vector<uint8_t>().swap(st.heap_of);
   }
@@ -1197,7 +1248,8 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
   rep->info.id_size = header.id_size;
   rep->info.timestamp_ms = header.timestamp_ms;
   rep->info.instance_class_edges = options.instance_class_edges;
-  if (options.dump_ordinal < -1) return absl::InvalidArgumentError("dump ordinal must be >= 0 or -1 (last)");
+  if (options.dump_ordinal < -1)
+    return absl::InvalidArgumentError("dump ordinal must be >= 0 or -1 (last)");
 
   int pass = 0;
   int passes = 2;  // becomes 3 when the dump's order needs the three-pass path
@@ -1222,8 +1274,9 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
     st.stream_bytes_hint = in.offset();
     rep->info.dump_count = st.dump_count;
     if (options.dump_ordinal >= 0 && static_cast<uint32_t>(options.dump_ordinal) >= st.dump_count) {
-      return absl::InvalidArgumentError(absl::StrFormat("heap dump #%d requested but the file holds %d heap dump(s)",
-                                                        options.dump_ordinal, st.dump_count));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("heap dump #%d requested but the file holds %d heap dump(s)",
+                          options.dump_ordinal, st.dump_count));
     }
     if (st.dump_count == 0) {
       Warn(*rep, "the file holds no heap dump (no HEAP DUMP or HEAP DUMP SEGMENT record)");
@@ -1240,8 +1293,9 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
   }
   BuildObjectIndex(*rep, ids, class_ids, st.objects_ascending);
   if (rep->info.duplicate_objects > 0) {
-    Warn(*rep, absl::StrFormat("%d records repeat an object id (the first record in file order is used)",
-                               rep->info.duplicate_objects));
+    Warn(*rep,
+         absl::StrFormat("%d records repeat an object id (the first record in file order is used)",
+                         rep->info.duplicate_objects));
   }
 
   const uint32_t n = static_cast<uint32_t>(rep->ids.size());
@@ -1249,10 +1303,13 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
   bool any_weak = false;
   for (const auto& s : rep->slots) any_weak |= s.weak_slot >= 0;
   scan.dump = st.dump;
-  // Every reference slot of a well-formed dump is backed by an id in the file (a field value, an array
-  // element), so more slots than ids in the stream means instances shorter than their class layouts.
-  const uint64_t max_slots = st.stream_bytes_hint / header.id_size + (rep->info.instance_class_edges ? n : 0);
-  const bool single = options.single_pass && st.objects_ascending && rep->info.duplicate_objects == 0;
+  // Every reference slot of a well-formed dump is backed by an id in the file (a field value, an
+  // array element), so more slots than ids in the stream means instances shorter than their class
+  // layouts.
+  const uint64_t max_slots =
+      st.stream_bytes_hint / header.id_size + (rep->info.instance_class_edges ? n : 0);
+  const bool single =
+      options.single_pass && st.objects_ascending && rep->info.duplicate_objects == 0;
   passes = single ? 2 : 3;
 
   if (single) {
@@ -1260,8 +1317,10 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
     ++pass;
     HW_RETURN_IF_ERROR(RestartAfterHeader(in, header));
     uint64_t class_refs = 0;
-    for (const RawClass& r : st.raw_classes) class_refs += 4 + r.statics.size() + r.constant_refs.size();
-    uint64_t max_refs = st.reference_bytes / header.id_size + class_refs + (rep->info.instance_class_edges ? n : 0);
+    for (const RawClass& r : st.raw_classes)
+      class_refs += 4 + r.statics.size() + r.constant_refs.size();
+    uint64_t max_refs =
+        st.reference_bytes / header.id_size + class_refs + (rep->info.instance_class_edges ? n : 0);
     SinglePass p(*rep, st, any_weak, max_refs, max_slots);
     HprofScanner<SinglePass> scanner(in, header, scan, p);
     HW_RETURN_IF_ERROR(scanner.Run());
@@ -1286,10 +1345,11 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
     rep->BuildSlotSamples();
     uint64_t total_slots = n == 0 ? 0 : rep->SlotStart(n - 1) + rep->SlotCount(n - 1);
     if (total_slots > max_slots) {
-      return absl::DataLossError(absl::StrFormat(
-          "corrupt dump: %d reference slots but only %d bytes of dump; instance records are shorter than "
-          "their CLASS DUMP layouts",
-          total_slots, st.stream_bytes_hint));
+      return absl::DataLossError(
+          absl::StrFormat("corrupt dump: %d reference slots but only %d bytes of dump; instance "
+                          "records are shorter than "
+                          "their CLASS DUMP layouts",
+                          total_slots, st.stream_bytes_hint));
     }
     rep->slot_bits.assign((total_slots + 63) / 64, 0);
     // Pass 3.
@@ -1305,8 +1365,10 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
   }
   for (size_t c = 0; c < rep->classes.size(); ++c) {
     if (st.data_mismatch[c] > 0) {
-      Warn(*rep, absl::StrFormat("%d instances of %s have a field data length other than its CLASS DUMP's %d bytes",
-                                 st.data_mismatch[c], rep->classes[c].name, st.data_size[c]));
+      Warn(*rep,
+           absl::StrFormat(
+               "%d instances of %s have a field data length other than its CLASS DUMP's %d bytes",
+               st.data_mismatch[c], rep->classes[c].name, st.data_size[c]));
     }
     if (!rep->classes[c].synthetic && st.raw_classes[c].loader_id != 0) {
       uint32_t loader = Find(*rep, st.raw_classes[c].loader_id);
@@ -1343,7 +1405,9 @@ class CensusPass {
   Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
   Status OnRoot(GcRootKind, uint64_t, uint32_t, int32_t) { return absl::OkStatus(); }
   Status OnClassDump(const RawClassDump&) { return absl::OkStatus(); }
-  Status OnInstance(uint64_t, uint64_t, const uint8_t*, uint32_t, uint64_t) { return absl::OkStatus(); }
+  Status OnInstance(uint64_t, uint64_t, const uint8_t*, uint32_t, uint64_t) {
+    return absl::OkStatus();
+  }
   Status OnObjectArrayBegin(uint64_t, uint64_t, uint32_t, uint64_t) { return absl::OkStatus(); }
   Status OnObjectArrayElements(const uint8_t*, uint32_t) { return absl::OkStatus(); }
   Status OnObjectArrayEnd() { return absl::OkStatus(); }
@@ -1375,7 +1439,8 @@ StatusOr<RecordCensus> CensusImpl(ByteSource* source) {
 StatusOr<HeapGraph> ReadHeapGraph(const std::string& path, const ReadOptions& options) {
   HW_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenFileSource(path));
   StatusOr<HeapGraph> g = ReadImpl(source.get(), options);
-  if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
+  if (!g.ok())
+    return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
   return g;
 }
 
@@ -1397,12 +1462,15 @@ uint64_t RecordCensus::total_sub_records() const {
   for (const auto& [tag, n] : sub_records) t += n;
   return t;
 }
-uint64_t RecordCensus::heap_dump_records() const { return record(kTagHeapDump) + record(kTagHeapDumpSegment); }
+uint64_t RecordCensus::heap_dump_records() const {
+  return record(kTagHeapDump) + record(kTagHeapDumpSegment);
+}
 
 StatusOr<RecordCensus> ReadRecordCensus(const std::string& path) {
   HW_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenFileSource(path));
   StatusOr<RecordCensus> c = CensusImpl(source.get());
-  if (!c.ok()) return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
+  if (!c.ok())
+    return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
   return c;
 }
 
@@ -1416,7 +1484,8 @@ Status ProbeHeapDump(const std::string& path) {
   StreamReader in(source.get(), 64 * 1024);
   HW_ASSIGN_OR_RETURN(bool full, in.Ensure(4096));
   (void)full;
-  Status s = CheckHprofSignature(std::string_view(reinterpret_cast<const char*>(in.data()), in.available()));
+  Status s = CheckHprofSignature(
+      std::string_view(reinterpret_cast<const char*>(in.data()), in.available()));
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   return absl::OkStatus();
 }

@@ -1,27 +1,25 @@
-// One streaming pass over an HPROF file: record framing, heap dump selection and sub-record decoding, with
-// bounds checks. Each pass of the reader is a Handler with inline callbacks (a template, so the per-object
-// callbacks inline). Internal to collectors/hprof.
+// One streaming pass over an HPROF file: record framing, heap dump selection and sub-record
+// decoding, with bounds checks. Each pass of the reader is a Handler with inline callbacks (a
+// template, so the per-object callbacks inline). Internal to collectors/hprof.
 //
 // Handler interface (every member required):
 //   static constexpr bool kWantsStrings;       // STRING and LOAD CLASS records are delivered
 //   static constexpr bool kWantsObjectArrayElements;
 //   Status OnRecord(uint8_t tag, uint64_t offset, uint32_t length);     // every top-level record
-//   Status OnSubRecord(uint8_t tag, uint64_t offset);                   // every sub-record of chosen dumps
-//   Status OnString(uint64_t id, std::string_view utf8);
-//   Status OnLoadClass(uint64_t class_id, uint64_t name_id);
-//   Status OnDumpStart(uint32_t ordinal, uint64_t offset);
-//   Status OnDumpEnd(uint32_t ordinal);
-//   Status OnRoot(analysis::GcRootKind kind, uint64_t id, uint32_t thread_serial, int32_t frame);
-//   Status OnClassDump(const RawClassDump& c);
-//   Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t length, uint64_t offset);
-//   Status OnObjectArrayBegin(uint64_t id, uint64_t class_id, uint32_t length, uint64_t offset);
-//   Status OnObjectArrayElements(const uint8_t* data, uint32_t count);  // only if kWantsObjectArrayElements
-//   Status OnObjectArrayEnd();
-//   Status OnPrimitiveArray(uint64_t id, analysis::FieldType type, uint32_t length, uint64_t offset);
-//   Status OnHeapDumpInfo(uint32_t heap_type, uint64_t name_id);
+//   Status OnSubRecord(uint8_t tag, uint64_t offset);                   // every sub-record of
+//   chosen dumps Status OnString(uint64_t id, std::string_view utf8); Status OnLoadClass(uint64_t
+//   class_id, uint64_t name_id); Status OnDumpStart(uint32_t ordinal, uint64_t offset); Status
+//   OnDumpEnd(uint32_t ordinal); Status OnRoot(analysis::GcRootKind kind, uint64_t id, uint32_t
+//   thread_serial, int32_t frame); Status OnClassDump(const RawClassDump& c); Status
+//   OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t length, uint64_t
+//   offset); Status OnObjectArrayBegin(uint64_t id, uint64_t class_id, uint32_t length, uint64_t
+//   offset); Status OnObjectArrayElements(const uint8_t* data, uint32_t count);  // only if
+//   kWantsObjectArrayElements Status OnObjectArrayEnd(); Status OnPrimitiveArray(uint64_t id,
+//   analysis::FieldType type, uint32_t length, uint64_t offset); Status OnHeapDumpInfo(uint32_t
+//   heap_type, uint64_t name_id);
 //
-// Dumps: a HEAP DUMP record is one dump; a run of HEAP DUMP SEGMENT records ends at HEAP DUMP END, at a HEAP
-// DUMP record or at the end of the file. Dumps are numbered from 0 in file order.
+// Dumps: a HEAP DUMP record is one dump; a run of HEAP DUMP SEGMENT records ends at HEAP DUMP END,
+// at a HEAP DUMP record or at the end of the file. Dumps are numbered from 0 in file order.
 #ifndef HEAPWATCH_COLLECTORS_HPROF_HPROF_SCANNER_H_
 #define HEAPWATCH_COLLECTORS_HPROF_HPROF_SCANNER_H_
 
@@ -69,15 +67,17 @@ struct RawClassDump {
 // Which dumps a pass looks into.
 struct ScanOptions {
   int64_t dump = -1;  // the ordinal whose sub-records are delivered; -1 = every dump
-  std::function<void(uint64_t consumed, uint64_t total)> progress;  // file bytes, called every ~16 MiB
+  std::function<void(uint64_t consumed, uint64_t total)>
+      progress;  // file bytes, called every ~16 MiB
 };
 
 namespace scanner_internal {
 
-inline Status Truncated(std::string_view what, uint64_t record_offset, uint64_t need_at, size_t need) {
+inline Status Truncated(std::string_view what, uint64_t record_offset, uint64_t need_at,
+                        size_t need) {
   return absl::DataLossError(absl::StrFormat(
-      "truncated dump: %s at byte %d needs %d bytes at byte %d but the file ends before", what, record_offset,
-      need, need_at));
+      "truncated dump: %s at byte %d needs %d bytes at byte %d but the file ends before", what,
+      record_offset, need, need_at));
 }
 
 }  // namespace scanner_internal
@@ -85,7 +85,8 @@ inline Status Truncated(std::string_view what, uint64_t record_offset, uint64_t 
 template <class Handler>
 class HprofScanner {
  public:
-  HprofScanner(StreamReader& in, const HprofHeader& header, const ScanOptions& options, Handler& handler)
+  HprofScanner(StreamReader& in, const HprofHeader& header, const ScanOptions& options,
+               Handler& handler)
       : in_(in), h_(header), opt_(options), handler_(handler), id_(header.id_size) {}
 
   // Scans from the current position (just after the header) to the end of the file.
@@ -126,7 +127,8 @@ class HprofScanner {
             if (Selected(segment_ordinal)) HW_RETURN_IF_ERROR(handler_.OnDumpEnd(segment_ordinal));
             in_segments = false;
           }
-          HW_RETURN_IF_ERROR(DumpBody(next_ordinal++, rec_off, length, /*start=*/true, /*end=*/true, tag));
+          HW_RETURN_IF_ERROR(
+              DumpBody(next_ordinal++, rec_off, length, /*start=*/true, /*end=*/true, tag));
           break;
         case kTagHeapDumpSegment: {
           bool start = !in_segments;
@@ -148,7 +150,8 @@ class HprofScanner {
           HW_RETURN_IF_ERROR(SkipBody(rec_off, length, tag));
       }
     }
-    if (in_segments && Selected(segment_ordinal)) HW_RETURN_IF_ERROR(handler_.OnDumpEnd(segment_ordinal));
+    if (in_segments && Selected(segment_ordinal))
+      HW_RETURN_IF_ERROR(handler_.OnDumpEnd(segment_ordinal));
     dumps_ = next_ordinal;
     if (opt_.progress) opt_.progress(in_.source_total(), in_.source_total());
     return absl::OkStatus();
@@ -162,7 +165,9 @@ class HprofScanner {
 
   Status SkipBody(uint64_t rec_off, uint32_t length, uint8_t tag) {
     HW_ASSIGN_OR_RETURN(bool ok, in_.Skip(length));
-    if (!ok) return scanner_internal::Truncated(RecordTagName(tag) + " record", rec_off, in_.offset(), length);
+    if (!ok)
+      return scanner_internal::Truncated(RecordTagName(tag) + " record", rec_off, in_.offset(),
+                                         length);
     return absl::OkStatus();
   }
 
@@ -170,19 +175,23 @@ class HprofScanner {
     if (!Handler::kWantsStrings) return SkipBody(rec_off, length, kTagString);
     if (length < id_) {
       return absl::DataLossError(absl::StrFormat(
-          "corrupt dump: STRING IN UTF8 record at byte %d has length %d, shorter than an id", rec_off, length));
+          "corrupt dump: STRING IN UTF8 record at byte %d has length %d, shorter than an id",
+          rec_off, length));
     }
     constexpr uint32_t kMaxString = 1u << 20;
     if (length - id_ > kMaxString || length > in_.max_window()) {
-      // Symbols are at most 64 KiB in a JVM; keep the id with a placeholder rather than buffering more.
+      // Symbols are at most 64 KiB in a JVM; keep the id with a placeholder rather than buffering
+      // more.
       HW_ASSIGN_OR_RETURN(bool ok, in_.Ensure(id_));
-      if (!ok) return scanner_internal::Truncated("STRING IN UTF8 record", rec_off, in_.offset(), id_);
+      if (!ok)
+        return scanner_internal::Truncated("STRING IN UTF8 record", rec_off, in_.offset(), id_);
       uint64_t id = in_.Id(id_);
       HW_RETURN_IF_ERROR(handler_.OnString(id, "<string longer than 1 MiB>"));
       return SkipBody(rec_off, length - id_, kTagString);
     }
     HW_ASSIGN_OR_RETURN(bool ok, in_.Ensure(length));
-    if (!ok) return scanner_internal::Truncated("STRING IN UTF8 record", rec_off, in_.offset(), length);
+    if (!ok)
+      return scanner_internal::Truncated("STRING IN UTF8 record", rec_off, in_.offset(), length);
     uint64_t id = in_.Id(id_);
     std::string_view s(reinterpret_cast<const char*>(in_.data()), length - id_);
     in_.Advance(length - id_);
@@ -193,8 +202,9 @@ class HprofScanner {
     if (!Handler::kWantsStrings) return SkipBody(rec_off, length, kTagLoadClass);
     uint32_t need = 8 + 2 * id_;
     if (length < need) {
-      return absl::DataLossError(absl::StrFormat(
-          "corrupt dump: LOAD CLASS record at byte %d has length %d, expected %d", rec_off, length, need));
+      return absl::DataLossError(
+          absl::StrFormat("corrupt dump: LOAD CLASS record at byte %d has length %d, expected %d",
+                          rec_off, length, need));
     }
     HW_ASSIGN_OR_RETURN(bool ok, in_.Ensure(need));
     if (!ok) return scanner_internal::Truncated("LOAD CLASS record", rec_off, in_.offset(), need);
@@ -207,7 +217,8 @@ class HprofScanner {
   }
 
   // Reads one heap dump record body (HEAP DUMP or HEAP DUMP SEGMENT).
-  Status DumpBody(uint32_t ordinal, uint64_t rec_off, uint32_t length, bool start, bool end, uint8_t tag) {
+  Status DumpBody(uint32_t ordinal, uint64_t rec_off, uint32_t length, bool start, bool end,
+                  uint8_t tag) {
     if (!Selected(ordinal)) return SkipBody(rec_off, length, tag);
     if (start) HW_RETURN_IF_ERROR(handler_.OnDumpStart(ordinal, rec_off));
     rec_tag_ = tag;
@@ -225,34 +236,38 @@ class HprofScanner {
   }
   Status NeedSlow(size_t n, uint64_t sub_off, uint8_t sub) {
     if (in_.offset() + n > end_) {
-      return absl::DataLossError(absl::StrFormat(
-          "corrupt dump: %s sub-record at byte %d runs past the end of its %s record (byte %d, record at %d)",
-          SubTagName(sub), sub_off, RecordTagName(rec_tag_), end_, rec_off_));
+      return absl::DataLossError(
+          absl::StrFormat("corrupt dump: %s sub-record at byte %d runs past the end of its %s "
+                          "record (byte %d, record at %d)",
+                          SubTagName(sub), sub_off, RecordTagName(rec_tag_), end_, rec_off_));
     }
     HW_ASSIGN_OR_RETURN(bool ok, in_.Ensure(n));
-    if (!ok) return scanner_internal::Truncated(SubTagName(sub) + " sub-record", sub_off, in_.offset(), n);
+    if (!ok)
+      return scanner_internal::Truncated(SubTagName(sub) + " sub-record", sub_off, in_.offset(), n);
     return absl::OkStatus();
   }
 
   Status SkipSub(uint64_t n, uint64_t sub_off, uint8_t sub) {
     if (in_.offset() + n > end_) return Need(n, sub_off, sub);  // reports the overrun
     HW_ASSIGN_OR_RETURN(bool ok, in_.Skip(n));
-    if (!ok) return scanner_internal::Truncated(SubTagName(sub) + " sub-record", sub_off, in_.offset(), n);
+    if (!ok)
+      return scanner_internal::Truncated(SubTagName(sub) + " sub-record", sub_off, in_.offset(), n);
     return absl::OkStatus();
   }
 
   StatusOr<analysis::FieldType> Type(uint8_t code, uint64_t sub_off, uint8_t sub) {
     if (!analysis::IsValidFieldType(code)) {
-      return absl::DataLossError(absl::StrFormat("corrupt dump: %s sub-record at byte %d has invalid type %d",
-                                                 SubTagName(sub), sub_off, code));
+      return absl::DataLossError(
+          absl::StrFormat("corrupt dump: %s sub-record at byte %d has invalid type %d",
+                          SubTagName(sub), sub_off, code));
     }
     return static_cast<analysis::FieldType>(code);
   }
 
   uint32_t ValueSize(analysis::FieldType t) const { return analysis::FieldTypeSize(t, id_); }
 
-  Status Root(analysis::GcRootKind kind, uint8_t sub, uint64_t sub_off, size_t extra, bool has_thread,
-              bool has_frame) {
+  Status Root(analysis::GcRootKind kind, uint8_t sub, uint64_t sub_off, size_t extra,
+              bool has_thread, bool has_frame) {
     HW_RETURN_IF_ERROR(Need(id_ + extra, sub_off, sub));
     uint64_t id = in_.Id(id_);
     uint32_t thread = 0;
@@ -281,7 +296,8 @@ class HprofScanner {
       case kSubRootUnknown:
         return Root(GcRootKind::kUnknown, sub, sub_off, 0, false, false);
       case kSubRootJniGlobal:
-        return Root(GcRootKind::kJniGlobal, sub, sub_off, id_, false, false);  // + JNI global ref id
+        return Root(GcRootKind::kJniGlobal, sub, sub_off, id_, false,
+                    false);  // + JNI global ref id
       case kSubRootJniLocal:
         return Root(GcRootKind::kJniLocal, sub, sub_off, 8, true, true);
       case kSubRootJavaFrame:
@@ -295,7 +311,8 @@ class HprofScanner {
       case kSubRootMonitorUsed:
         return Root(GcRootKind::kMonitorUsed, sub, sub_off, 0, false, false);
       case kSubRootThreadObject:
-        return Root(GcRootKind::kThreadObject, sub, sub_off, 8, true, false);  // + stack trace serial
+        return Root(GcRootKind::kThreadObject, sub, sub_off, 8, true,
+                    false);  // + stack trace serial
       case kSubRootInternedString:
         return Root(GcRootKind::kInternedString, sub, sub_off, 0, false, false);
       case kSubRootFinalizing:
@@ -326,8 +343,8 @@ class HprofScanner {
         uint32_t len = in_.U4();
         if (len > in_.max_window()) {
           return absl::DataLossError(absl::StrFormat(
-              "corrupt dump: INSTANCE DUMP at byte %d declares %d bytes of field data (limit %d)", sub_off, len,
-              in_.max_window()));
+              "corrupt dump: INSTANCE DUMP at byte %d declares %d bytes of field data (limit %d)",
+              sub_off, len, in_.max_window()));
         }
         HW_RETURN_IF_ERROR(Need(len, sub_off, sub));
         const uint8_t* data = in_.data();
@@ -341,7 +358,8 @@ class HprofScanner {
         uint32_t count = in_.U4();
         uint64_t class_id = in_.Id(id_);
         uint64_t bytes = uint64_t{count} * id_;
-        if (in_.offset() + bytes > end_) return Need(bytes, sub_off, sub);  // overrun: never allocate
+        if (in_.offset() + bytes > end_)
+          return Need(bytes, sub_off, sub);  // overrun: never allocate
         HW_RETURN_IF_ERROR(handler_.OnObjectArrayBegin(id, class_id, count, sub_off));
         if (Handler::kWantsObjectArrayElements) {
           uint32_t left = count;
@@ -370,13 +388,15 @@ class HprofScanner {
           return absl::DataLossError(absl::StrFormat(
               "corrupt dump: PRIMITIVE ARRAY DUMP at byte %d has element type object", sub_off));
         }
-        if (sub == kSubPrimitiveArrayDump) HW_RETURN_IF_ERROR(SkipSub(uint64_t{count} * ValueSize(type), sub_off, sub));
+        if (sub == kSubPrimitiveArrayDump)
+          HW_RETURN_IF_ERROR(SkipSub(uint64_t{count} * ValueSize(type), sub_off, sub));
         return handler_.OnPrimitiveArray(id, type, count, sub_off);
       }
       default:
-        return absl::DataLossError(absl::StrFormat(
-            "corrupt dump: unknown heap dump sub-record tag 0x%02x at byte %d in the %s record at byte %d", sub,
-            sub_off, RecordTagName(rec_tag_), rec_off_));
+        return absl::DataLossError(
+            absl::StrFormat("corrupt dump: unknown heap dump sub-record tag 0x%02x at byte %d in "
+                            "the %s record at byte %d",
+                            sub, sub_off, RecordTagName(rec_tag_), rec_off_));
     }
   }
 

@@ -26,7 +26,8 @@ StatusOr<bool> StreamReader::Refill(size_t n) {
 StatusOr<bool> StreamReader::Skip(uint64_t n) {
   size_t have = end_ - pos_;
   if (n > have && n - have >= (1u << 20)) {
-    // A big payload (a primitive array): drop the window and let the source skip the rest (a seek for files).
+    // A big payload (a primitive array): drop the window and let the source skip the rest (a seek
+    // for files).
     n -= have;
     base_ += end_;
     pos_ = end_ = 0;

@@ -1,8 +1,9 @@
-// A big-endian cursor over a ByteSource with a bounded, contiguous window. Internal to collectors/hprof.
+// A big-endian cursor over a ByteSource with a bounded, contiguous window. Internal to
+// collectors/hprof.
 //
-// The reader keeps at most `max_window` bytes in memory. Callers ask for the bytes they are about to decode
-// with Ensure(n) (n <= max_window) and then read them with the unchecked accessors; bigger payloads (array
-// elements) are consumed in pieces or skipped.
+// The reader keeps at most `max_window` bytes in memory. Callers ask for the bytes they are about
+// to decode with Ensure(n) (n <= max_window) and then read them with the unchecked accessors;
+// bigger payloads (array elements) are consumed in pieces or skipped.
 #ifndef HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
 #define HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
 
@@ -33,8 +34,8 @@ class StreamReader {
   size_t available() const { return end_ - pos_; }
   size_t max_window() const { return max_window_; }
 
-  // Makes at least `n` bytes available. Returns false (and OK status) if the stream ends before; errors
-  // of the source are returned. REQUIRES: n <= max_window().
+  // Makes at least `n` bytes available. Returns false (and OK status) if the stream ends before;
+  // errors of the source are returned. REQUIRES: n <= max_window().
   [[gnu::always_inline]] StatusOr<bool> Ensure(size_t n) {
     if (end_ - pos_ >= n) return true;
     return Refill(n);
@@ -77,7 +78,8 @@ class StreamReader {
 
   uint64_t source_consumed() const { return source_->consumed(); }
   uint64_t source_total() const { return source_->total(); }
-  // True when the stream is inflated (source_total() is then the compressed size, not the stream's).
+  // True when the stream is inflated (source_total() is then the compressed size, not the
+  // stream's).
   bool source_compressed() const { return source_->compressed(); }
 
  private:

@@ -1,6 +1,7 @@
-// libFuzzer target over the HPROF reader: any byte string is read as a heap graph and as a record census;
-// both must return OK or an error, never crash, hang or allocate without bound. When a graph comes out, its
-// accessors are exercised too. Built and run by scripts/fuzz.sh (clang, -fsanitize=fuzzer,address,undefined).
+// libFuzzer target over the HPROF reader: any byte string is read as a heap graph and as a record
+// census; both must return OK or an error, never crash, hang or allocate without bound. When a
+// graph comes out, its accessors are exercised too. Built and run by scripts/fuzz.sh (clang,
+// -fsanitize=fuzzer,address,undefined).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -23,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sum += g.shallow_size(o) + g.array_length(o) + static_cast<uint64_t>(g.kind(o));
     if (g.FindObject(g.object_id(o)) != o) __builtin_trap();
     const analysis::CsrGraph& csr = g.graph();
-    for (uint64_t e = csr.first_edge(o); e < csr.first_edge(analysis::ObjectIndex{v + 1}) && e < csr.first_edge(o) + 4;
-         ++e) {
+    for (uint64_t e = csr.first_edge(o);
+         e < csr.first_edge(analysis::ObjectIndex{v + 1}) && e < csr.first_edge(o) + 4; ++e) {
       sum += g.DescribeReference(o, e).size();
     }
     sum += g.heap(o).value;
@@ -32,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   analysis::CsrGraph reverse = g.BuildReverseGraph();
   if (reverse.edge_count() != g.graph().edge_count()) __builtin_trap();
   sum += analysis::ComputeClassHistogram(g).total_bytes;
-  for (uint32_t c = 0; c < g.class_count(); ++c) sum += g.class_info(analysis::ClassId{c}).name.size();
+  for (uint32_t c = 0; c < g.class_count(); ++c)
+    sum += g.class_info(analysis::ClassId{c}).name.size();
   return sum == 0xdeadbeef ? 1 : 0;  // keep `sum` alive
 }

@@ -1,8 +1,8 @@
-// The reader on every file of the external corpora (../shared/corpora, see each EXPECTED.md): each file is
-// read or rejected with an error naming its format, and the upstream projects' expectations hold: the
-// hprof-slurp record census, MAT's TestInstanceSizes (shallow sizes vs jmap -histo), perflib's counts on the
-// Android dump, NetBeans' HeapTest/OQLEngineTest counts and heap summary, MAT's multi-dump file, the raw
-// record counts listed in the EXPECTED.md files.
+// The reader on every file of the external corpora (../shared/corpora, see each EXPECTED.md): each
+// file is read or rejected with an error naming its format, and the upstream projects' expectations
+// hold: the hprof-slurp record census, MAT's TestInstanceSizes (shallow sizes vs jmap -histo),
+// perflib's counts on the Android dump, NetBeans' HeapTest/OQLEngineTest counts and heap summary,
+// MAT's multi-dump file, the raw record counts listed in the EXPECTED.md files.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,7 +40,8 @@ std::string Corpora() {
 std::string Path(const std::string& rel) { return Corpora() + "/" + rel; }
 
 // Graphs are read once per test binary run (the biggest corpora file inflates to 522 MB).
-const HeapGraph& Graph(const std::string& rel, const ReadOptions& options = {}, const std::string& key = "") {
+const HeapGraph& Graph(const std::string& rel, const ReadOptions& options = {},
+                       const std::string& key = "") {
   static auto* cache = new std::map<std::string, std::unique_ptr<HeapGraph>>();
   std::string k = rel + "#" + key;
   auto it = cache->find(k);
@@ -64,10 +65,18 @@ KindCounts CountKinds(const HeapGraph& g) {
   KindCounts k;
   for (uint32_t v = 0; v < g.object_count(); ++v) {
     switch (g.kind(ObjectIndex{v})) {
-      case ObjectKind::kClass: ++k.classes; break;
-      case ObjectKind::kInstance: ++k.instances; break;
-      case ObjectKind::kObjectArray: ++k.object_arrays; break;
-      case ObjectKind::kPrimitiveArray: ++k.primitive_arrays; break;
+      case ObjectKind::kClass:
+        ++k.classes;
+        break;
+      case ObjectKind::kInstance:
+        ++k.instances;
+        break;
+      case ObjectKind::kObjectArray:
+        ++k.object_arrays;
+        break;
+      case ObjectKind::kPrimitiveArray:
+        ++k.primitive_arrays;
+        break;
     }
   }
   return k;
@@ -78,12 +87,16 @@ KindCounts CountKinds(const HeapGraph& g) {
 enum class Expect { kRead, kPhd, kJavacore, kHistogramText, kOther };
 
 Expect ExpectationFor(const std::string& name) {
-  auto ends = [&name](const std::string& s) { return name.size() >= s.size() && name.ends_with(s); };
-  if (ends(".hprof") || ends(".hprof.gz") || ends(".bin") || ends(".android-hprof")) return Expect::kRead;
+  auto ends = [&name](const std::string& s) {
+    return name.size() >= s.size() && name.ends_with(s);
+  };
+  if (ends(".hprof") || ends(".hprof.gz") || ends(".bin") || ends(".android-hprof"))
+    return Expect::kRead;
   if (ends(".phd")) return Expect::kPhd;
   if (name.starts_with("javacore.")) return Expect::kJavacore;
   // jmap -histo outputs shipped with MAT's dumps.
-  if (name.starts_with("histogram_") || ends(".notes.txt") || name.starts_with("sun_jdk6_31_hprofagent_")) {
+  if (name.starts_with("histogram_") || ends(".notes.txt") ||
+      name.starts_with("sun_jdk6_31_hprofagent_")) {
     return Expect::kHistogramText;
   }
   return Expect::kOther;
@@ -124,8 +137,10 @@ TEST(CorporaTest, EveryFileIsReadOrRejectedNamingItsFormat) {
         EXPECT_THAT(msg, HasSubstr("class histogram text"));
         break;
       default:
-        EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << path << ": " << g.status();
-        EXPECT_THAT(msg, ::testing::AnyOf(HasSubstr("text file, not a heap dump"), HasSubstr("not an HPROF")));
+        EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument)
+            << path << ": " << g.status();
+        EXPECT_THAT(msg, ::testing::AnyOf(HasSubstr("text file, not a heap dump"),
+                                          HasSubstr("not an HPROF")));
     }
     ++rejected;
   }
@@ -165,8 +180,10 @@ TEST(CorporaTest, RawRecordCountsFromExpectedMd) {
     KindCounts k = CountKinds(g);
     EXPECT_EQ(k.classes, r.classes) << r.file;
     EXPECT_EQ(k.instances, r.instances) << r.file;
-    if (r.object_arrays >= 0) EXPECT_EQ(k.object_arrays, static_cast<uint64_t>(r.object_arrays)) << r.file;
-    if (r.primitive_arrays >= 0) EXPECT_EQ(k.primitive_arrays, static_cast<uint64_t>(r.primitive_arrays)) << r.file;
+    if (r.object_arrays >= 0)
+      EXPECT_EQ(k.object_arrays, static_cast<uint64_t>(r.object_arrays)) << r.file;
+    if (r.primitive_arrays >= 0)
+      EXPECT_EQ(k.primitive_arrays, static_cast<uint64_t>(r.primitive_arrays)) << r.file;
     // The graph agrees with a census of the same file.
     auto census = ReadRecordCensus(Path(r.file));
     ASSERT_TRUE(census.ok()) << census.status();
@@ -175,14 +192,16 @@ TEST(CorporaTest, RawRecordCountsFromExpectedMd) {
       EXPECT_EQ(k.classes, census->sub_record(kSubClassDump)) << r.file;
     }
   }
-  // sun_jdk5_64bit: 602 raw INSTANCE DUMP records of java.lang.String (MAT asserts 492 reachable ones).
+  // sun_jdk5_64bit: 602 raw INSTANCE DUMP records of java.lang.String (MAT asserts 492 reachable
+  // ones).
   const HeapGraph& g = Graph("eclipse-mat/sun_jdk5_64bit.hprof");
   EXPECT_EQ(analysis::ComputeClassTotals(g)[g.FindClass("java.lang.String").value].instances, 602u);
 }
 
 // ---- hprof-slurp: the record census in its golden outputs.
 
-std::map<std::string, uint64_t> ParseSlurpSummary(const std::string& file, uint64_t* dumps, uint64_t* segments) {
+std::map<std::string, uint64_t> ParseSlurpSummary(const std::string& file, uint64_t* dumps,
+                                                  uint64_t* segments) {
   std::ifstream in(file);
   std::map<std::string, uint64_t> out;
   std::string line;
@@ -205,20 +224,31 @@ TEST(CorporaTest, HprofSlurpRecordCensusMatchesGoldenFiles) {
   RequireCorpora();
   const std::map<std::string, std::pair<bool, uint8_t>> kKeys = {
       // (is sub-record, tag)
-      {"UTF-8 Strings", {false, kTagString}},        {"Classes unloaded", {false, kTagUnloadClass}},
-      {"Stack traces", {false, kTagStackTrace}},     {"Stack frames", {false, kTagStackFrame}},
-      {"Start threads", {false, kTagStartThread}},   {"Allocation sites", {false, kTagAllocSites}},
-      {"End threads", {false, kTagEndThread}},       {"Control settings", {false, kTagControlSettings}},
-      {"CPU samples", {false, kTagCpuSamples}},      {"Heap summaries", {false, kTagHeapSummary}},
+      {"UTF-8 Strings", {false, kTagString}},
+      {"Classes unloaded", {false, kTagUnloadClass}},
+      {"Stack traces", {false, kTagStackTrace}},
+      {"Stack frames", {false, kTagStackFrame}},
+      {"Start threads", {false, kTagStartThread}},
+      {"Allocation sites", {false, kTagAllocSites}},
+      {"End threads", {false, kTagEndThread}},
+      {"Control settings", {false, kTagControlSettings}},
+      {"CPU samples", {false, kTagCpuSamples}},
+      {"Heap summaries", {false, kTagHeapSummary}},
       // hprof-slurp's "Classes loaded" counts the classes it holds data for, i.e. CLASS DUMPs.
-      {"Classes loaded", {true, kSubClassDump}},     {"GC root unknown", {true, kSubRootUnknown}},
-      {"GC root thread objects", {true, kSubRootThreadObject}}, {"GC root JNI global", {true, kSubRootJniGlobal}},
-      {"GC root JNI local", {true, kSubRootJniLocal}},          {"GC root Java frame", {true, kSubRootJavaFrame}},
-      {"GC root native stack", {true, kSubRootNativeStack}},    {"GC root sticky class", {true, kSubRootStickyClass}},
-      {"GC root thread block", {true, kSubRootThreadBlock}},    {"GC root monitor used", {true, kSubRootMonitorUsed}},
+      {"Classes loaded", {true, kSubClassDump}},
+      {"GC root unknown", {true, kSubRootUnknown}},
+      {"GC root thread objects", {true, kSubRootThreadObject}},
+      {"GC root JNI global", {true, kSubRootJniGlobal}},
+      {"GC root JNI local", {true, kSubRootJniLocal}},
+      {"GC root Java frame", {true, kSubRootJavaFrame}},
+      {"GC root native stack", {true, kSubRootNativeStack}},
+      {"GC root sticky class", {true, kSubRootStickyClass}},
+      {"GC root thread block", {true, kSubRootThreadBlock}},
+      {"GC root monitor used", {true, kSubRootMonitorUsed}},
       {"GC primitive array dump", {true, kSubPrimitiveArrayDump}},
       {"GC object array dump", {true, kSubObjectArrayDump}},
-      {"GC class dump", {true, kSubClassDump}},                 {"GC instance dump", {true, kSubInstanceDump}},
+      {"GC class dump", {true, kSubClassDump}},
+      {"GC instance dump", {true, kSubInstanceDump}},
   };
   for (const std::string& name : {"hprof-32", "hprof-64"}) {
     uint64_t dumps = 0, segments = 0;
@@ -239,7 +269,8 @@ TEST(CorporaTest, HprofSlurpRecordCensusMatchesGoldenFiles) {
 
 // ---- Eclipse MAT TestInstanceSizes: shallow sizes vs the jmap -histo of the same JVM.
 
-std::vector<std::string> InstanceSizeMismatches(const HeapGraph& g, const std::string& histogram, int* compared) {
+std::vector<std::string> InstanceSizeMismatches(const HeapGraph& g, const std::string& histogram,
+                                                int* compared) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> totals;  // name -> (instances, bytes)
   std::map<std::string, uint32_t> instance_size;
   auto t = analysis::ComputeClassTotals(g);
@@ -277,7 +308,8 @@ std::vector<std::string> InstanceSizeMismatches(const HeapGraph& g, const std::s
       ++*compared;
       auto it = instance_size.find(name);
       if (it == instance_size.end() || it->second != bytes / count) {
-        mismatches.push_back(name + ": jmap " + std::to_string(bytes / count) + " bytes per instance, heapwatch " +
+        mismatches.push_back(name + ": jmap " + std::to_string(bytes / count) +
+                             " bytes per instance, heapwatch " +
                              std::to_string(it == instance_size.end() ? 0 : it->second));
       }
     }
@@ -308,7 +340,8 @@ TEST(CorporaTest, MatTestInstanceSizes) {
     EXPECT_GT(compared, 100) << c.dump;
     EXPECT_TRUE(g.info().layout.inferred) << c.dump << ": " << g.info().size_model_notes;
   }
-  // The two sun_jdk6_30 dumps have identical records; only the inferred reference size tells them apart.
+  // The two sun_jdk6_30 dumps have identical records; only the inferred reference size tells them
+  // apart.
   const auto& coops = Graph("eclipse-mat/sun_jdk6_30_x64_compressedOops.hprof").info().layout;
   const auto& plain = Graph("eclipse-mat/sun_jdk6_30_x64_nocompressedOops.hprof").info().layout;
   EXPECT_EQ(coops.reference_size, 4u);
@@ -336,18 +369,21 @@ TEST(CorporaTest, MatTwoDumpsInOneFile) {
   EXPECT_EQ(last.object_count(), b.object_count());
   ReadOptions third;
   third.dump_ordinal = 2;
-  EXPECT_EQ(ReadHeapGraph(Path("eclipse-mat/oracle_jdk7_21_hprofagent.hprof"), third).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ReadHeapGraph(Path("eclipse-mat/oracle_jdk7_21_hprofagent.hprof"), third).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 // The Lengauer-Tarjan example graph of MAT's CreateSampleDump: one R, each of A..L present.
 TEST(CorporaTest, MatDominatorTestDataIsPresent) {
   RequireCorpora();
-  for (const std::string& file : {"eclipse-mat/sun_jdk6_32bit.hprof", "eclipse-mat/sun_jdk5_64bit.hprof"}) {
+  for (const std::string& file :
+       {"eclipse-mat/sun_jdk6_32bit.hprof", "eclipse-mat/sun_jdk5_64bit.hprof"}) {
     const HeapGraph& g = Graph(file);
     auto t = analysis::ComputeClassTotals(g);
     for (char c = 'A'; c <= 'L'; ++c) {
-      ClassId id = g.FindClass(std::string("org.eclipse.mat.tests.CreateSampleDump$DominatorTestData$") + c);
+      ClassId id =
+          g.FindClass(std::string("org.eclipse.mat.tests.CreateSampleDump$DominatorTestData$") + c);
       ASSERT_TRUE(id.valid()) << file << " " << c;
       EXPECT_EQ(t[id.value].instances, 1u) << c;
     }
@@ -379,20 +415,24 @@ TEST(CorporaTest, PerflibDialerCounts) {
   EXPECT_EQ(g.class_info(g.class_of(int2d)).name, "int[][]");
   // Superclass chain and class loaders.
   std::vector<std::string> chain;
-  for (ClassId c = g.FindClass("android.app.Application"); c.valid(); c = g.class_info(c).super_class) {
+  for (ClassId c = g.FindClass("android.app.Application"); c.valid();
+       c = g.class_info(c).super_class) {
     chain.push_back(g.class_info(c).name);
   }
-  EXPECT_THAT(chain, ::testing::ElementsAre("android.app.Application", "android.content.ContextWrapper",
-                                            "android.content.Context", "java.lang.Object"));
+  EXPECT_THAT(chain,
+              ::testing::ElementsAre("android.app.Application", "android.content.ContextWrapper",
+                                     "android.content.Context", "java.lang.Object"));
   EXPECT_FALSE(g.class_info(g.FindClass("android.app.Application")).class_loader.valid());
-  ObjectIndex loader = g.class_info(g.FindClass("com.android.dialer.DialerApplication")).class_loader;
+  ObjectIndex loader =
+      g.class_info(g.FindClass("com.android.dialer.DialerApplication")).class_loader;
   ASSERT_TRUE(loader.valid());
   EXPECT_EQ(g.class_info(g.class_of(loader)).name, "dalvik.system.PathClassLoader");
   // Thread$State.$VALUES is an array of 6 Thread$State instances.
   ClassId state = g.FindClass("java.lang.Thread$State");
   ObjectIndex state_class = g.class_info(state).class_object;
   bool found = false;
-  for (uint64_t e = g.graph().first_edge(state_class); e < g.graph().first_edge(ObjectIndex{state_class.value + 1}); ++e) {
+  for (uint64_t e = g.graph().first_edge(state_class);
+       e < g.graph().first_edge(ObjectIndex{state_class.value + 1}); ++e) {
     if (g.DescribeReference(state_class, e) != "static $VALUES") continue;
     ObjectIndex values = g.graph().targets[e];
     EXPECT_EQ(g.array_length(values), 6u);
@@ -404,7 +444,8 @@ TEST(CorporaTest, PerflibDialerCounts) {
   std::set<std::string> heaps(g.heap_names().begin(), g.heap_names().end());
   EXPECT_TRUE(heaps.contains("app") && heaps.contains("zygote"));  // Dalvik (KitKat): no image heap
   std::map<std::string, uint64_t> per_heap;
-  for (uint32_t v = 0; v < g.object_count(); ++v) ++per_heap[g.heap_names()[g.heap(ObjectIndex{v}).value]];
+  for (uint32_t v = 0; v < g.object_count(); ++v)
+    ++per_heap[g.heap_names()[g.heap(ObjectIndex{v}).value]];
   EXPECT_GT(per_heap["app"], 0u);
   EXPECT_GT(per_heap["zygote"], 0u);
 }
@@ -420,8 +461,10 @@ TEST(CorporaTest, LeakCanaryKeyedWeakReferenceReferentIsWeak) {
   int weak = 0;
   for (uint32_t v = 0; v < g.object_count(); ++v) {
     if (g.class_of(ObjectIndex{v}) != kwr) continue;
-    for (uint64_t e = g.graph().first_edge(ObjectIndex{v}); e < g.graph().first_edge(ObjectIndex{v + 1}); ++e) {
-      bool is_referent = g.DescribeReference(ObjectIndex{v}, e) == "java.lang.ref.Reference.referent";
+    for (uint64_t e = g.graph().first_edge(ObjectIndex{v});
+         e < g.graph().first_edge(ObjectIndex{v + 1}); ++e) {
+      bool is_referent =
+          g.DescribeReference(ObjectIndex{v}, e) == "java.lang.ref.Reference.referent";
       EXPECT_EQ(g.graph().is_weak(e), is_referent);
       weak += is_referent;
     }
@@ -439,7 +482,8 @@ TEST(CorporaTest, NetBeansHeapDumpBin) {
   EXPECT_EQ(g.class_count(), 474u);
   EXPECT_EQ(g.gc_roots().size(), 453u);
   EXPECT_EQ(g.root_objects().size(), 429u);
-  // HeapSummary: live instances excluding class objects, and their bytes under NetBeans' size model.
+  // HeapSummary: live instances excluding class objects, and their bytes under NetBeans' size
+  // model.
   uint64_t instances = 0, bytes = 0;
   for (uint32_t v = 0; v < g.object_count(); ++v) {
     if (g.kind(ObjectIndex{v}) == ObjectKind::kClass) continue;
@@ -452,11 +496,13 @@ TEST(CorporaTest, NetBeansHeapDumpBin) {
   ObjectIndex monitor = g.FindObject(3606613704ull);
   ASSERT_TRUE(monitor.valid());
   bool monitor_root = false;
-  for (const auto& r : g.gc_roots()) monitor_root |= r.object == monitor && r.kind == GcRootKind::kMonitorUsed;
+  for (const auto& r : g.gc_roots())
+    monitor_root |= r.object == monitor && r.kind == GcRootKind::kMonitorUsed;
   EXPECT_TRUE(monitor_root);
   // getJavaClassesByRegExp(".*Lock.*") == 6.
   int locks = 0;
-  for (uint32_t c = 0; c < g.class_count(); ++c) locks += g.class_info(ClassId{c}).name.find("Lock") != std::string::npos;
+  for (uint32_t c = 0; c < g.class_count(); ++c)
+    locks += g.class_info(ClassId{c}).name.find("Lock") != std::string::npos;
   EXPECT_EQ(locks, 6);
   // NetBeans' documented sizes: Integer 20, String 28, HashMap 64.
   EXPECT_EQ(g.class_info(g.FindClass("java.lang.Integer")).instance_size, 20u);
@@ -486,12 +532,14 @@ TEST(CorporaTest, NetBeansSmallHeapOql) {
   // referees(class java.io.File) = its static references.
   ObjectIndex file = g.class_info(g.FindClass("java.io.File")).class_object;
   std::set<uint64_t> statics;
-  for (uint64_t e = g.graph().first_edge(file); e < g.graph().first_edge(ObjectIndex{file.value + 1}); ++e) {
+  for (uint64_t e = g.graph().first_edge(file);
+       e < g.graph().first_edge(ObjectIndex{file.value + 1}); ++e) {
     if (g.ResolveReference(file, e).kind == analysis::ReferenceSlot::Kind::kStaticField) {
       statics.insert(g.object_id(g.graph().targets[e]));
     }
   }
-  EXPECT_EQ(statics, (std::set<uint64_t>{1684106928ull, 1684106888ull, 1684106848ull, 1684106408ull}));
+  EXPECT_EQ(statics,
+            (std::set<uint64_t>{1684106928ull, 1684106888ull, 1684106848ull, 1684106408ull}));
 }
 
 // ---- jhat's edge cases: a dump without any heap dump, the hprof agent's dump, a jmap dump.
@@ -513,7 +561,8 @@ TEST(CorporaTest, GzipDumps) {
   EXPECT_EQ(big.info().format, "JAVA PROFILE 1.0.2");
   EXPECT_TRUE(big.info().layout.inferred) << big.info().size_model_notes;
   uint64_t largest = 0;
-  for (uint32_t v = 0; v < big.object_count(); ++v) largest = std::max(largest, big.shallow_size(ObjectIndex{v}));
+  for (uint32_t v = 0; v < big.object_count(); ++v)
+    largest = std::max(largest, big.shallow_size(ObjectIndex{v}));
   EXPECT_GT(largest, 100u << 20) << "the huge arrays";
   auto census = ReadRecordCensus(Path("eclipse-mat/java_pid1884.0001.hprof.gz"));
   ASSERT_TRUE(census.ok());
@@ -524,8 +573,9 @@ TEST(CorporaTest, GzipDumps) {
 TEST(CorporaTest, SinglePassAndThreePassesAgree) {
   RequireCorpora();
   for (const std::string& file :
-       {"netbeans/heap_dump.bin", "adt-tools-base-perflib/dialer.android-hprof", "leakcanary/leak_service_binder.hprof",
-        "eclipse-mat/openjdk_jdk11_04_x64.hprof.gz", "eclipse-mat/sun_jdk6_30_x64_compressedOops.hprof"}) {
+       {"netbeans/heap_dump.bin", "adt-tools-base-perflib/dialer.android-hprof",
+        "leakcanary/leak_service_binder.hprof", "eclipse-mat/openjdk_jdk11_04_x64.hprof.gz",
+        "eclipse-mat/sun_jdk6_30_x64_compressedOops.hprof"}) {
     SCOPED_TRACE(file);
     ReadOptions three;
     three.single_pass = false;
@@ -536,7 +586,8 @@ TEST(CorporaTest, SinglePassAndThreePassesAgree) {
     const HeapGraph& a = Graph(file);
     const HeapGraph& b = Graph(file, three, "three-pass");
     testing::ExpectSameGraph(a, b);
-    testing::ExpectSameGraph(Graph(file, edges, "edges"), Graph(file, edges_three, "edges-three-pass"));
+    testing::ExpectSameGraph(Graph(file, edges, "edges"),
+                             Graph(file, edges_three, "edges-three-pass"));
   }
 }
 

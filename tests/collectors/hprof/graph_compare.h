@@ -1,5 +1,5 @@
-// Field-by-field comparison of two HeapGraphs read from the same dump (e.g. by the single-pass and the
-// three-pass paths of the reader).
+// Field-by-field comparison of two HeapGraphs read from the same dump (e.g. by the single-pass and
+// the three-pass paths of the reader).
 #ifndef HEAPWATCH_TESTS_COLLECTORS_HPROF_GRAPH_COMPARE_H_
 #define HEAPWATCH_TESTS_COLLECTORS_HPROF_GRAPH_COMPARE_H_
 
@@ -23,9 +23,9 @@ inline void ExpectSameGraph(const analysis::HeapGraph& a, const analysis::HeapGr
   int mismatches = 0;
   for (uint32_t v = 0; v < a.object_count() && mismatches < 10; ++v) {
     ObjectIndex o{v};
-    bool same = a.object_id(o) == b.object_id(o) && a.kind(o) == b.kind(o) && a.class_of(o) == b.class_of(o) &&
-                a.shallow_size(o) == b.shallow_size(o) && a.array_length(o) == b.array_length(o) &&
-                a.heap(o) == b.heap(o);
+    bool same = a.object_id(o) == b.object_id(o) && a.kind(o) == b.kind(o) &&
+                a.class_of(o) == b.class_of(o) && a.shallow_size(o) == b.shallow_size(o) &&
+                a.array_length(o) == b.array_length(o) && a.heap(o) == b.heap(o);
     if (!same) {
       ++mismatches;
       ADD_FAILURE() << "object " << v << " differs";
@@ -38,8 +38,10 @@ inline void ExpectSameGraph(const analysis::HeapGraph& a, const analysis::HeapGr
   uint64_t step = std::max<uint64_t>(1, a.graph().edge_count() / 5000);
   for (uint32_t v = 0; v < a.object_count(); v += 7) {
     ObjectIndex o{v};
-    for (uint64_t e = a.graph().first_edge(o); e < a.graph().first_edge(ObjectIndex{v + 1}); e += step) {
-      ASSERT_EQ(a.DescribeReference(o, e), b.DescribeReference(o, e)) << "object " << v << " edge " << e;
+    for (uint64_t e = a.graph().first_edge(o); e < a.graph().first_edge(ObjectIndex{v + 1});
+         e += step) {
+      ASSERT_EQ(a.DescribeReference(o, e), b.DescribeReference(o, e))
+          << "object " << v << " edge " << e;
     }
   }
   ASSERT_EQ(a.gc_roots().size(), b.gc_roots().size());

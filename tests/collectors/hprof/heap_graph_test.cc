@@ -1,5 +1,5 @@
-// HeapGraph built by hand with HeapGraphBuilder: the representation, reference naming, reverse graph,
-// histograms and the builder's errors.
+// HeapGraph built by hand with HeapGraphBuilder: the representation, reference naming, reverse
+// graph, histograms and the builder's errors.
 #include "analysis/heap_graph.h"
 
 #include <string>
@@ -44,13 +44,18 @@ struct Fixture {
   HeapGraphBuilder b{Info()};
   Fixture() {
     object = b.AddClass(Class("java.lang.Object", kNoClass, {}, 16), 0x100);
-    node = b.AddClass(Class("Node", object, {{"next", FieldType::kObject}, {"value", FieldType::kInt}}, 24), 0x110);
-    reference = b.AddClass(Class("java.lang.ref.Reference", object,
-                                 {{"referent", FieldType::kObject}, {"queue", FieldType::kObject}}, 24),
-                           0x120);
+    node = b.AddClass(
+        Class("Node", object, {{"next", FieldType::kObject}, {"value", FieldType::kInt}}, 24),
+        0x110);
+    reference =
+        b.AddClass(Class("java.lang.ref.Reference", object,
+                         {{"referent", FieldType::kObject}, {"queue", FieldType::kObject}}, 24),
+                   0x120);
     weak = b.AddClass(Class("java.lang.ref.WeakReference", reference, {}, 24), 0x130);
-    objects = b.AddClass(Class("java.lang.Object[]", object, {}, 0, ObjectKind::kObjectArray), 0x140);
-    ints = b.AddClass(Class("int[]", object, {}, 0, ObjectKind::kPrimitiveArray, FieldType::kInt), 0x150);
+    objects =
+        b.AddClass(Class("java.lang.Object[]", object, {}, 0, ObjectKind::kObjectArray), 0x140);
+    ints = b.AddClass(Class("int[]", object, {}, 0, ObjectKind::kPrimitiveArray, FieldType::kInt),
+                      0x150);
   }
 };
 
@@ -129,19 +134,19 @@ TEST(HeapGraphTest, SizeModelsForArrays) {
   info.layout.reference_size = 8;
   info.layout.object_header = 16;
   info.layout.array_length_offset = 16;
-  EXPECT_EQ(ArrayShallowSize(info, FieldType::kByte, 0), 24u);   // 16 + 4 -> 24
+  EXPECT_EQ(ArrayShallowSize(info, FieldType::kByte, 0), 24u);  // 16 + 4 -> 24
   EXPECT_EQ(ArrayShallowSize(info, FieldType::kObject, 2), 40u);
-  info.layout.unaligned_array_base = true;                        // JDK 22+
-  EXPECT_EQ(ArrayShallowSize(info, FieldType::kByte, 4), 24u);   // 20 + 4
-  EXPECT_EQ(ArrayShallowSize(info, FieldType::kLong, 1), 32u);   // 24 + 8
+  info.layout.unaligned_array_base = true;                      // JDK 22+
+  EXPECT_EQ(ArrayShallowSize(info, FieldType::kByte, 4), 24u);  // 20 + 4
+  EXPECT_EQ(ArrayShallowSize(info, FieldType::kLong, 1), 32u);  // 24 + 8
   DumpInfo vm32 = Info();
   vm32.id_size = 4;
   vm32.layout.object_header = 8;
   vm32.layout.array_length_offset = 8;
   vm32.layout.word_size = 4;
-  EXPECT_EQ(ArrayShallowSize(vm32, FieldType::kInt, 1), 16u);    // 12 + 4
+  EXPECT_EQ(ArrayShallowSize(vm32, FieldType::kInt, 1), 16u);  // 12 + 4
   EXPECT_EQ(ArrayShallowSize(vm32, FieldType::kByte, 4), 16u);
-  EXPECT_EQ(ArrayShallowSize(vm32, FieldType::kDouble, 1), 24u); // 16 + 8
+  EXPECT_EQ(ArrayShallowSize(vm32, FieldType::kDouble, 1), 24u);  // 16 + 8
   DumpInfo android = Info();
   android.size_model = SizeModel::kAndroid;
   android.id_size = 4;
@@ -168,7 +173,8 @@ TEST(HeapGraphTest, InstanceClassEdges) {
   EXPECT_EQ(g->DescribeReference(n, g->graph().first_edge(n) + 1), "next");
   ObjectIndex node_class = g->FindObject(0x110);
   EXPECT_EQ(g->class_of(node_class), clazz);
-  EXPECT_THAT(g->graph().successors(node_class), ElementsAre(g->FindObject(0x108), g->FindObject(0x100)));
+  EXPECT_THAT(g->graph().successors(node_class),
+              ElementsAre(g->FindObject(0x108), g->FindObject(0x100)));
 }
 
 TEST(HeapGraphTest, BuilderErrors) {
@@ -199,7 +205,7 @@ TEST(HeapGraphTest, FindObjectOverSparseAndDenseIds) {
   HeapGraphBuilder b(Info());
   ClassId object = b.AddClass(Class("java.lang.Object", kNoClass, {}, 16), 0);
   std::vector<uint64_t> ids;
-  for (uint64_t i = 0; i < 5000; ++i) ids.push_back(0x10000 + i * 16);       // dense run
+  for (uint64_t i = 0; i < 5000; ++i) ids.push_back(0x10000 + i * 16);                  // dense run
   for (uint64_t i = 0; i < 100; ++i) ids.push_back(0x7f0000000000ull + i * 4096 * 97);  // sparse
   for (uint64_t id : ids) b.AddInstance(id, object, {});
   auto g = std::move(b).Build();
@@ -218,7 +224,8 @@ TEST(HeapGraphTest, ManyClasses) {
   ClassId object = b.AddClass(Class("java.lang.Object", kNoClass, {}, 16), 0x10);
   std::vector<ClassId> classes;
   for (int i = 0; i < 40000; ++i) {
-    classes.push_back(b.AddClass(Class("C" + std::to_string(i), object, {}, 16), 0x100000 + 16 * i));
+    classes.push_back(
+        b.AddClass(Class("C" + std::to_string(i), object, {}, 16), 0x100000 + 16 * i));
   }
   b.AddInstance(0x9000000, classes[5], {});
   b.AddInstance(0x9000010, classes[39999], {});

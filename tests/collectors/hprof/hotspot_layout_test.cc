@@ -1,8 +1,8 @@
 // The HotSpot field layout engine on small class hierarchies. Expected JDK 17 sizes are those
-// GC.class_histogram printed for tests/collectors/hprof/data/HprofDumpApp.java's classes on this machine's
-// JDK 17 (compressed and uncompressed references); the classic (JDK 6..14) expectations follow the rules of
-// classFileParser.cpp layout_fields, spelled out next to each case. The real-JVM test (jvm_dump_test.cc)
-// checks the engine against whole histograms.
+// GC.class_histogram printed for tests/collectors/hprof/data/HprofDumpApp.java's classes on this
+// machine's JDK 17 (compressed and uncompressed references); the classic (JDK 6..14) expectations
+// follow the rules of classFileParser.cpp layout_fields, spelled out next to each case. The
+// real-JVM test (jvm_dump_test.cc) checks the engine against whole histograms.
 #include "collectors/hprof/hotspot_layout.h"
 
 #include "gtest/gtest.h"
@@ -12,9 +12,9 @@ namespace {
 
 using analysis::FieldType;
 using analysis::ObjectLayout;
-constexpr FieldType B = FieldType::kByte, Z = FieldType::kBoolean, C = FieldType::kChar, S = FieldType::kShort,
-                    I = FieldType::kInt, F = FieldType::kFloat, J = FieldType::kLong, D = FieldType::kDouble,
-                    O = FieldType::kObject;
+constexpr FieldType B = FieldType::kByte, Z = FieldType::kBoolean, C = FieldType::kChar,
+                    S = FieldType::kShort, I = FieldType::kInt, F = FieldType::kFloat,
+                    J = FieldType::kLong, D = FieldType::kDouble, O = FieldType::kObject;
 
 ObjectLayout Layout(uint32_t ref, uint32_t header, bool jdk15) {
   for (ObjectLayout l : CandidateLayouts(8)) {
@@ -73,7 +73,8 @@ TEST(HotSpotLayoutTest, Jdk17SizesFromGcClassHistogram) {
   EXPECT_EQ(coops[short_child], 24u);
   EXPECT_EQ(coops[empty], 16u);
   EXPECT_EQ(coops[node], 24u);
-  // -XX:-UseCompressedOops (JDK 17 keeps compressed class pointers: 12-byte header, 8-byte references).
+  // -XX:-UseCompressedOops (JDK 17 keeps compressed class pointers: 12-byte header, 8-byte
+  // references).
   auto wide = HotSpotInstanceSizes(t.classes, Layout(8, 12, true), extras);
   EXPECT_EQ(wide[mixed], 56u);
   EXPECT_EQ(wide[child], 16u);
@@ -91,7 +92,8 @@ TEST(HotSpotLayoutTest, ClassicLayoutRules) {
   int int_long = t.Add("IntAndLong", object, {I, J});
   LayoutExtras extras;
   auto coops = HotSpotInstanceSizes(t.classes, Layout(4, 12, false), extras);
-  // Parent: byte at 12 -> 13 -> 16. Child starts at Parent's end rounded to the oop size (16): 17 -> 24.
+  // Parent: byte at 12 -> 13 -> 16. Child starts at Parent's end rounded to the oop size (16): 17
+  // -> 24.
   EXPECT_EQ(coops[parent], 16u);
   EXPECT_EQ(coops[child], 24u);
   // The 4-byte gap after the 12-byte header takes an int before the long: 12 int, 16 long -> 24.
@@ -106,17 +108,34 @@ TEST(HotSpotLayoutTest, ClassicLayoutRules) {
 }
 
 TEST(HotSpotLayoutTest, ContendedThreadAndItsSubclasses) {
-  // java.lang.Thread of JDK 17: 14 regular fields ending at 92, then @Contended("tlr") long+int+int after
-  // 128 bytes of padding, and 128 bytes of tail padding: 368 (GC.class_histogram). A subclass starts after
-  // another 128 bytes: Reference$ReferenceHandler (no fields) 368, Finalizer$FinalizerThread (a boolean) 376.
+  // java.lang.Thread of JDK 17: 14 regular fields ending at 92, then @Contended("tlr") long+int+int
+  // after 128 bytes of padding, and 128 bytes of tail padding: 368 (GC.class_histogram). A subclass
+  // starts after another 128 bytes: Reference$ReferenceHandler (no fields) 368,
+  // Finalizer$FinalizerThread (a boolean) 376.
   Table t;
   int object = t.Add("java.lang.Object", -1, {}, true);
   const std::vector<std::pair<FieldType, std::string_view>> declared = {
-      {O, "name"}, {I, "priority"}, {J, "eetop"}, {J, "stackSize"}, {Z, "daemon"}, {Z, "interrupted"},
-      {Z, "stillborn"}, {O, "target"}, {O, "group"}, {O, "contextClassLoader"}, {J, "tid"},
-      {I, "threadStatus"}, {O, "inheritedAccessControlContext"}, {O, "threadLocals"},
-      {O, "inheritableThreadLocals"}, {O, "parkBlocker"}, {O, "blocker"}, {O, "blockerLock"},
-      {O, "uncaughtExceptionHandler"}, {J, "threadLocalRandomSeed"}, {I, "threadLocalRandomProbe"},
+      {O, "name"},
+      {I, "priority"},
+      {J, "eetop"},
+      {J, "stackSize"},
+      {Z, "daemon"},
+      {Z, "interrupted"},
+      {Z, "stillborn"},
+      {O, "target"},
+      {O, "group"},
+      {O, "contextClassLoader"},
+      {J, "tid"},
+      {I, "threadStatus"},
+      {O, "inheritedAccessControlContext"},
+      {O, "threadLocals"},
+      {O, "inheritableThreadLocals"},
+      {O, "parkBlocker"},
+      {O, "blocker"},
+      {O, "blockerLock"},
+      {O, "uncaughtExceptionHandler"},
+      {J, "threadLocalRandomSeed"},
+      {I, "threadLocalRandomProbe"},
       {I, "threadLocalRandomSecondarySeed"}};
   std::vector<FieldType> fields;
   for (const auto& [type, name] : declared) fields.push_back(type);

@@ -1,6 +1,6 @@
-// The HPROF reader on synthetic dumps written record by record: every record and sub-record kind, both id
-// sizes, Android extras, segments and several dumps, gzip, and malformed input (truncation at every byte,
-// corruption, foreign formats).
+// The HPROF reader on synthetic dumps written record by record: every record and sub-record kind,
+// both id sizes, Android extras, segments and several dumps, gzip, and malformed input (truncation
+// at every byte, corruption, foreign formats).
 #include "collectors/hprof/hprof_reader.h"
 
 #include <algorithm>
@@ -23,23 +23,25 @@ using analysis::GcRootKind;
 using analysis::HeapGraph;
 using analysis::ObjectIndex;
 using analysis::ObjectKind;
-using testing::HprofWriter;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::HprofWriter;
 using ::testing::UnorderedElementsAre;
 
 constexpr uint8_t kObj = 2, kBool = 4, kByte = 8, kInt = 10, kLong = 11;
 
 // Class object ids.
-constexpr uint64_t kObject = 0x100, kClass = 0x110, kString = 0x120, kReference = 0x130, kWeak = 0x140,
-                   kNode = 0x150, kSub = 0x160, kObjArray = 0x170, kByteArray = 0x180;
+constexpr uint64_t kObject = 0x100, kClass = 0x110, kString = 0x120, kReference = 0x130,
+                   kWeak = 0x140, kNode = 0x150, kSub = 0x160, kObjArray = 0x170,
+                   kByteArray = 0x180;
 // Object ids.
-constexpr uint64_t kNode1 = 0x2000, kNode2 = 0x2020, kSub1 = 0x2040, kStr1 = 0x2060, kBytes1 = 0x2080,
-                   kArr1 = 0x20a0, kWeak1 = 0x20c0;
+constexpr uint64_t kNode1 = 0x2000, kNode2 = 0x2020, kSub1 = 0x2040, kStr1 = 0x2060,
+                   kBytes1 = 0x2080, kArr1 = 0x20a0, kWeak1 = 0x20c0;
 // Field and static name string ids.
-constexpr uint64_t kNameValue = 0x9001, kNameHash = 0x9002, kNameReferent = 0x9003, kNameQueue = 0x9004,
-                   kNameNext = 0x9005, kNameLabel = 0x9006, kNameInstance = 0x9007, kNameCount = 0x9008,
-                   kNameExtra = 0x9009, kNameNum = 0x900a;
+constexpr uint64_t kNameValue = 0x9001, kNameHash = 0x9002, kNameReferent = 0x9003,
+                   kNameQueue = 0x9004, kNameNext = 0x9005, kNameLabel = 0x9006,
+                   kNameInstance = 0x9007, kNameCount = 0x9008, kNameExtra = 0x9009,
+                   kNameNum = 0x900a;
 
 // Writes the strings, class names and class dumps shared by the synthetic heaps.
 void WriteClasses(HprofWriter& w) {
@@ -55,11 +57,13 @@ void WriteClasses(HprofWriter& w) {
   w.Sub(w.ClassDump(kObject, 0, 0, 0, {}));
   w.Sub(w.ClassDump(kClass, kObject, 0, 0, {}));
   w.Sub(w.ClassDump(kString, kObject, 0, w.id_size() + 4, {{kNameValue, kObj}, {kNameHash, kInt}}));
-  w.Sub(w.ClassDump(kReference, kObject, 0, 2 * w.id_size(), {{kNameReferent, kObj}, {kNameQueue, kObj}}));
+  w.Sub(w.ClassDump(kReference, kObject, 0, 2 * w.id_size(),
+                    {{kNameReferent, kObj}, {kNameQueue, kObj}}));
   w.Sub(w.ClassDump(kWeak, kReference, 0, 2 * w.id_size(), {}));
   w.Sub(w.ClassDump(kNode, kObject, 0, 2 * w.id_size() + 4,
                     {{kNameNext, kObj}, {kNameNum, kInt}, {kNameLabel, kObj}},
-                    {{kNameInstance, kObj, kNode1}, {kNameCount, kInt, 7}}, {{3, kObj, kStr1}, {4, kLong, 99}}));
+                    {{kNameInstance, kObj, kNode1}, {kNameCount, kInt, 7}},
+                    {{3, kObj, kStr1}, {4, kLong, 99}}));
   w.Sub(w.ClassDump(kSub, kNode, 0, 3 * w.id_size() + 4, {{kNameExtra, kObj}}));
   w.Sub(w.ClassDump(kObjArray, kObject, 0, 0, {}));
   w.Sub(w.ClassDump(kByteArray, kObject, 0, 0, {}));
@@ -83,7 +87,8 @@ void WriteObjects(HprofWriter& w) {
 }
 
 void WriteRoots(HprofWriter& w) {
-  for (uint64_t c : {kObject, kClass, kString, kReference, kWeak, kNode, kSub, kObjArray, kByteArray}) {
+  for (uint64_t c :
+       {kObject, kClass, kString, kReference, kWeak, kNode, kSub, kObjArray, kByteArray}) {
     w.Sub(w.Root(0x05, c));
   }
   w.Sub(w.Root(0x08, kNode1, 1, 0));  // thread object (a Node stands in for a Thread)
@@ -126,7 +131,8 @@ std::vector<uint64_t> SuccessorIds(const HeapGraph& g, uint64_t id) {
 std::vector<std::string> EdgeNames(const HeapGraph& g, uint64_t id) {
   ObjectIndex v = Obj(g, id);
   std::vector<std::string> out;
-  for (uint64_t e = g.graph().first_edge(v); e < g.graph().first_edge(ObjectIndex{v.value + 1}); ++e) {
+  for (uint64_t e = g.graph().first_edge(v); e < g.graph().first_edge(ObjectIndex{v.value + 1});
+       ++e) {
     out.push_back(g.DescribeReference(v, e));
   }
   return out;
@@ -203,7 +209,8 @@ TEST_P(StandardDumpTest, ReadsEveryObjectReferenceAndRoot) {
   EXPECT_THAT(SuccessorIds(*g, kBytes1), ElementsAre());
   // Class objects: super, then statics, then constant pool objects.
   EXPECT_THAT(SuccessorIds(*g, kNode), ElementsAre(kObject, kNode1, kStr1));
-  EXPECT_THAT(EdgeNames(*g, kNode), ElementsAre("<super>", "static INSTANCE", "<constant pool[3]>"));
+  EXPECT_THAT(EdgeNames(*g, kNode),
+              ElementsAre("<super>", "static INSTANCE", "<constant pool[3]>"));
   EXPECT_THAT(SuccessorIds(*g, kWeak), ElementsAre(kReference));
   EXPECT_EQ(g->info().dangling_references, 1u);
 
@@ -211,7 +218,8 @@ TEST_P(StandardDumpTest, ReadsEveryObjectReferenceAndRoot) {
   ObjectIndex weak = Obj(*g, kWeak1);
   ASSERT_EQ(g->graph().successors(weak).size(), 1u);
   EXPECT_TRUE(g->graph().is_weak(g->graph().first_edge(weak)));
-  EXPECT_EQ(g->DescribeReference(weak, g->graph().first_edge(weak)), "java.lang.ref.Reference.referent");
+  EXPECT_EQ(g->DescribeReference(weak, g->graph().first_edge(weak)),
+            "java.lang.ref.Reference.referent");
   uint64_t weak_edges = 0;
   for (uint64_t e = 0; e < g->graph().edge_count(); ++e) weak_edges += g->graph().is_weak(e);
   EXPECT_EQ(weak_edges, 1u);
@@ -234,7 +242,8 @@ TEST_P(StandardDumpTest, ReadsEveryObjectReferenceAndRoot) {
       EXPECT_EQ(r.frame, 2);
     }
   }
-  EXPECT_EQ(g->root_objects().size(), 9u + 7u - 1u);  // node1 is a root twice; node2 twice (thread block + monitor)
+  EXPECT_EQ(g->root_objects().size(),
+            9u + 7u - 1u);  // node1 is a root twice; node2 twice (thread block + monitor)
   EXPECT_TRUE(std::is_sorted(g->root_objects().begin(), g->root_objects().end()));
 
   // Reverse graph: one entry per forward edge.
@@ -296,8 +305,8 @@ TEST(HprofReaderTest, InstanceClassEdgesOption) {
   EXPECT_TRUE(g->graph().is_weak(g->graph().first_edge(weak) + 1));
 }
 
-// Android: "JAVA PROFILE 1.0.3", 4-byte ids, HEAP DUMP INFO, the Android root kinds, primitive arrays
-// without data, perflib sizes.
+// Android: "JAVA PROFILE 1.0.3", 4-byte ids, HEAP DUMP INFO, the Android root kinds, primitive
+// arrays without data, perflib sizes.
 TEST(HprofReaderTest, AndroidExtras) {
   HprofWriter w(4, "JAVA PROFILE 1.0.3");
   WriteClasses(w);
@@ -328,8 +337,8 @@ TEST(HprofReaderTest, AndroidExtras) {
   std::multiset<GcRootKind> kinds;
   for (const auto& r : g->gc_roots()) kinds.insert(r.kind);
   for (GcRootKind k : {GcRootKind::kInternedString, GcRootKind::kFinalizing, GcRootKind::kDebugger,
-                       GcRootKind::kReferenceCleanup, GcRootKind::kVmInternal, GcRootKind::kJniMonitor,
-                       GcRootKind::kUnreachable}) {
+                       GcRootKind::kReferenceCleanup, GcRootKind::kVmInternal,
+                       GcRootKind::kJniMonitor, GcRootKind::kUnreachable}) {
     EXPECT_EQ(kinds.count(k), 1u) << analysis::GcRootKindName(k);
   }
   for (const auto& r : g->gc_roots()) {
@@ -433,7 +442,7 @@ TEST(HprofReaderTest, UnknownClassesBecomeSyntheticClasses) {
   WriteClasses(w);
   w.Sub(w.Instance(kNode1, 0xdead0, "abcd"));               // class never dumped
   w.Sub(w.ObjectArray(kNode2, 0xbeef0, {kNode1, kNode1}));  // array class never dumped
-  w.Sub(w.PrimitiveArray(kStr1, kLong, 2));                  // long[] has no CLASS DUMP here
+  w.Sub(w.PrimitiveArray(kStr1, kLong, 2));                 // long[] has no CLASS DUMP here
   w.FlushHeapDump();
   auto g = ReadHeapGraphFromBuffer(w.bytes());
   ASSERT_TRUE(g.ok()) << g.status();
@@ -454,8 +463,8 @@ TEST(HprofReaderTest, FileWithoutHeapDumpIsAnEmptyGraph) {
   EXPECT_THAT(g->info().warnings, ::testing::Contains(HasSubstr("no heap dump")));
 }
 
-// Every prefix of a dump is either a valid shorter file (the cut falls between records) or a DataLoss
-// error naming a byte offset; never a crash.
+// Every prefix of a dump is either a valid shorter file (the cut falls between records) or a
+// DataLoss error naming a byte offset; never a crash.
 TEST(HprofReaderTest, TruncationAtEveryByte) {
   for (uint32_t id_size : {4u, 8u}) {
     std::string dump = StandardDump(id_size, true);
@@ -489,7 +498,8 @@ TEST(HprofReaderTest, CorruptionIsReportedWithOffsetAndRecord) {
     w.FlushHeapDump();
     auto g = ReadHeapGraphFromBuffer(w.bytes());
     EXPECT_EQ(g.status().code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(g.status().message()), HasSubstr("unknown heap dump sub-record tag 0x42 at byte"));
+    EXPECT_THAT(std::string(g.status().message()),
+                HasSubstr("unknown heap dump sub-record tag 0x42 at byte"));
     EXPECT_THAT(std::string(g.status().message()), HasSubstr("HEAP DUMP record"));
   }
   // A record longer than the file.
@@ -515,7 +525,8 @@ TEST(HprofReaderTest, CorruptionIsReportedWithOffsetAndRecord) {
     bytes.resize(31 + 9 + 5);
     auto g = ReadHeapGraphFromBuffer(bytes);
     EXPECT_EQ(g.status().code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(g.status().message()), HasSubstr("runs past the end of its HEAP DUMP SEGMENT"));
+    EXPECT_THAT(std::string(g.status().message()),
+                HasSubstr("runs past the end of its HEAP DUMP SEGMENT"));
   }
   // A primitive array with an invalid element type.
   {
@@ -562,16 +573,21 @@ TEST(HprofReaderTest, ForeignFormatsAreNamed) {
   std::string phd("\x00\x12portable heap dump\x00\x00\x00\x05", 24);
   std::vector<Case> cases = {
       {phd, absl::StatusCode::kUnimplemented, "IBM Portable Heap Dump"},
-      {"NULL           ------------------------------------------\n0SECTION       TITLE subcomponent dump routine\n",
+      {"NULL           ------------------------------------------\n0SECTION       TITLE "
+       "subcomponent dump routine\n",
        absl::StatusCode::kUnimplemented, "javacore"},
       {" num     #instances         #bytes  class name (module)\n-------\n   1:   10   100  [B\n",
        absl::StatusCode::kUnimplemented, "class histogram"},
       {"   171       44312  [C\r\n    16       43536  [B\r\n", absl::StatusCode::kUnimplemented,
        "class histogram"},
-      {std::string("\x7f" "ELF\x02\x01\x01", 7), absl::StatusCode::kUnimplemented, "ELF core"},
+      {std::string("\x7f"
+                   "ELF\x02\x01\x01",
+                   7),
+       absl::StatusCode::kUnimplemented, "ELF core"},
       {std::string("PK\x03\x04\x14\x00", 6), absl::StatusCode::kUnimplemented, "zip archive"},
       {"# hello\nsome notes\n", absl::StatusCode::kInvalidArgument, "text file"},
-      {std::string("\x01\x02\x03\x00\xff", 5), absl::StatusCode::kInvalidArgument, "unrecognised binary"},
+      {std::string("\x01\x02\x03\x00\xff", 5), absl::StatusCode::kInvalidArgument,
+       "unrecognised binary"},
       {"", absl::StatusCode::kInvalidArgument, "empty file"},
   };
   for (const Case& c : cases) {

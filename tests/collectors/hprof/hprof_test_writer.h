@@ -1,6 +1,6 @@
-// A tiny HPROF writer for the reader's tests: builds synthetic dumps record by record (big-endian, as the
-// format requires), so every record and sub-record kind, both id sizes, segments, several dumps and malformed
-// variants can be produced without a JVM.
+// A tiny HPROF writer for the reader's tests: builds synthetic dumps record by record (big-endian,
+// as the format requires), so every record and sub-record kind, both id sizes, segments, several
+// dumps and malformed variants can be produced without a JVM.
 #ifndef HEAPWATCH_TESTS_COLLECTORS_HPROF_HPROF_TEST_WRITER_H_
 #define HEAPWATCH_TESTS_COLLECTORS_HPROF_HPROF_TEST_WRITER_H_
 
@@ -43,7 +43,8 @@ class HprofWriter {
     Id(&body, name_id);
     return Record(0x02, body);
   }
-  // A class name string and its LOAD CLASS record in one go (name id = class id + 1, a test convention).
+  // A class name string and its LOAD CLASS record in one go (name id = class id + 1, a test
+  // convention).
   HprofWriter& NamedClass(uint64_t class_id, const std::string& internal_name) {
     String(class_id + 1, internal_name);
     return LoadClass(static_cast<uint32_t>(class_id & 0xffff), class_id, class_id + 1);
@@ -56,7 +57,8 @@ class HprofWriter {
     return *this;
   }
 
-  // Heap dump bodies: collect sub-records, then emit them as one HEAP DUMP or HEAP DUMP SEGMENT record.
+  // Heap dump bodies: collect sub-records, then emit them as one HEAP DUMP or HEAP DUMP SEGMENT
+  // record.
   HprofWriter& Sub(const std::string& bytes) {
     seg_ += bytes;
     return *this;
@@ -146,7 +148,8 @@ class HprofWriter {
     s += data;
     return s;
   }
-  std::string ObjectArray(uint64_t id, uint64_t class_id, const std::vector<uint64_t>& elements) const {
+  std::string ObjectArray(uint64_t id, uint64_t class_id,
+                          const std::vector<uint64_t>& elements) const {
     std::string s(1, '\x22');
     Id(&s, id);
     U4(&s, 0);
@@ -155,7 +158,8 @@ class HprofWriter {
     for (uint64_t e : elements) Id(&s, e);
     return s;
   }
-  std::string PrimitiveArray(uint64_t id, uint8_t type, uint32_t length, bool nodata = false) const {
+  std::string PrimitiveArray(uint64_t id, uint8_t type, uint32_t length,
+                             bool nodata = false) const {
     std::string s(1, nodata ? '\xC3' : '\x23');
     Id(&s, id);
     U4(&s, 0);
@@ -207,11 +211,13 @@ class HprofWriter {
     for (int i = 3; i >= 0; --i) s->push_back(static_cast<char>(v >> (8 * i)));
   }
   void Id(std::string* s, uint64_t v) const {
-    for (int i = static_cast<int>(id_) - 1; i >= 0; --i) s->push_back(static_cast<char>(v >> (8 * i)));
+    for (int i = static_cast<int>(id_) - 1; i >= 0; --i)
+      s->push_back(static_cast<char>(v >> (8 * i)));
   }
   void Value(std::string* s, uint8_t type, uint64_t v) const {
     uint32_t n = TypeSize(type);
-    for (int i = static_cast<int>(n) - 1; i >= 0; --i) s->push_back(static_cast<char>(v >> (8 * i)));
+    for (int i = static_cast<int>(n) - 1; i >= 0; --i)
+      s->push_back(static_cast<char>(v >> (8 * i)));
   }
 
  private:
@@ -233,7 +239,8 @@ inline std::string Gzip(const std::string& data, int members = 1) {
   for (size_t pos = 0; pos < data.size() || (pos == 0 && data.empty()); pos += chunk) {
     std::string part = data.substr(pos, chunk);
     z_stream zs{};
-    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("zlib");
+    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw std::runtime_error("zlib");
     std::string buf(deflateBound(&zs, part.size()) + 64, '\0');
     zs.next_in = reinterpret_cast<Bytef*>(part.data());
     zs.avail_in = static_cast<uInt>(part.size());

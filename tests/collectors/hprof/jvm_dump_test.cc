@@ -1,13 +1,16 @@
-// Heap dumps of real JVMs: HprofDumpApp (data/HprofDumpApp.java) runs on JDK 17 (and JDK 25 when installed)
-// with and without compressed references; the test takes `jcmd GC.class_histogram -all`, `jcmd
-// GC.heap_dump -all` (plain and -gz=1) and the histogram again, and checks that the per-class instance counts
-// and bytes of the dump equal the JVM's own histogram.
+// Heap dumps of real JVMs: HprofDumpApp (data/HprofDumpApp.java) runs on JDK 17 (and JDK 25 when
+// installed) with and without compressed references; the test takes `jcmd GC.class_histogram -all`,
+// `jcmd GC.heap_dump -all` (plain and -gz=1) and the histogram again, and checks that the per-class
+// instance counts and bytes of the dump equal the JVM's own histogram.
 //
 // Exclusions, each with its reason:
-//  * java.lang.Class: the histogram counts every mirror in the heap, including the mirrors of CDS-archived
-//    classes that are not loaded; the heap dump has CLASS DUMPs only for loaded classes (HotSpot's heap
-//    dumper skips the other mirrors). Where the counts agree (no archived heap), the bytes must agree too.
-//  * jdk.internal.vm.FillerElement[] (JDK 22+): GC filler arrays. HotSpot dumps them as int[] (their klass
+//  * java.lang.Class: the histogram counts every mirror in the heap, including the mirrors of
+//  CDS-archived
+//    classes that are not loaded; the heap dump has CLASS DUMPs only for loaded classes (HotSpot's
+//    heap dumper skips the other mirrors). Where the counts agree (no archived heap), the bytes
+//    must agree too.
+//  * jdk.internal.vm.FillerElement[] (JDK 22+): GC filler arrays. HotSpot dumps them as int[]
+//  (their klass
 //    is an int array klass), so int[] in the dump = int[] + FillerElement[] in the histogram.
 #include <signal.h>
 #include <sys/wait.h>
@@ -59,8 +62,8 @@ std::string Run(const std::vector<std::string>& argv) {
   return out;
 }
 
-// GC.class_histogram rows: "   1:   9490   1442192  [B (java.base@17.0.15)". Array rows use JVM descriptors;
-// other names are already in source form (hidden classes keep their "/0x..." suffix).
+// GC.class_histogram rows: "   1:   9490   1442192  [B (java.base@17.0.15)". Array rows use JVM
+// descriptors; other names are already in source form (hidden classes keep their "/0x..." suffix).
 Histogram ParseHistogram(const std::string& text) {
   Histogram h;
   std::istringstream in(text);
@@ -69,7 +72,8 @@ Histogram ParseHistogram(const std::string& text) {
     std::istringstream ss(line);
     std::string num, name;
     Row r;
-    if (!(ss >> num >> r.instances >> r.bytes >> name) || num.empty() || num.back() != ':') continue;
+    if (!(ss >> num >> r.instances >> r.bytes >> name) || num.empty() || num.back() != ':')
+      continue;
     if (name[0] == '[') name = ParseClassName(name).source_name;
     Row& acc = h[name];
     acc.instances += r.instances;
@@ -121,7 +125,8 @@ class Jvm {
   }
   bool ready() const { return ready_; }
   std::string Jcmd(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {fs::path(java_).parent_path().string() + "/jcmd", std::to_string(pid_)};
+    std::vector<std::string> argv = {fs::path(java_).parent_path().string() + "/jcmd",
+                                     std::to_string(pid_)};
     argv.insert(argv.end(), args.begin(), args.end());
     return Run(argv);
   }
@@ -138,7 +143,8 @@ std::string ResolveJava(const std::string& java) {
   return ec ? java : p.string();
 }
 
-void CheckJvm(const std::string& java, const std::vector<std::string>& flags, uint32_t expected_reference_size) {
+void CheckJvm(const std::string& java, const std::vector<std::string>& flags,
+              uint32_t expected_reference_size) {
   if (!fs::exists(java)) GTEST_SKIP() << java << " not installed";
   Jvm jvm(ResolveJava(java), flags);
   ASSERT_TRUE(jvm.ready()) << "HprofDumpApp did not start on " << java;
@@ -184,7 +190,8 @@ void CheckJvm(const std::string& java, const std::vector<std::string>& flags, ui
   for (const auto& [name, row] : mine) {
     EXPECT_TRUE(before.contains(name) || name == "java.lang.Class") << name << " only in the dump";
   }
-  // java.lang.Class: counts differ when CDS archived mirrors of unloaded classes exist; otherwise exact.
+  // java.lang.Class: counts differ when CDS archived mirrors of unloaded classes exist; otherwise
+  // exact.
   Row classes = before["java.lang.Class"];
   if (mine["java.lang.Class"].instances == classes.instances) {
     EXPECT_EQ(mine["java.lang.Class"].bytes, classes.bytes);
@@ -221,9 +228,13 @@ void CheckJvm(const std::string& java, const std::vector<std::string>& flags, ui
 }
 
 TEST(JvmDumpTest, Jdk17CompressedOops) { CheckJvm(HW_TEST_JAVA, {"-Xmx256m"}, 4); }
-TEST(JvmDumpTest, Jdk17UncompressedOops) { CheckJvm(HW_TEST_JAVA, {"-Xmx256m", "-XX:-UseCompressedOops"}, 8); }
+TEST(JvmDumpTest, Jdk17UncompressedOops) {
+  CheckJvm(HW_TEST_JAVA, {"-Xmx256m", "-XX:-UseCompressedOops"}, 8);
+}
 TEST(JvmDumpTest, Jdk25CompressedOops) { CheckJvm(HW_TEST_JAVA25, {"-Xmx256m"}, 4); }
-TEST(JvmDumpTest, Jdk25UncompressedOops) { CheckJvm(HW_TEST_JAVA25, {"-Xmx256m", "-XX:-UseCompressedOops"}, 8); }
+TEST(JvmDumpTest, Jdk25UncompressedOops) {
+  CheckJvm(HW_TEST_JAVA25, {"-Xmx256m", "-XX:-UseCompressedOops"}, 8);
+}
 
 }  // namespace
 }  // namespace heapwatch::hprof
