@@ -34,9 +34,10 @@
 //   is flagged weak.
 //
 // Memory (n objects, e edges, s reference slots incl. nulls, a arrays): CsrGraph 8n + 4e + e/8
-// bytes, raw ids 8n, classes 4n, array lengths 4a, slot bitmap s/8, directory for FindObject <= 8n;
-// about 25 bytes per object and 4.1 bytes per edge. No per-object heap allocation. MemoryUsage()
-// reports the real figure.
+// bytes, raw ids 4n (32-bit keys; 8n when the ids span more than 2^32 aligned units), classes 2n
+// (4n beyond 32767 classes), id directory n, array lengths 4a, slot bitmap s/8: about 16 bytes per
+// object and 4.2 bytes per edge (measured: 620 MB for a 1.35 GB JDK 17 dump of 29.0 M objects
+// and 36.9 M edges). No per-object heap allocation. MemoryUsage() reports the real figure.
 //
 // Thread-safety: a HeapGraph is immutable once built; concurrent const calls are safe.
 // HeapGraphBuilder is not thread-safe.
@@ -131,9 +132,9 @@ struct HeapId {
 
 // How shallow sizes are computed (docs/size-model.md has the details and sources).
 enum class SizeModel : uint8_t {
-  kAuto = 0,     // kAndroid for "JAVA PROFILE 1.0.3" dumps, else kHotSpot
-  kHotSpot = 1,  // HotSpot object layout: header, compressed or full references, field packing,
-                 // alignment; layout parameters inferred from the dump (see ObjectLayout)
+  kAuto = 0,      // kAndroid for "JAVA PROFILE 1.0.3" dumps, else kHotSpot
+  kHotSpot = 1,   // HotSpot object layout: header, compressed or full references, field packing,
+                  // alignment; layout parameters inferred from the dump (see ObjectLayout)
   kAndroid = 2,   // perflib/HAHA: instance size from the CLASS DUMP, arrays = length x element size
   kNetBeans = 3,  // NetBeans profiler heap library: instance data + 2 ids; arrays 2 ids + 8 +
                   // length x element size; no alignment
