@@ -15,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)hprof::ReadRecordCensusFromBuffer(bytes);
   hprof::ReadOptions options;
   options.instance_class_edges = size % 2 == 1;
+  options.single_pass = size % 3 != 0;  // both paths of the reader
   auto graph = hprof::ReadHeapGraphFromBuffer(bytes, options);
   if (!graph.ok()) return 0;
   const analysis::HeapGraph& g = *graph;
