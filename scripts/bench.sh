@@ -5,7 +5,10 @@
 #   1. deps: the project's packages (scripts/deps.sh) plus what only the benchmarks need:
 #      visualvm (VisualVM's heap library, the analysis baseline) and openjdk-17-jdk-headless (javac/jcmd).
 #   2. build: a Release build of the benchmark binaries in $HEAPWATCH_BENCH_BUILD_DIR (default build-bench/).
-#   3. analysis: bench/analysis/run.sh — dumps of real JVMs made on this machine (64 MiB, 256 MiB and
+#   3. storage: bench/storage/run.sh — ingest rate and bytes on disk per (class, snapshot) sample.
+#   4. diff: trend-detector evaluation time (heapwatch_diff_bench) and detection latency / false positives
+#      over synthetic series (heapwatch_trend_sweep).
+#   5. analysis: bench/analysis/run.sh — dumps of real JVMs made on this machine (64 MiB, 256 MiB and
 #      about 1 GiB by default; cached in $HEAPWATCH_BENCH_CACHE, default /var/tmp/heapwatch-bench, never in
 #      the repo), then parse / dominators / retained sizes / GC-root paths (seconds, peak RSS) and the
 #      ratios against reading the file, Boost.Graph's Lengauer-Tarjan and VisualVM's heap library.
@@ -31,7 +34,17 @@ step_deps() {
 step_build() {
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEAPWATCH_BUILD_TESTS=OFF \
     -DHEAPWATCH_BUILD_BENCH=ON >/dev/null
-  cmake --build "$build" -j2 --target heapwatch_analysis_bench
+  cmake --build "$build" -j2 --target heapwatch_analysis_bench heapwatch_storage_bench heapwatch_diff_bench \
+    heapwatch_trend_sweep
+}
+
+step_storage() {
+  bash "$root/bench/storage/run.sh" "$build/bench/storage/heapwatch_storage_bench"
+}
+
+step_diff() {
+  "$build/bench/diff/heapwatch_diff_bench"
+  "$build/bench/diff/heapwatch_trend_sweep"
 }
 
 step_analysis() {
@@ -40,4 +53,6 @@ step_analysis() {
 
 step_deps
 step_build
+step_storage
+step_diff
 step_analysis
