@@ -97,7 +97,7 @@ struct ReadState {
 // ---------------------------------------------------------------------------------------------------------
 // Pass 1: strings, class names, class dumps, roots, object ids.
 
-class Pass1 {
+class Pass1 : public HandlerBase {
  public:
   static constexpr bool kWantsStrings = true;
   static constexpr bool kWantsObjectArrayElements = false;
@@ -105,8 +105,6 @@ class Pass1 {
   Pass1(ReadState& st, analysis::IdChunks& ids, analysis::IdChunks& class_ids)
       : st_(st), ids_(ids), class_ids_(class_ids) {}
 
-  Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
-  Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
   Status OnString(uint64_t id, std::string_view s) {
     if (arena_.size() + s.size() > UINT32_MAX)
       return absl::OkStatus();  // names beyond 4 GiB: unnamed
@@ -132,7 +130,6 @@ class Pass1 {
     dump_seen_ = true;
     return absl::OkStatus();
   }
-  Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
   Status OnRoot(GcRootKind kind, uint64_t id, uint32_t thread, int32_t frame) {
     st_.roots.push_back({id, kind, thread, frame});
     return absl::OkStatus();
@@ -173,8 +170,6 @@ class Pass1 {
     reference_bytes_ += uint64_t{count} * st_.header.id_size;
     return Add(id);
   }
-  Status OnObjectArrayElements(const uint8_t*, uint32_t) { return absl::OkStatus(); }
-  Status OnObjectArrayEnd() { return absl::OkStatus(); }
   Status OnPrimitiveArray(uint64_t id, FieldType, uint32_t, uint64_t) { return Add(id); }
   Status OnHeapDumpInfo(uint32_t heap_type, uint64_t name_id) {
     bool known = false;
@@ -423,7 +418,7 @@ class ClassResolver {
 // ---------------------------------------------------------------------------------------------------------
 // Pass 2: class of every object, array lengths, number of non-null references.
 
-class Pass2 {
+class Pass2 : public HandlerBase {
  public:
   static constexpr bool kWantsStrings = false;
   static constexpr bool kWantsObjectArrayElements = true;
@@ -438,13 +433,6 @@ class Pass2 {
     ce_ = rep.info.instance_class_edges ? 1 : 0;
   }
 
-  Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
-  Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
-  Status OnString(uint64_t, std::string_view) { return absl::OkStatus(); }
-  Status OnLoadClass(uint64_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpStart(uint32_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
-  Status OnRoot(GcRootKind, uint64_t, uint32_t, int32_t) { return absl::OkStatus(); }
   Status OnHeapDumpInfo(uint32_t heap_type, uint64_t) {
     heap_ = st_.heap_index_of_type(heap_type);
     return absl::OkStatus();
@@ -574,7 +562,7 @@ class Pass2 {
 // ---------------------------------------------------------------------------------------------------------
 // Pass 3: the references.
 
-class Pass3 {
+class Pass3 : public HandlerBase {
  public:
   static constexpr bool kWantsStrings = false;
   static constexpr bool kWantsObjectArrayElements = true;
@@ -583,15 +571,6 @@ class Pass3 {
       : rep_(rep), st_(st), id_(st.header.id_size), weak_(weak_flags) {
     ce_ = rep.info.instance_class_edges;
   }
-
-  Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
-  Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
-  Status OnString(uint64_t, std::string_view) { return absl::OkStatus(); }
-  Status OnLoadClass(uint64_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpStart(uint32_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
-  Status OnRoot(GcRootKind, uint64_t, uint32_t, int32_t) { return absl::OkStatus(); }
-  Status OnHeapDumpInfo(uint32_t, uint64_t) { return absl::OkStatus(); }
 
   Status OnClassDump(const RawClassDump& c) {
     HW_ASSIGN_OR_RETURN(uint32_t v, Begin(c.id, c.offset));
@@ -733,10 +712,11 @@ class Pass3 {
 // references, weak flags and reference slots are appended; class objects (whose dumps come in any
 // order) are filled in from the pass-1 class data when their index comes up. No reference count
 // pass and no compaction are needed.
-class SinglePass {
+class SinglePass : public HandlerBase {
  public:
   static constexpr bool kWantsStrings = false;
   static constexpr bool kWantsObjectArrayElements = true;
+  // Class dumps are not handled here: their class objects are emitted in index order.
 
   SinglePass(Rep& rep, ReadState& st, bool weak_flags, uint64_t max_refs, uint64_t max_slots)
       : rep_(rep), st_(st), id_(st.header.id_size), weak_(weak_flags), max_slots_(max_slots) {
@@ -757,18 +737,10 @@ class SinglePass {
     std::sort(class_objects_.begin(), class_objects_.end());
   }
 
-  Status OnRecord(uint8_t, uint64_t, uint32_t) { return absl::OkStatus(); }
-  Status OnSubRecord(uint8_t, uint64_t) { return absl::OkStatus(); }
-  Status OnString(uint64_t, std::string_view) { return absl::OkStatus(); }
-  Status OnLoadClass(uint64_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpStart(uint32_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
-  Status OnRoot(GcRootKind, uint64_t, uint32_t, int32_t) { return absl::OkStatus(); }
   Status OnHeapDumpInfo(uint32_t heap_type, uint64_t) {
     heap_ = st_.heap_index_of_type(heap_type);
     return absl::OkStatus();
   }
-  Status OnClassDump(const RawClassDump&) { return absl::OkStatus(); }  // emitted in index order
 
   Status OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t len,
                     uint64_t offset) {
@@ -1386,7 +1358,7 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
 }
 
 // Census: counts every record and sub-record.
-class CensusPass {
+class CensusPass : public HandlerBase {
  public:
   static constexpr bool kWantsStrings = false;
   static constexpr bool kWantsObjectArrayElements = false;
@@ -1399,20 +1371,6 @@ class CensusPass {
     ++c_.sub_records[tag];
     return absl::OkStatus();
   }
-  Status OnString(uint64_t, std::string_view) { return absl::OkStatus(); }
-  Status OnLoadClass(uint64_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpStart(uint32_t, uint64_t) { return absl::OkStatus(); }
-  Status OnDumpEnd(uint32_t) { return absl::OkStatus(); }
-  Status OnRoot(GcRootKind, uint64_t, uint32_t, int32_t) { return absl::OkStatus(); }
-  Status OnClassDump(const RawClassDump&) { return absl::OkStatus(); }
-  Status OnInstance(uint64_t, uint64_t, const uint8_t*, uint32_t, uint64_t) {
-    return absl::OkStatus();
-  }
-  Status OnObjectArrayBegin(uint64_t, uint64_t, uint32_t, uint64_t) { return absl::OkStatus(); }
-  Status OnObjectArrayElements(const uint8_t*, uint32_t) { return absl::OkStatus(); }
-  Status OnObjectArrayEnd() { return absl::OkStatus(); }
-  Status OnPrimitiveArray(uint64_t, FieldType, uint32_t, uint64_t) { return absl::OkStatus(); }
-  Status OnHeapDumpInfo(uint32_t, uint64_t) { return absl::OkStatus(); }
 
  private:
   RecordCensus& c_;

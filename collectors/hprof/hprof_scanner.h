@@ -2,21 +2,9 @@
 // decoding, with bounds checks. Each pass of the reader is a Handler with inline callbacks (a
 // template, so the per-object callbacks inline). Internal to collectors/hprof.
 //
-// Handler interface (every member required):
-//   static constexpr bool kWantsStrings;       // STRING and LOAD CLASS records are delivered
-//   static constexpr bool kWantsObjectArrayElements;
-//   Status OnRecord(uint8_t tag, uint64_t offset, uint32_t length);     // every top-level record
-//   Status OnSubRecord(uint8_t tag, uint64_t offset);                   // every sub-record of
-//   chosen dumps Status OnString(uint64_t id, std::string_view utf8); Status OnLoadClass(uint64_t
-//   class_id, uint64_t name_id); Status OnDumpStart(uint32_t ordinal, uint64_t offset); Status
-//   OnDumpEnd(uint32_t ordinal); Status OnRoot(analysis::GcRootKind kind, uint64_t id, uint32_t
-//   thread_serial, int32_t frame); Status OnClassDump(const RawClassDump& c); Status
-//   OnInstance(uint64_t id, uint64_t class_id, const uint8_t* data, uint32_t length, uint64_t
-//   offset); Status OnObjectArrayBegin(uint64_t id, uint64_t class_id, uint32_t length, uint64_t
-//   offset); Status OnObjectArrayElements(const uint8_t* data, uint32_t count);  // only if
-//   kWantsObjectArrayElements Status OnObjectArrayEnd(); Status OnPrimitiveArray(uint64_t id,
-//   analysis::FieldType type, uint32_t length, uint64_t offset); Status OnHeapDumpInfo(uint32_t
-//   heap_type, uint64_t name_id);
+// Handler interface: see HandlerBase below, which every pass derives from. A pass declares
+// kWantsStrings and kWantsObjectArrayElements and hides (redeclares) only the callbacks it uses;
+// the others are HandlerBase's no-ops. Calls are resolved statically, so nothing is virtual.
 //
 // Dumps: a HEAP DUMP record is one dump; a run of HEAP DUMP SEGMENT records ends at HEAP DUMP END,
 // at a HEAP DUMP record or at the end of the file. Dumps are numbered from 0 in file order.
@@ -62,6 +50,43 @@ struct RawClassDump {
   std::vector<Constant> constants;
   std::vector<Static> statics;
   std::vector<Field> fields;
+};
+
+// Default (no-op) callbacks of a scanner Handler. Every callback returns a Status; a non-OK status
+// stops the scan and is returned by it.
+struct HandlerBase {
+  // STRING and LOAD CLASS records are delivered only when the handler sets kWantsStrings; object
+  // array elements only when it sets kWantsObjectArrayElements.
+  Status OnRecord(uint8_t /*tag*/, uint64_t /*offset*/, uint32_t /*length*/) {
+    return absl::OkStatus();
+  }
+  Status OnSubRecord(uint8_t /*tag*/, uint64_t /*offset*/) { return absl::OkStatus(); }
+  Status OnString(uint64_t /*id*/, std::string_view /*utf8*/) { return absl::OkStatus(); }
+  Status OnLoadClass(uint64_t /*class_id*/, uint64_t /*name_id*/) { return absl::OkStatus(); }
+  Status OnDumpStart(uint32_t /*ordinal*/, uint64_t /*offset*/) { return absl::OkStatus(); }
+  Status OnDumpEnd(uint32_t /*ordinal*/) { return absl::OkStatus(); }
+  Status OnRoot(analysis::GcRootKind /*kind*/, uint64_t /*id*/, uint32_t /*thread_serial*/,
+                int32_t /*frame*/) {
+    return absl::OkStatus();
+  }
+  Status OnClassDump(const RawClassDump& /*c*/) { return absl::OkStatus(); }
+  Status OnInstance(uint64_t /*id*/, uint64_t /*class_id*/, const uint8_t* /*data*/,
+                    uint32_t /*length*/, uint64_t /*offset*/) {
+    return absl::OkStatus();
+  }
+  Status OnObjectArrayBegin(uint64_t /*id*/, uint64_t /*class_id*/, uint32_t /*length*/,
+                            uint64_t /*offset*/) {
+    return absl::OkStatus();
+  }
+  Status OnObjectArrayElements(const uint8_t* /*data*/, uint32_t /*count*/) {
+    return absl::OkStatus();
+  }
+  Status OnObjectArrayEnd() { return absl::OkStatus(); }
+  Status OnPrimitiveArray(uint64_t /*id*/, analysis::FieldType /*type*/, uint32_t /*length*/,
+                          uint64_t /*offset*/) {
+    return absl::OkStatus();
+  }
+  Status OnHeapDumpInfo(uint32_t /*heap_type*/, uint64_t /*name_id*/) { return absl::OkStatus(); }
 };
 
 // Which dumps a pass looks into.
