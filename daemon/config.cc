@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <utility>
 
@@ -239,6 +240,10 @@ Field DoubleField(double* target, double min, double max) {
     return absl::OkStatus();
   };
 }
+Field BoolField(bool* target) { return Assign<bool>(target, ReadBool); }
+Field StringListField(std::vector<std::string>* target) {
+  return Assign<std::vector<std::string>>(target, ReadStringList);
+}
 Field FilterField(MainClassFilter* target) {
   return [target](const YAML::Node& node, const std::string& path) -> Status {
     return ReadMap(
@@ -284,6 +289,22 @@ FieldMap TopLevelFields(Config* c) {
                         {"max_bytes", ByteSizeField(&c->retention.max_bytes)},
                         {"check_interval", DurationField(&c->retention.check_interval)},
                     })},
+      {"escalation",
+       Section({
+           {"enabled", BoolField(&c->escalation.enabled)},
+           {"auto", BoolField(&c->escalation.automatic)},
+           {"min_dump_interval", DurationField(&c->escalation.min_dump_interval)},
+           {"max_concurrent_analyses", IntField(&c->escalation.max_concurrent_analyses, 1, 16)},
+           {"max_queued", IntField(&c->escalation.max_queued, 1, 1000)},
+           {"max_analysis_memory_bytes", ByteSizeField(&c->escalation.max_analysis_memory_bytes)},
+           {"max_dump_disk_bytes", ByteSizeField(&c->escalation.max_dump_disk_bytes)},
+           {"dump_dir", StringField(&c->escalation.dump_dir)},
+           {"gzip", BoolField(&c->escalation.gzip)},
+           {"keep_raw_dumps", BoolField(&c->escalation.keep_raw_dumps)},
+           {"dump_timeout", DurationField(&c->escalation.dump_timeout)},
+           {"exclude_patterns", StringListField(&c->escalation.exclude_patterns)},
+           {"top_objects", IntField(&c->escalation.top_objects, 1, 1000)},
+       })},
   };
 }
 
@@ -361,6 +382,24 @@ Status ValidateConfig(const Config& c) {
     return fail("log_level", "must be one of trace, debug, info, warn, error, critical, off");
   }
   HW_RETURN_IF_ERROR(ValidateTrend(c.trend));
+  const EscalationConfig& e = c.escalation;
+  if (e.min_dump_interval < absl::ZeroDuration()) {
+    return fail("escalation.min_dump_interval", "must not be negative");
+  }
+  if (e.max_concurrent_analyses < 1 || e.max_concurrent_analyses > 16) {
+    return fail("escalation.max_concurrent_analyses", "must be in [1, 16]");
+  }
+  if (e.max_queued < 1) return fail("escalation.max_queued", "must be >= 1");
+  if (e.dump_timeout < absl::Seconds(1)) return fail("escalation.dump_timeout", "must be >= 1s");
+  if (e.top_objects < 1) return fail("escalation.top_objects", "must be >= 1");
+  for (const std::string& pattern : e.exclude_patterns) {
+    try {
+      std::regex re(pattern);
+    } catch (const std::regex_error& err) {
+      return fail("escalation.exclude_patterns",
+                  absl::StrCat("\"", pattern, "\" is not a regular expression: ", err.what()));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -417,6 +456,23 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "max_age" << YAML::Value << dur(c.retention.max_age);
   out << YAML::Key << "max_bytes" << YAML::Value << c.retention.max_bytes;
   out << YAML::Key << "check_interval" << YAML::Value << dur(c.retention.check_interval);
+  out << YAML::EndMap;
+
+  const EscalationConfig& e = c.escalation;
+  out << YAML::Key << "escalation" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << e.enabled;
+  out << YAML::Key << "auto" << YAML::Value << e.automatic;
+  out << YAML::Key << "min_dump_interval" << YAML::Value << dur(e.min_dump_interval);
+  out << YAML::Key << "max_concurrent_analyses" << YAML::Value << e.max_concurrent_analyses;
+  out << YAML::Key << "max_queued" << YAML::Value << e.max_queued;
+  out << YAML::Key << "max_analysis_memory_bytes" << YAML::Value << e.max_analysis_memory_bytes;
+  out << YAML::Key << "max_dump_disk_bytes" << YAML::Value << e.max_dump_disk_bytes;
+  out << YAML::Key << "dump_dir" << YAML::Value << e.dump_dir;
+  out << YAML::Key << "gzip" << YAML::Value << e.gzip;
+  out << YAML::Key << "keep_raw_dumps" << YAML::Value << e.keep_raw_dumps;
+  out << YAML::Key << "dump_timeout" << YAML::Value << dur(e.dump_timeout);
+  out << YAML::Key << "exclude_patterns" << YAML::Value << YAML::Flow << e.exclude_patterns;
+  out << YAML::Key << "top_objects" << YAML::Value << e.top_objects;
   out << YAML::EndMap;
 
   out << YAML::EndMap;

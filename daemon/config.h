@@ -81,6 +81,45 @@ struct RetentionConfig {
   absl::Duration check_interval = absl::Minutes(1);
 };
 
+// Escalation (daemon/escalation.h, docs/escalation.md): when a class becomes a leak suspect, or on
+// request, take an extended dump (GC.heap_dump) of that JVM, analyse it and store a drill-down
+// report per suspect class.
+struct EscalationConfig {
+  // Master switch. When false, no dump is taken and TriggerExtendedDump fails with
+  // FAILED_PRECONDITION.
+  bool enabled = true;
+  // Escalate new suspects automatically (else only on request).
+  bool automatic = true;  // YAML key `auto`
+  // At most one extended dump per agent per this interval (requested dumps included): a dump
+  // pauses the JVM.
+  absl::Duration min_dump_interval = absl::Hours(1);
+  // Analysis worker threads: at most this many analyses at once.
+  int max_concurrent_analyses = 1;
+  // Dumps waiting to be taken or analysed; a request beyond this is refused with a reason.
+  int max_queued = 8;
+  // Budget for the memory of the analyses running at once, estimated before the dump as 1.2 times
+  // the JVM's heap in its last class histogram. A dump whose analysis alone exceeds it is refused
+  // before the JVM is paused; otherwise it waits for memory to free up.
+  uint64_t max_analysis_memory_bytes = uint64_t{4} << 30;
+  // Budget for raw dumps on disk at once (estimated like the memory, the uncompressed size). A dump
+  // that alone exceeds it, or the free space of the file system, is refused.
+  uint64_t max_dump_disk_bytes = uint64_t{16} << 30;
+  // Where raw dumps are written: one private subdirectory per JVM user (0700, owned by the JVM's
+  // user so it can write there), files 0600. Empty: <data_dir>/dumps.
+  std::string dump_dir;
+  // Ask the JVM for a gzip-compressed dump (GC.heap_dump -gz=1, JDK 9 and later).
+  bool gzip = true;
+  // Keep raw dumps after their analysis (they hold passwords and tokens; off by default).
+  bool keep_raw_dumps = false;
+  // Longest time a JVM may take to write a dump.
+  absl::Duration dump_timeout = absl::Minutes(30);
+  // Regular expressions of classes that "who keeps it alive" climbs past (MAT's skip patterns).
+  std::vector<std::string> exclude_patterns = {"java.*", "javax.*", "jdk.*", "sun.*",
+                                               "com\\.sun\\..*"};
+  // Biggest objects by retained size listed in each report.
+  int top_objects = 20;
+};
+
 struct Config {
   // Where the LMDB store lives; relative paths are relative to the daemon's working directory.
   std::string data_dir = "./data";
@@ -101,6 +140,7 @@ struct Config {
   ExportConfig exporter;  // YAML section `export`
   diff::TrendOptions trend;
   RetentionConfig retention;
+  EscalationConfig escalation;
 };
 
 // Parses a duration written as in Go / absl::ParseDuration: a sequence of decimal numbers with

@@ -45,6 +45,24 @@ inline constexpr std::string_view kStoreSize = "heapwatch_store_size_bytes";
 inline constexpr std::string_view kRetentionRuns = "heapwatch_retention_runs_total";
 // gRPC requests served, by method (e.g. ListSuspects) and status code name (OK, NOT_FOUND, ...).
 inline constexpr std::string_view kGrpcRequests = "heapwatch_grpc_requests_total";
+// Extended dumps (escalation, daemon/escalation.h).
+// Per (agent, result): extended dumps that ended. result = ok (analysed, reports stored) | error (the
+// dump or its analysis failed) | refused (a budget refused it). Kept after the agent exits, so a
+// failure stays visible; one series per result per agent that was ever escalated.
+inline constexpr std::string_view kExtendedDumps = "heapwatch_extended_dumps_total";
+// Histogram over all agents: seconds the JVM was paused writing an extended dump (as it reports).
+inline constexpr std::string_view kExtendedDumpPause = "heapwatch_extended_dump_pause_seconds";
+// Histogram over all agents: seconds to analyse an extended dump (parse to stored reports).
+inline constexpr std::string_view kExtendedDumpAnalysis =
+    "heapwatch_extended_dump_analysis_seconds";
+// Analyses running now, and dumps waiting to be taken or analysed.
+inline constexpr std::string_view kExtendedDumpAnalysesInFlight =
+    "heapwatch_extended_dump_analyses_in_flight";
+inline constexpr std::string_view kExtendedDumpAnalysesQueued =
+    "heapwatch_extended_dump_analyses_queued";
+// Per (agent, class): precise retained size of a suspect's instances in its newest drill-down
+// report. Removed when the agent's JVM exits.
+inline constexpr std::string_view kSuspectRetained = "heapwatch_suspect_retained_bytes";
 // Build information. Labels: version. Value 1.
 inline constexpr std::string_view kBuildInfo = "heapwatch_build_info";
 
@@ -66,11 +84,17 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kCollectionDuration,
     metric_names::kCollectionsInFlight,
     metric_names::kCollections,
+    metric_names::kExtendedDumpAnalysesInFlight,
+    metric_names::kExtendedDumpAnalysesQueued,
+    metric_names::kExtendedDumpAnalysis,
+    metric_names::kExtendedDumpPause,
+    metric_names::kExtendedDumps,
     metric_names::kGrpcRequests,
     metric_names::kLeakSuspect,
     metric_names::kLeakSuspectScore,
     metric_names::kRetentionRuns,
     metric_names::kStoreSize,
+    metric_names::kSuspectRetained,
 };
 static_assert(std::is_sorted(kExportedMetrics.begin(), kExportedMetrics.end()),
               "keep kExportedMetrics sorted");

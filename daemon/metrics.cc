@@ -39,6 +39,18 @@ std::string_view CollectionResultName(CollectionResult result) {
   return "unknown";
 }
 
+std::string_view ExtendedDumpResultName(ExtendedDumpResult result) {
+  switch (result) {
+    case ExtendedDumpResult::kOk:
+      return "ok";
+    case ExtendedDumpResult::kError:
+      return "error";
+    case ExtendedDumpResult::kRefused:
+      return "refused";
+  }
+  return "unknown";
+}
+
 namespace {
 
 using prometheus::Counter;
@@ -77,6 +89,7 @@ struct AgentSeries {
   bool is_up = true;
   std::map<CollectionResult, Counter*> collections;
   std::unordered_map<std::string, ClassSeries> classes;
+  std::unordered_map<std::string, Gauge*> suspect_retained;
 };
 
 }  // namespace
@@ -143,6 +156,32 @@ struct Metrics::Impl {
   Family<Counter>& grpc_requests =
       RegisterFamily(prometheus::BuildCounter(), metric_names::kGrpcRequests,
                      "gRPC requests served by method and status code.", *registry);
+  Family<Counter>& extended_dumps = RegisterFamily(
+      prometheus::BuildCounter(), metric_names::kExtendedDumps,
+      "Extended dumps that ended, by agent and result (ok, error, refused).", *registry);
+  Family<Histogram>& dump_pause_family = RegisterFamily(
+      prometheus::BuildHistogram(), metric_names::kExtendedDumpPause,
+      "Seconds a JVM was paused writing an extended dump, as the JVM reports it.", *registry);
+  Histogram& dump_pause = dump_pause_family.Add(
+      {}, Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
+  Family<Histogram>& analysis_family = RegisterFamily(
+      prometheus::BuildHistogram(), metric_names::kExtendedDumpAnalysis,
+      "Seconds to analyse an extended dump, from reading the file to stored reports.", *registry);
+  Histogram& analysis = analysis_family.Add(
+      {}, Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600});
+  Family<Gauge>& analyses_in_flight_family =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kExtendedDumpAnalysesInFlight,
+                     "Extended-dump analyses running now.", *registry);
+  Gauge& analyses_in_flight = analyses_in_flight_family.Add({});
+  Family<Gauge>& analyses_queued_family = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kExtendedDumpAnalysesQueued,
+      "Extended dumps waiting to be taken or analysed.", *registry);
+  Gauge& analyses_queued = analyses_queued_family.Add({});
+  Family<Gauge>& suspect_retained = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kSuspectRetained,
+      "Precise retained size in bytes of a suspect class's instances, from its newest drill-down "
+      "report.",
+      *registry);
   Family<Gauge>& build_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kBuildInfo,
                                              "heapwatchd build information; value 1.", *registry);
 
@@ -224,6 +263,7 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   RemoveIfSet(&impl_->agent_last_snapshot, a.last_snapshot);
   for (auto& [r, counter] : a.collections) impl_->collections.Remove(counter);
   for (auto& [name, c] : a.classes) impl_->RemoveClassSeries(c);
+  for (auto& [name, g] : a.suspect_retained) impl_->suspect_retained.Remove(g);
   impl_->agents.erase(it);
   impl_->UpdateAgentCounts();
 }
@@ -304,6 +344,35 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
     a.last_snapshot = &m.agent_last_snapshot.Add({{"agent", agent.value}});
   }
   a.last_snapshot->Set(absl::ToDoubleSeconds(latest.time - absl::UnixEpoch()));
+}
+
+void Metrics::RecordExtendedDump(const AgentId& agent, ExtendedDumpResult result) {
+  impl_->extended_dumps
+      .Add({{"agent", agent.value}, {"result", std::string(ExtendedDumpResultName(result))}})
+      .Increment();
+}
+
+void Metrics::ObserveExtendedDumpPause(absl::Duration pause) {
+  impl_->dump_pause.Observe(absl::ToDoubleSeconds(pause));
+}
+
+void Metrics::ObserveExtendedDumpAnalysis(absl::Duration duration) {
+  impl_->analysis.Observe(absl::ToDoubleSeconds(duration));
+}
+
+void Metrics::SetExtendedDumpAnalyses(int in_flight, int queued) {
+  impl_->analyses_in_flight.Set(in_flight);
+  impl_->analyses_queued.Set(queued);
+}
+
+void Metrics::SetSuspectRetained(const AgentId& agent, const std::string& class_name,
+                                 uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  Gauge*& g = it->second.suspect_retained[class_name];
+  if (g == nullptr) g = &impl_->suspect_retained.Add({{"agent", agent.value}, {"class", class_name}});
+  g->Set(static_cast<double>(bytes));
 }
 
 void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }

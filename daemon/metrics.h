@@ -42,6 +42,15 @@ inline constexpr CollectionResult kAllCollectionResults[] = {
 // "ok", "timeout", "attach_error", "parse_error", "store_error".
 std::string_view CollectionResultName(CollectionResult result);
 
+// Outcome of one extended dump, the `result` label of heapwatch_extended_dumps_total.
+enum class ExtendedDumpResult {
+  kOk,       // analysed and its reports stored
+  kError,    // the dump or its analysis failed (JVM exited, timeout, corrupt dump, store error)
+  kRefused,  // a budget refused it (disk, memory, queue)
+};
+// "ok", "error", "refused".
+std::string_view ExtendedDumpResultName(ExtendedDumpResult result);
+
 class Metrics {
  public:
   Metrics();
@@ -75,6 +84,19 @@ class Metrics {
   // added. Complexity: O(r log r) for r rows.
   void PublishSnapshot(const AgentId& agent, const Snapshot& latest,
                        const std::vector<diff::Suspect>& suspects, int top_classes);
+
+  // heapwatch_extended_dumps_total{agent, result}: counts one extended dump that ended. These
+  // series outlive RemoveAgent (see metric_names.h).
+  void RecordExtendedDump(const AgentId& agent, ExtendedDumpResult result);
+  // Observes the JVM's pause (seconds) writing one extended dump.
+  void ObserveExtendedDumpPause(absl::Duration pause);
+  // Observes the duration (seconds) of one extended-dump analysis.
+  void ObserveExtendedDumpAnalysis(absl::Duration duration);
+  // Analyses running now and dumps waiting (to be taken or analysed).
+  void SetExtendedDumpAnalyses(int in_flight, int queued);
+  // heapwatch_suspect_retained_bytes{agent, class}. No effect for an agent not added; removed by
+  // RemoveAgent.
+  void SetSuspectRetained(const AgentId& agent, const std::string& class_name, uint64_t bytes);
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);

@@ -80,6 +80,11 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.RecordRetentionRun(true);
   m.RecordGrpcRequest("ListAgents", "OK");
   m.SetCollectionsInFlight(1);
+  m.RecordExtendedDump(AgentId("a1"), ExtendedDumpResult::kOk);
+  m.ObserveExtendedDumpPause(absl::Milliseconds(400));
+  m.ObserveExtendedDumpAnalysis(absl::Seconds(2));
+  m.SetExtendedDumpAnalyses(1, 0);
+  m.SetSuspectRetained(AgentId("a1"), "Leak", 123456);
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
 }
@@ -94,6 +99,30 @@ TEST(Metrics, NamesFollowPrometheusConventions) {
   EXPECT_TRUE(metric_names::kGrpcRequests.ends_with("_total"));
   EXPECT_TRUE(metric_names::kCollectionDuration.ends_with("_seconds"));
   EXPECT_TRUE(metric_names::kStoreSize.ends_with("_bytes"));
+  EXPECT_TRUE(metric_names::kExtendedDumps.ends_with("_total"));
+  EXPECT_TRUE(metric_names::kSuspectRetained.ends_with("_bytes"));
+  EXPECT_TRUE(metric_names::kExtendedDumpPause.ends_with("_seconds"));
+  EXPECT_TRUE(metric_names::kExtendedDumpAnalysis.ends_with("_seconds"));
+}
+
+TEST(Metrics, ExtendedDumpCountersOutliveTheAgentButRetainedSizesDoNot) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  m.SetSuspectRetained(AgentId("a1"), "Leak", 4096);
+  m.RecordExtendedDump(AgentId("a1"), ExtendedDumpResult::kError);
+  EXPECT_NE(m.ExpositionText().find(
+                "heapwatch_suspect_retained_bytes{agent=\"a1\",class=\"Leak\"} 4096"),
+            std::string::npos)
+      << m.ExpositionText();
+  m.RemoveAgent(AgentId("a1"));
+  const std::string text = m.ExpositionText();
+  EXPECT_EQ(text.find("heapwatch_suspect_retained_bytes{"), std::string::npos) << text;
+  EXPECT_NE(text.find("heapwatch_extended_dumps_total{agent=\"a1\",result=\"error\"} 1"),
+            std::string::npos)
+      << text;
+  // Not added (or removed): no retained-size series appears.
+  m.SetSuspectRetained(AgentId("a1"), "Leak", 1);
+  EXPECT_EQ(m.ExpositionText().find("heapwatch_suspect_retained_bytes{"), std::string::npos);
 }
 
 TEST(Metrics, AgentSeriesAppearWithTheAgentAndVanishWhenItExits) {
