@@ -166,6 +166,32 @@ TEST(HeapDumpTest, RefusesBadArgumentsWithoutTouchingFiles) {
   EXPECT_FALSE(FileExists(tmp.path() + "/ns.hprof.gz"));
 }
 
+// JDK 25 (streaming attach replies, JDK 24+) answers with the same texts; skipped without it.
+TEST(HeapDumpTest, Jdk25DumpAndRefusal) {
+  if (!FileExists(testing::Java25Path())) GTEST_SKIP() << "no JDK 25 at " << testing::Java25Path();
+  JvmLaunch launch;
+  launch.java = testing::Java25Path();
+  TestJvm jvm(launch);
+  ASSERT_EQ(jvm.error(), "");
+  auto local = jvm.Discover();
+  ASSERT_TRUE(local.has_value());
+  TempDir tmp;
+  const std::string path = tmp.path() + "/x.hprof.gz";
+  auto result = TakeHeapDump(*local, path, HeapDumpOptions{});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->gzip);
+  EXPECT_GT(result->pause_seconds, 0.0);
+  EXPECT_EQ(FirstBytes(path, 2), std::string("\x1f\x8b", 2));
+  EXPECT_EQ(StatOrDie(path).st_mode & 07777, 0600u);
+  auto graph = hprof::ReadHeapGraph(path);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(CountInstances(*graph, "HwTestApp$Leaf"), 1234u);
+
+  auto no_dir = TakeHeapDump(*local, tmp.path() + "/missing/x.hprof.gz", {});
+  EXPECT_EQ(no_dir.status().code(), absl::StatusCode::kFailedPrecondition) << no_dir.status();
+  EXPECT_THAT(std::string(no_dir.status().message()), HasSubstr("No such file or directory"));
+}
+
 // A JVM with ~400 MB of live objects is killed with SIGKILL as soon as its dump file appears: the
 // dump fails with Unavailable and the partial file is gone. The JVM is not reaped before
 // TakeHeapDump returns (as for the daemon, which is not the JVM's parent): it stays a zombie.
