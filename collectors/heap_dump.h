@@ -9,7 +9,7 @@
 // 6.477 s (under concurrent builds); HwTestApp (24 k objects) -> 1.2 MB in 0.100-0.108 s.
 //
 // Sources: OpenJDK src/hotspot/share/services/diagnosticCommand.cpp (HeapDumpDCmd: options -all,
-// -gz=<1..9> (JDK 9+, JDK-8200230), reply texts), src/hotspot/share/services/heapDumper.cpp
+// -gz=<1..9> (added in JDK 15, JDK-8237354), reply texts), src/hotspot/share/services/heapDumper.cpp
 // (file created with O_CREAT|O_EXCL, "Heap dump file created [N bytes in X secs]", "Unable to
 // create <path>: <strerror>"), HPROF format: docs/hprof-format.md and collectors/hprof.
 //
@@ -44,8 +44,10 @@ inline AttachOptions DefaultHeapDumpAttachOptions() {
 }
 
 struct HeapDumpOptions {
-  // Ask the JVM to gzip the dump (`GC.heap_dump -gz=<gzip_level>`, JDK 9+). A JVM that rejects the
-  // option (JDK 8: "Unknown argument") is asked again without it; HeapDumpResult::gzip says which.
+  // Ask the JVM to gzip the dump (`GC.heap_dump -gz=<gzip_level>`, JDK 15+). A JVM that rejects the
+  // option ("IllegalArgumentException: Unknown argument '-gz..."; expected from JDK 8/11, not
+  // verified here: no such JDK on the dev machine) is asked again without it;
+  // HeapDumpResult::gzip says which.
   bool gzip = true;
   int gzip_level = 1;  // 1 (fastest, the JVM's pause is shortest) .. 9
   // Attach timeouts. io_timeout bounds the whole dump (the JVM replies only when the file is
