@@ -9,9 +9,10 @@
 // 6.477 s (under concurrent builds); HwTestApp (24 k objects) -> 1.2 MB in 0.100-0.108 s.
 //
 // Sources: OpenJDK src/hotspot/share/services/diagnosticCommand.cpp (HeapDumpDCmd: options -all,
-// -gz=<1..9> (added in JDK 15, JDK-8237354), reply texts), src/hotspot/share/services/heapDumper.cpp
-// (file created with O_CREAT|O_EXCL, "Heap dump file created [N bytes in X secs]", "Unable to
-// create <path>: <strerror>"), HPROF format: docs/hprof-format.md and collectors/hprof.
+// -gz=<1..9> (added in JDK 15, JDK-8237354), reply texts),
+// src/hotspot/share/services/heapDumper.cpp (file created with O_CREAT|O_EXCL, "Heap dump file
+// created [N bytes in X secs]", "Unable to create <path>: <strerror>"), HPROF format:
+// docs/hprof-format.md and collectors/hprof.
 //
 // Reply texts measured with JDK 17.0.15 (attach status 0 in all but the last case):
 //   success:     "Dumping heap to /d/x ...\n"
