@@ -41,15 +41,21 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "tests/e2e/e2e_support.h"
 #include "tests/e2e/subprocess.h"
 
 namespace heapwatch {
 namespace {
 
 namespace v1 = ::heapwatch::v1;
+using testing::Field;
+using testing::MakeTempDir;
+using testing::ParseJson;
 using testing::ReadFile;
+using testing::ReadPort;
 using testing::RunCommand;
 using testing::Subprocess;
+using testing::WaitFor;
 
 constexpr char kLeakClass[] = "LeakyApp$Leak";
 constexpr absl::Duration kInterval = absl::Seconds(1);
@@ -59,45 +65,6 @@ constexpr int kMaxSnapshotsToFlag = 30;
 // HealthyApp must stay clean for at least this many of its snapshots (more than warm-up + two
 // windows).
 constexpr int kMinHealthySnapshots = 30;
-
-std::string TempDir() {
-  std::string base = ::testing::TempDir();
-  if (base.empty() || base.back() != '/') base += '/';
-  std::string tmpl = base + "heapwatch-e2e-XXXXXX";
-  HW_CHECK(mkdtemp(tmpl.data()) != nullptr);
-  return tmpl;
-}
-
-bool WaitFor(absl::Duration timeout, const std::function<bool()>& done) {
-  absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  return done();
-}
-
-std::optional<int> ReadPort(const std::string& path) {
-  int port = 0;
-  std::string text(absl::StripAsciiWhitespace(ReadFile(path)));
-  if (!text.empty() && absl::SimpleAtoi(text, &port) && port > 0) return port;
-  return std::nullopt;
-}
-
-google::protobuf::Struct ParseJson(const std::string& text) {
-  google::protobuf::Struct s;
-  auto status = google::protobuf::util::JsonStringToMessage(text, &s);
-  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << text;
-  return s;
-}
-
-std::string Field(const google::protobuf::Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  if (it == s.fields().end()) return "";
-  if (it->second.has_string_value()) return it->second.string_value();
-  if (it->second.has_number_value()) return absl::StrCat(it->second.number_value());
-  return "";
-}
 
 struct HistoryPoint {
   std::string time;
@@ -109,7 +76,7 @@ struct HistoryPoint {
 class EndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = TempDir();
+    dir_ = MakeTempDir("heapwatch-e2e");
     std::cout << "e2e work directory: " << dir_ << std::endl;
     leaky_ = StartJava("LeakyApp");
     healthy_ = StartJava("HealthyApp");
