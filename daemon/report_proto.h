@@ -1,0 +1,52 @@
+// Conversions between the analysis report model (analysis/report.h, analysis/dump_summary.h) and
+// the public gRPC messages (heapwatch.v1: HeapObject, GcRootPath, AccumulationPoint, KeptAliveBy,
+// DrillDownReport, ExtendedDumpTotals, ExtendedDumpDiff) and the stored record
+// heapwatch.records.v1.ExtendedDumpSummary.
+//
+// Field by field and lossless where both sides have the field; the analysis model holds structure
+// and sizes only (no primitive values, no string contents) and so do the messages made from it.
+// Sizes in bytes. Thread-safety: pure functions. None can fail.
+#ifndef HEAPWATCH_DAEMON_REPORT_PROTO_H_
+#define HEAPWATCH_DAEMON_REPORT_PROTO_H_
+
+#include <cstdint>
+#include <span>
+
+#include "analysis/dump_summary.h"
+#include "analysis/report.h"
+#include "heapwatch/records/v1/records.pb.h"
+#include "heapwatch/v1/heapwatch.pb.h"
+
+namespace heapwatch::daemon {
+
+v1::HeapObject ToProto(const analysis::ObjectSummary& object);
+v1::GcRootPath ToProto(const analysis::GcRootPathReport& path);
+v1::AccumulationPoint ToProto(const analysis::AccumulationPointReport& point);
+v1::KeptAliveBy ToProto(const analysis::DominatorClassRow& row);
+v1::ExtendedDumpTotals ToProto(const analysis::ReportTotals& totals);
+analysis::ReportTotals FromProto(const v1::ExtendedDumpTotals& totals);
+
+// Fills the suspect fields of `report` (class_name, instances, shallow_bytes, retained_bytes,
+// minimum_retained_bytes, accumulation_points, kept_alive_by, exclude_patterns, shortest_path) and
+// top_objects (replacing what they held). Leaves agent, dump, growth_history, suspect and
+// diff_from_previous to the caller.
+void FillDrillDownReport(const analysis::SuspectReport& suspect,
+                         std::span<const analysis::ObjectSummary> top_objects,
+                         v1::DrillDownReport* report);
+
+// Fills totals, classes and owners of `record` (replacing what they held); agent, dump_id and
+// dump_time are the caller's.
+void FillDumpSummaryRecord(const analysis::DumpSummary& summary,
+                           records::v1::ExtendedDumpSummary* record);
+// The inverse of FillDumpSummaryRecord.
+analysis::DumpSummary DumpSummaryFromRecord(const records::v1::ExtendedDumpSummary& record);
+
+// The diff as a message: the `max_classes` classes and `max_owners` owners (and owner classes) with
+// the largest growth first (0 = all), class_count / owner_count = the sizes before truncation.
+// agent, from_dump, to_dump, from_time and to_time are the caller's.
+v1::ExtendedDumpDiff ToProto(const analysis::DumpDiff& diff, uint32_t max_classes,
+                             uint32_t max_owners);
+
+}  // namespace heapwatch::daemon
+
+#endif  // HEAPWATCH_DAEMON_REPORT_PROTO_H_

@@ -1,0 +1,212 @@
+// Tests of daemon/report_proto.h: every field of the analysis model reaches its message, the dump
+// summary survives a round trip through its stored record, and the diff is truncated with counts.
+#include "daemon/report_proto.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace heapwatch::daemon {
+namespace {
+
+using ::testing::ElementsAre;
+
+analysis::ObjectSummary Object(uint64_t id, std::string cls, uint64_t shallow, uint64_t retained,
+                               std::string root = "") {
+  analysis::ObjectSummary o;
+  o.object_id = id;
+  o.class_name = std::move(cls);
+  o.shallow_bytes = shallow;
+  o.retained_bytes = retained;
+  o.gc_root_kind = std::move(root);
+  return o;
+}
+
+analysis::GcRootPathReport Path() {
+  analysis::GcRootPathReport path;
+  path.found = true;
+  path.strong = false;
+  path.steps.push_back({"", false, Object(0x10, "class com.acme.App", 8, 900, "STICKY_CLASS")});
+  path.steps.push_back({"static ITEMS", false, Object(0x20, "java.util.ArrayList", 24, 880)});
+  path.steps.push_back({"referent", true, Object(0x30, "com.acme.Item", 24, 100)});
+  return path;
+}
+
+TEST(ReportProtoTest, SuspectReportFillsTheDrillDownReport) {
+  analysis::SuspectReport s;
+  s.class_name = "com.acme.Item";
+  s.instances = 7;
+  s.shallow_bytes = 168;
+  s.retained_bytes = 900;
+  s.minimum_retained_bytes = 880;
+  analysis::AccumulationPointReport point;
+  point.object = Object(0x20, "java.util.ArrayList", 24, 880);
+  point.suspect_instances = 7;
+  point.suspect_bytes = 860;
+  point.share = 0.97;
+  point.path = Path();
+  s.accumulation_points.push_back(point);
+  analysis::DominatorClassRow row;
+  row.class_name = "class com.acme.App";
+  row.dominators = 1;
+  row.dominated = 7;
+  row.dominator_shallow_bytes = 8;
+  row.dominated_shallow_bytes = 168;
+  row.dominator_retained_bytes = 900;
+  row.biggest_dominator = Object(0x10, "class com.acme.App", 8, 900, "STICKY_CLASS");
+  s.kept_alive_by.push_back(row);
+  analysis::DominatorClassRow root_row;
+  root_row.class_name = "<ROOT>";
+  root_row.dominated = 1;
+  s.kept_alive_by.push_back(root_row);
+  s.exclude_patterns = {"java.*", "sun.*"};
+  s.shortest_path = Path();
+  std::vector<analysis::ObjectSummary> top = {Object(0x10, "class com.acme.App", 8, 900),
+                                              Object(0x20, "java.util.ArrayList", 24, 880)};
+
+  v1::DrillDownReport r;
+  r.add_top_objects()->set_class_name("stale");  // replaced
+  FillDrillDownReport(s, top, &r);
+  EXPECT_EQ(r.class_name(), "com.acme.Item");
+  EXPECT_EQ(r.instances(), 7u);
+  EXPECT_EQ(r.shallow_bytes(), 168u);
+  EXPECT_EQ(r.retained_bytes(), 900u);
+  EXPECT_EQ(r.minimum_retained_bytes(), 880u);
+  ASSERT_EQ(r.accumulation_points_size(), 1);
+  const v1::AccumulationPoint& p = r.accumulation_points(0);
+  EXPECT_EQ(p.object().object_id(), 0x20u);
+  EXPECT_EQ(p.object().class_name(), "java.util.ArrayList");
+  EXPECT_EQ(p.object().shallow_bytes(), 24u);
+  EXPECT_EQ(p.object().retained_bytes(), 880u);
+  EXPECT_EQ(p.suspect_instances(), 7u);
+  EXPECT_EQ(p.suspect_bytes(), 860u);
+  EXPECT_DOUBLE_EQ(p.share(), 0.97);
+  ASSERT_EQ(p.path().steps_size(), 3);
+  EXPECT_TRUE(p.path().found());
+  EXPECT_FALSE(p.path().strong());
+  EXPECT_EQ(p.path().steps(0).object().gc_root_kind(), "STICKY_CLASS");
+  EXPECT_EQ(p.path().steps(1).reference(), "static ITEMS");
+  EXPECT_FALSE(p.path().steps(1).weak());
+  EXPECT_TRUE(p.path().steps(2).weak());
+  ASSERT_EQ(r.kept_alive_by_size(), 2);
+  EXPECT_EQ(r.kept_alive_by(0).class_name(), "class com.acme.App");
+  EXPECT_EQ(r.kept_alive_by(0).dominators(), 1u);
+  EXPECT_EQ(r.kept_alive_by(0).dominated(), 7u);
+  EXPECT_EQ(r.kept_alive_by(0).dominator_shallow_bytes(), 8u);
+  EXPECT_EQ(r.kept_alive_by(0).dominated_shallow_bytes(), 168u);
+  EXPECT_EQ(r.kept_alive_by(0).dominator_retained_bytes(), 900u);
+  EXPECT_EQ(r.kept_alive_by(0).biggest_dominator().object_id(), 0x10u);
+  EXPECT_FALSE(r.kept_alive_by(1).has_biggest_dominator());  // <ROOT> has none
+  EXPECT_THAT(r.exclude_patterns(), ElementsAre("java.*", "sun.*"));
+  EXPECT_EQ(r.shortest_path().steps_size(), 3);
+  ASSERT_EQ(r.top_objects_size(), 2);
+  EXPECT_EQ(r.top_objects(1).class_name(), "java.util.ArrayList");
+}
+
+analysis::DumpSummary Summary() {
+  analysis::DumpSummary s;
+  s.totals = {100, 10, 5, 90, 10, 5000, 4500, 500};
+  s.classes.push_back({"com.acme.Item", 7, 168, 880});
+  s.classes.push_back({"byte[]", 7, 700, 700});
+  analysis::OwnerRow owner;
+  owner.class_name = "java.util.ArrayList";
+  owner.path = {"STICKY_CLASS class com.acme.App", "static ITEMS"};
+  owner.retained_bytes = 880;
+  owner.objects = 1;
+  s.owners.push_back(owner);
+  owner.class_name = "com.acme.Item";
+  owner.path.push_back("field elementData");
+  owner.path.push_back("[*]");
+  owner.retained_bytes = 840;
+  owner.objects = 7;
+  s.owners.push_back(owner);
+  return s;
+}
+
+TEST(ReportProtoTest, DumpSummaryRoundTripsThroughItsRecord) {
+  const analysis::DumpSummary s = Summary();
+  records::v1::ExtendedDumpSummary record;
+  record.set_agent("a1");
+  FillDumpSummaryRecord(s, &record);
+  EXPECT_EQ(record.agent(), "a1");
+  EXPECT_EQ(record.totals().objects(), 100u);
+  EXPECT_EQ(record.totals().unreachable_shallow_bytes(), 500u);
+  ASSERT_EQ(record.owners_size(), 2);
+  EXPECT_THAT(record.owners(1).path(), ElementsAre("STICKY_CLASS class com.acme.App",
+                                                   "static ITEMS", "field elementData", "[*]"));
+  // Through the wire format, as the store keeps it.
+  records::v1::ExtendedDumpSummary parsed;
+  ASSERT_TRUE(parsed.ParseFromString(record.SerializeAsString()));
+  const analysis::DumpSummary back = DumpSummaryFromRecord(parsed);
+  const v1::ExtendedDumpTotals t1 = ToProto(s.totals), t2 = ToProto(back.totals);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(t1, t2));
+  ASSERT_EQ(back.classes.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.classes[i].class_name, s.classes[i].class_name);
+    EXPECT_EQ(back.classes[i].instances, s.classes[i].instances);
+    EXPECT_EQ(back.classes[i].shallow_bytes, s.classes[i].shallow_bytes);
+    EXPECT_EQ(back.classes[i].retained_bytes, s.classes[i].retained_bytes);
+  }
+  ASSERT_EQ(back.owners.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.owners[i].class_name, s.owners[i].class_name);
+    EXPECT_EQ(back.owners[i].path, s.owners[i].path);
+    EXPECT_EQ(back.owners[i].retained_bytes, s.owners[i].retained_bytes);
+    EXPECT_EQ(back.owners[i].objects, s.owners[i].objects);
+  }
+}
+
+TEST(ReportProtoTest, DiffIsTruncatedWithCounts) {
+  analysis::DumpSummary before = Summary();
+  analysis::DumpSummary after = Summary();
+  after.classes[0].instances = 12;
+  after.classes[0].retained_bytes = 1500;
+  after.owners[0].retained_bytes = 1500;
+  after.owners[1].objects = 12;
+  after.classes.push_back({"com.acme.New", 1, 16, 16});
+  after.totals.reachable_shallow_bytes = 5120;
+  const analysis::DumpDiff diff = analysis::DiffDumpSummaries(before, after);
+
+  v1::ExtendedDumpDiff all = ToProto(diff, 0, 0);
+  EXPECT_EQ(all.class_count(), 3u);
+  EXPECT_EQ(all.classes_size(), 3);
+  EXPECT_EQ(all.owner_count(), 2u);
+  EXPECT_EQ(all.owners_size(), 2);
+  EXPECT_EQ(all.owner_classes_size(), 2);
+  EXPECT_EQ(all.before_reachable_bytes(), 4500u);
+  EXPECT_EQ(all.after_reachable_bytes(), 5120u);
+  EXPECT_EQ(all.delta_reachable_bytes(), 620);
+  const v1::ExtendedDumpClassDelta& first = all.classes(0);
+  EXPECT_EQ(first.class_name(), "com.acme.Item");
+  EXPECT_EQ(first.change(), v1::CLASS_CHANGE_CHANGED);
+  EXPECT_EQ(first.before_instances(), 7u);
+  EXPECT_EQ(first.after_instances(), 12u);
+  EXPECT_EQ(first.delta_instances(), 5);
+  EXPECT_EQ(first.delta_retained_bytes(), 620);
+  EXPECT_EQ(all.classes(1).change(), v1::CLASS_CHANGE_NEW);
+  EXPECT_EQ(all.classes(2).change(), v1::CLASS_CHANGE_UNCHANGED);
+  const v1::OwnerDelta& owner = all.owners(0);
+  EXPECT_EQ(owner.class_name(), "java.util.ArrayList");
+  EXPECT_THAT(owner.path(), ElementsAre("STICKY_CLASS class com.acme.App", "static ITEMS"));
+  EXPECT_EQ(owner.before_retained_bytes(), 880u);
+  EXPECT_EQ(owner.after_retained_bytes(), 1500u);
+  EXPECT_EQ(owner.delta_retained_bytes(), 620);
+  EXPECT_EQ(all.owners(1).before_objects(), 7u);
+  EXPECT_EQ(all.owners(1).after_objects(), 12u);
+  EXPECT_EQ(all.owner_classes(0).class_name(), "java.util.ArrayList");
+  EXPECT_EQ(all.owner_classes(0).delta_retained_bytes(), 620);
+
+  v1::ExtendedDumpDiff cut = ToProto(diff, 1, 1);
+  EXPECT_EQ(cut.class_count(), 3u);
+  EXPECT_EQ(cut.classes_size(), 1);
+  EXPECT_EQ(cut.owner_count(), 2u);
+  EXPECT_EQ(cut.owners_size(), 1);
+  EXPECT_EQ(cut.owner_classes_size(), 1);
+  EXPECT_EQ(cut.owners(0).class_name(), "java.util.ArrayList");
+}
+
+}  // namespace
+}  // namespace heapwatch::daemon
