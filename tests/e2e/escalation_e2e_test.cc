@@ -180,9 +180,13 @@ class EscalationEndToEnd : public ::testing::Test {
                                  "--metrics-port-file", dir_ + "/metrics.port", "--interval",
                                  absl::FormatDuration(interval)},
         daemon_log_);
-    ASSERT_TRUE(
-        WaitFor(absl::Seconds(30),
-                [&] { return ReadPort(dir_ + "/grpc.port") && ReadPort(dir_ + "/metrics.port"); }))
+    ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                        [&] {
+                          return (ReadPort(dir_ + "/grpc.port") &&
+                                  ReadPort(dir_ + "/metrics.port")) ||
+                                 !daemon_->running();
+                        }) &&
+                daemon_->running())
         << "heapwatchd wrote no port files:\n"
         << DaemonLog();
     grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
@@ -574,11 +578,24 @@ escalation:
   differ.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differ.Compare(*report, *after)) << "the report changed across the restart:\n"
                                                << differences;
+  // The suspects' episodes continue across the restart (replayed from the history) and are covered
+  // by the dump already taken: no second dump may be taken for them (a record still QUEUED for the
+  // agent's interval would be allowed by the budget rules, but none may be taken or done).
   const v1::ListReportsResponse reports_after = ListReports(agent);
-  ASSERT_EQ(reports_after.dumps_size(), 1) << "one dump per agent per hour, restart or not:\n"
-                                           << ToJson(reports_after) << DaemonLog();
-  EXPECT_EQ(reports_after.dumps(0).dump_id(), dump.dump_id());
-  EXPECT_EQ(reports_after.dumps(0).state(), v1::EXTENDED_DUMP_STATE_DONE);
+  std::cout << "E2E: ListReports after the restart: " << ToJson(reports_after) << std::endl;
+  int done_after = 0;
+  for (const v1::ExtendedDump& d : reports_after.dumps()) {
+    if (d.dump_id() == dump.dump_id()) {
+      EXPECT_EQ(d.state(), v1::EXTENDED_DUMP_STATE_DONE);
+      ++done_after;
+    } else {
+      EXPECT_TRUE(d.state() == v1::EXTENDED_DUMP_STATE_QUEUED ||
+                  d.state() == v1::EXTENDED_DUMP_STATE_FAILED)
+          << "a second dump was taken within the hour:\n"
+          << d.DebugString() << DaemonLog();
+    }
+  }
+  EXPECT_EQ(done_after, 1) << "the dump record must survive the restart";
   const testing::CommandResult ctl_after = Ctl({"report", agent, kSessionClass, "--json"});
   EXPECT_EQ(ctl_after.exit_code, 0) << ctl_after.err;
   EXPECT_TRUE(absl::StrContains(ctl_after.out, dump.dump_id())) << ctl_after.out;
