@@ -1,13 +1,18 @@
-// Typed object indices and the compressed-sparse-row (CSR) reference graph that every heap-graph algorithm
-// in analysis/ works on.
+// Typed object indices and the compressed-sparse-row (CSR) reference graph that every heap-graph
+// algorithm in analysis/ works on.
 //
-// Objects of one heap dump are numbered densely 0..n-1 (ObjectIndex). References are stored as CSR: the
-// references of object v are targets[offsets[v] .. offsets[v+1]), in the order the dump lists them (field
-// order for instances, element order for arrays, static fields for classes), null references dropped,
-// duplicates kept. The edge number e (an index into `targets`) is stable and can carry per-edge flags.
+// Objects of one heap dump are numbered densely 0..n-1 (ObjectIndex). References are stored as CSR:
+// the references of object v are targets[offsets[v] .. offsets[v+1]), in the order the dump lists
+// them (field order for instances, element order for arrays, static fields for classes), null
+// references dropped, duplicates kept. The edge number e (an index into `targets`) is stable and
+// can carry per-edge flags.
 //
-// Memory: 8 bytes per object (offsets) + 4 bytes per reference (targets) + 1 bit per reference (weak flags).
-// Thread-safety: immutable after construction; concurrent readers are safe.
+// Memory: 4 bytes per object (offsets) + 4 bytes per reference (targets) + 1 bit per reference
+// (weak flags). Offsets are 32-bit, so one graph holds at most kMaxCsrEdges (2^32 - 1) references;
+// producers (the HPROF reader, HeapGraphBuilder) reject bigger graphs with ResourceExhausted.
+// Objects are limited to 2^32 - 1 by ObjectIndex anyway; a dump with 4 billion non-null references
+// is a heap of well over 100 GB. Thread-safety: immutable after construction; concurrent readers
+// are safe.
 #ifndef HEAPWATCH_ANALYSIS_CSR_GRAPH_H_
 #define HEAPWATCH_ANALYSIS_CSR_GRAPH_H_
 
@@ -19,8 +24,8 @@
 
 namespace heapwatch::analysis {
 
-// Dense index of an object within one heap graph: 0..object_count-1. Distinct from raw dump ids (addresses),
-// DFS numbers and class ids so they cannot be mixed up.
+// Dense index of an object within one heap graph: 0..object_count-1. Distinct from raw dump ids
+// (addresses), DFS numbers and class ids so they cannot be mixed up.
 struct ObjectIndex {
   uint32_t value = std::numeric_limits<uint32_t>::max();
   constexpr ObjectIndex() = default;
@@ -41,14 +46,18 @@ struct ClassId {
 };
 inline constexpr ClassId kNoClass{};
 
-// Forward reference graph in CSR form. REQUIRES: offsets.size() == node_count + 1, offsets non-decreasing,
-// offsets.front() == 0, offsets.back() == targets.size(), every target < node_count; weak.size() is either 0
-// (no weak references) or targets.size().
+// Largest number of references (edges) a CsrGraph can hold: offsets are 32-bit.
+inline constexpr uint64_t kMaxCsrEdges = std::numeric_limits<uint32_t>::max();
+
+// Forward reference graph in CSR form. REQUIRES: offsets.size() == node_count + 1, offsets
+// non-decreasing, offsets.front() == 0, offsets.back() == targets.size(), every target <
+// node_count; weak.size() is either 0 (no weak references) or targets.size(); targets.size() <=
+// kMaxCsrEdges.
 struct CsrGraph {
-  std::vector<uint64_t> offsets{0};
+  std::vector<uint32_t> offsets{0};
   std::vector<ObjectIndex> targets;
-  // weak[e] is true when reference e is held only by java.lang.ref.Reference.referent (soft, weak, phantom,
-  // final references). Algorithms that follow strong references first consult it.
+  // weak[e] is true when reference e is held only by java.lang.ref.Reference.referent (soft, weak,
+  // phantom, final references). Algorithms that follow strong references first consult it.
   std::vector<bool> weak;
 
   uint32_t node_count() const { return static_cast<uint32_t>(offsets.size() - 1); }

@@ -10,18 +10,22 @@
 // only the references with dfn(v) > dfn(w) (back and cross references) are stored, grouped by
 // target, for step 2.
 //
-// Memory layout (n objects, N <= n + 1 DFS numbers):
-//   dfn      ObjectIndex -> DfsNumber, 4 bytes per object, for the whole run.
+// Memory layout (n objects, N <= n + 1 DFS numbers; every array has n + 2 entries):
 //   vertices DfsNumber -> VertexRecord {ancestor, slot, semi}, 12 bytes: the three fields EVAL
-//   reads
-//            together share a cache line. The paper's separate semi(w) array is not needed: before
-//            w is processed `semi` holds the smallest candidate found so far, afterwards the semi
-//            of label(w) (EVAL compares only those), and step 4 reads a one-bit flag instead.
+//            reads together share a cache line. The paper's separate semi(w) array is not needed:
+//            before w is processed `semi` holds the smallest candidate found so far, afterwards
+//            the semi of label(w) (EVAL compares only those), and step 4 reads a one-bit flag
+//            instead. During step 1 and the classification, vertices[o].slot also holds dfn(o)
+//            (ObjectIndex -> DfsNumber) and vertices[depth].semi the DFS stack.
 //   aux      DfsNumber -> uint32: DFS stack cursors, then reference counts and group ends, then
-//            bucket links and immediate dominators.
+//            bucket links and immediate dominators, finally DfsNumber -> ObjectIndex.
 //   preds    one DfsNumber per back or cross reference.
-// The mapping DfsNumber -> ObjectIndex is rebuilt from dfn at the end, when `vertices` is gone.
+// The mapping DfsNumber -> ObjectIndex is rebuilt at the end by replaying step 1's DFS.
 #include "analysis/dominator_tree.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <limits>
@@ -50,11 +54,13 @@ struct VertexRecord {
   // Step 1: the DFS tree parent. Steps 2-3: the forest ancestor; w is linked iff w > the vertex
   // being processed, and EVAL compresses paths in place.
   DfsNumber ancestor;
-  // Step 1: the DFS stack, indexed by depth (the ObjectIndex of the node at depth w). Steps 2-3,
-  // before w is processed: the head of bucket(w) (kNoDfs = empty); afterwards: label(w).
+  // Step 1 and the classification: indexed by ObjectIndex o, not by DFS number: dfn(o) (kNoDfs =
+  // unvisited). Steps 2-3, before w is processed: the head of bucket(w) (kNoDfs = empty);
+  // afterwards: label(w).
   uint32_t slot;
-  // Before w is processed: the smallest DFS number seen among w's semidominator candidates.
-  // Afterwards: semi(label(w)).
+  // Step 1: the DFS stack, indexed by depth (the ObjectIndex of the node at depth w). From the
+  // classification on, before w is processed: the smallest DFS number seen among w's
+  // semidominator candidates. Afterwards: semi(label(w)).
   DfsNumber semi;
 
   DfsNumber label() const { return DfsNumber{slot}; }
@@ -79,7 +85,6 @@ class DominatorTreeBuilder {
         options_(options),
         n_(graph.node_count()),
         // DFS numbers run 1..n+1 and 0 is "none": n + 2 slots per array.
-        dfn_(Uninitialised<DfsNumber>(size_t{n_} + 2)),
         vertices_(Uninitialised<VertexRecord>(size_t{n_} + 2)),
         aux_(Uninitialised<uint32_t>(size_t{n_} + 2)) {}
 
@@ -93,7 +98,9 @@ class DominatorTreeBuilder {
   }
 
  private:
-  DfsNumber& dfn(ObjectIndex v) { return dfn_[v.value]; }
+  // Steps 1 and the classification only: the DFS number of object v lives in vertices_[v].slot
+  // (see VertexRecord), so no separate n-entry array is held while `preds_` is built.
+  DfsNumber& dfn(ObjectIndex v) { return *reinterpret_cast<DfsNumber*>(&vertices_[v.value].slot); }
   VertexRecord& vertex(DfsNumber d) { return vertices_[d.value]; }
 
   // Calls fn(target) for every followed reference of object v.
@@ -132,7 +139,7 @@ class DominatorTreeBuilder {
   // ---- Step 1: iterative DFS from the super root. ----
   // Writes dfn and vertices[].ancestor (the DFS parent).
   Status Step1DepthFirstSearch(DominatorTree& tree) {
-    std::fill_n(dfn_.get(), size_t{n_} + 2, kNoDfs);
+    for (size_t i = 0; i < size_t{n_} + 2; ++i) vertices_[i].slot = kNoDfs.value;
     vertex(kSuperRootDfs).ancestor = kNoDfs;
     next_dfn_ = 2;
 
@@ -177,7 +184,7 @@ class DominatorTreeBuilder {
   }
 
   // DFS from `start` (unvisited), which becomes a child of the super root in the DFS tree. The
-  // explicit stack lives in vertices[depth].slot (the object) and aux[depth] (the next reference
+  // explicit stack lives in vertices[depth].semi (the object) and aux[depth] (the next reference
   // to scan, relative to the object's first one): both are free until step 1 ends, and the depth
   // never exceeds the number of DFS numbers handed out.
   Status DepthFirstSearchFrom(ObjectIndex start) {
@@ -187,14 +194,14 @@ class DominatorTreeBuilder {
       const DfsNumber d{next_dfn_++};
       dfn(v) = d;
       vertex(d).ancestor = parent;
-      vertices_[depth].slot = v.value;
+      vertices_[depth].semi = DfsNumber{v.value};
       aux_[depth] = 0;
       ++depth;
       return absl::OkStatus();
     };
     HW_RETURN_IF_ERROR(discover(start, kSuperRootDfs));
     while (depth > 0) {
-      const ObjectIndex v(vertices_[depth - 1].slot);
+      const ObjectIndex v(vertices_[depth - 1].semi.value);
       const uint64_t begin = graph_.offsets[v.value];
       const uint32_t degree = static_cast<uint32_t>(graph_.offsets[v.value + 1] - begin);
       uint32_t i = aux_[depth - 1];
@@ -202,7 +209,7 @@ class DominatorTreeBuilder {
         // First visit: start loading the DFS numbers and CSR rows of the targets at once (they are
         // scattered over memory; the scan below would otherwise wait for them one by one).
         for (uint32_t k = 0; k < degree && k < 16; ++k) {
-          __builtin_prefetch(&dfn_[graph_.targets[begin + k].value]);
+          __builtin_prefetch(&vertices_[graph_.targets[begin + k].value]);
           __builtin_prefetch(&graph_.offsets[graph_.targets[begin + k].value]);
         }
       }
@@ -235,11 +242,7 @@ class DominatorTreeBuilder {
   Status ClassifyReferences(DominatorTree& tree) {
     last_dfn_ = DfsNumber{next_dfn_ - 1};
     const uint32_t last = last_dfn_.value;
-    for (uint32_t d = 1; d <= last; ++d) {
-      VertexRecord& r = vertices_[d];
-      r.slot = kNoDfs.value;  // empty bucket
-      r.semi = r.ancestor;
-    }
+    for (uint32_t d = 1; d <= last; ++d) vertices_[d].semi = vertices_[d].ancestor;
     for (ObjectIndex root : roots_) vertex(dfn(root)).semi = kSuperRootDfs;
     std::fill_n(aux_.get(), size_t{last} + 1, 0u);
 
@@ -285,6 +288,8 @@ class DominatorTreeBuilder {
         tree.from_gc_roots_[o] = d >= 2 && d < 2 + reached_from_roots_;
       }
     }
+    // The DFS numbers are dropped here (Finish replays the DFS); `slot` becomes the bucket heads.
+    for (size_t i = 0; i < size_t{n_} + 2; ++i) vertices_[i].slot = kNoDfs.value;  // empty
     return absl::OkStatus();
   }
 
@@ -388,22 +393,58 @@ class DominatorTreeBuilder {
     relative_ = {};
   }
 
-  // Translates the immediate dominators to object indices and builds the children CSR.
+  // Translates the immediate dominators to object indices and builds the children CSR. The DFS
+  // numbers were not kept through steps 2-4 (they would cost 4 bytes per object at the peak), so
+  // step 1's DFS is replayed: same starts in the same order (the GC roots, then the artificial
+  // roots), same reference order, hence the same numbers. When object o gets number d, aux[d]
+  // (its immediate dominator as a DFS number, read once) is parked in idom_[o] and aux[d] is
+  // overwritten with o, so aux becomes DfsNumber -> ObjectIndex; one last pass translates idom_.
+  // Memory: aux and idom_ (4 bytes per object each), a visited bitmap and the replay's stack (8
+  // bytes per level of DFS depth).
   void Finish(DominatorTree& tree) {
-    // DfsNumber -> ObjectIndex, rebuilt from dfn now that `vertices_` has been freed.
-    std::vector<ObjectIndex> object_at(size_t{last_dfn_.value} + 1);
-    object_at[kSuperRootDfs.value] = ObjectIndex(n_);
-    for (uint32_t o = 0; o < n_; ++o) {
-      const DfsNumber d = dfn(ObjectIndex(o));
-      if (d != kNoDfs) object_at[d.value] = ObjectIndex(o);
-    }
     tree.idom_.reset(new ObjectIndex[n_]);  // all kNoObject
-    for (uint32_t o = 0; o < n_; ++o) {
-      const DfsNumber d = dfn(ObjectIndex(o));
-      if (d != kNoDfs) tree.idom_[o] = object_at[aux_[d.value]];
+    {
+      std::vector<bool> visited(n_, false);
+      std::vector<std::pair<uint32_t, uint32_t>> stack;  // (object, next reference to scan)
+      uint32_t next = 2;
+      auto discover = [&](uint32_t o) {
+        visited[o] = true;
+        tree.idom_[o] = ObjectIndex(aux_[next]);
+        aux_[next++] = o;
+        stack.push_back({o, 0});
+      };
+      auto replay = [&](ObjectIndex start) {
+        discover(start.value);
+        while (!stack.empty()) {
+          const uint32_t v = stack.back().first;
+          const uint64_t begin = graph_.offsets[v];
+          const uint32_t degree = static_cast<uint32_t>(graph_.offsets[v + 1] - begin);
+          uint32_t i = stack.back().second;
+          bool descended = false;
+          while (i < degree) {
+            const uint64_t e = begin + i++;
+            if (!options_.follow_weak_references && graph_.is_weak(e)) continue;
+            const uint32_t t = graph_.targets[e].value;
+            if (!visited[t]) {
+              stack.back().second = i;
+              discover(t);
+              descended = true;
+              break;
+            }
+          }
+          if (!descended) stack.pop_back();
+        }
+      };
+      for (ObjectIndex root : roots_) {
+        if (!visited[root.value]) replay(root);
+      }
+      for (ObjectIndex root : tree.artificial_roots_) replay(root);
+      HW_CHECK(next == last_dfn_.value + 1);
+      aux_[kSuperRootDfs.value] = n_;  // the super root
+      for (uint32_t o = 0; o < n_; ++o) {
+        if (visited[o]) tree.idom_[o] = ObjectIndex(aux_[tree.idom_[o].value]);
+      }
     }
-    object_at = {};
-    dfn_.reset();
     aux_.reset();
     HW_CHECK(tree.BuildChildren().ok());
   }
@@ -412,9 +453,10 @@ class DominatorTreeBuilder {
   std::span<const ObjectIndex> roots_;
   DominatorOptions options_;
   uint32_t n_;
-  std::unique_ptr<DfsNumber[]> dfn_;          // ObjectIndex -> DfsNumber (kNoDfs: unvisited)
-  std::unique_ptr<VertexRecord[]> vertices_;  // DfsNumber -> VertexRecord
-  std::unique_ptr<uint32_t[]> aux_;           // DfsNumber -> stack cursor / count / link / idom
+  // DfsNumber -> VertexRecord; in step 1 and the classification also ObjectIndex -> DfsNumber in
+  // the `slot` fields (see dfn()).
+  std::unique_ptr<VertexRecord[]> vertices_;
+  std::unique_ptr<uint32_t[]> aux_;  // DfsNumber -> stack cursor / count / link / idom
   // Back and cross references v -> w as dfn(v), grouped by dfn(w) (see ClassifyReferences).
   std::unique_ptr<DfsNumber[]> preds_;
   std::vector<bool> relative_;
@@ -431,8 +473,9 @@ bool DominatorTree::reachable_from_gc_roots(ObjectIndex v) const {
 
 Status DominatorTree::BuildChildren() {
   const uint32_t n = object_count_;
-  child_offsets_.reset(new uint32_t[size_t{n} + 2]);
-  uint32_t* offsets = child_offsets_.get();
+  // Plain offsets first (4 bytes per node, freed at the end), then the blocked form.
+  std::unique_ptr<uint32_t[]> offsets_storage(new uint32_t[size_t{n} + 2]);
+  uint32_t* offsets = offsets_storage.get();
   std::fill_n(offsets, size_t{n} + 2, 0u);
   uint32_t in_tree = 0;
   for (uint32_t v = 0; v < n; ++v) {
@@ -458,6 +501,29 @@ Status DominatorTree::BuildChildren() {
   for (uint32_t v = n + 1; v > 0; --v) offsets[v] = offsets[v - 1];
   offsets[0] = 0;
   tree_object_count_ = in_tree;
+
+  const size_t count = size_t{n} + 2;
+  const size_t blocks = (count + kChildBlock - 1) / kChildBlock;
+  child_blocks_.reset(new ChildBlock[blocks]);
+  child_rel_.reset(new uint8_t[count]);
+  wide_child_offsets_.clear();
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t first = b * kChildBlock;
+    const size_t end = std::min(count, first + kChildBlock);
+    const uint32_t base = offsets[first];
+    ChildBlock& block = child_blocks_[b];
+    block.base = base;
+    if (offsets[end - 1] - base <= 0xffu) {
+      for (size_t v = first; v < end; ++v) child_rel_[v] = static_cast<uint8_t>(offsets[v] - base);
+    } else {
+      block.wide = static_cast<uint32_t>(wide_child_offsets_.size() / kChildBlock);
+      for (size_t v = first; v < first + kChildBlock; ++v) {
+        child_rel_[std::min(v, count - 1)] = 0;
+        wide_child_offsets_.push_back(offsets[std::min(v, count - 1)]);
+      }
+    }
+  }
+  wide_child_offsets_.shrink_to_fit();
   return absl::OkStatus();
 }
 
@@ -584,8 +650,17 @@ StatusOr<DominatorTree> ComputeDominatorTree(const CsrGraph& graph,
   DominatorTree tree;
   tree.object_count_ = n;
   tree.options_ = options;
-  DominatorTreeBuilder algorithm(graph, gc_roots, options);
-  return algorithm.Run(std::move(tree));
+  StatusOr<DominatorTree> result;
+  {
+    DominatorTreeBuilder algorithm(graph, gc_roots, options);
+    result = algorithm.Run(std::move(tree));
+  }
+#if defined(__GLIBC__)
+  // The builder's scratch is freed; hand pages glibc keeps below its trim threshold back to the
+  // kernel so the RSS drops to the graph plus the tree.
+  malloc_trim(0);
+#endif
+  return result;
 }
 
 }  // namespace heapwatch::analysis

@@ -1,6 +1,8 @@
 #include "analysis/gc_root_paths.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <deque>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -24,6 +26,32 @@ struct QueueEntry {
   uint32_t object;
   uint32_t parent;  // object that reached it (kIsRoot for a GC root)
   uint32_t length;  // references from a GC root
+};
+
+// An object settled in the current layer's FIFO (its parent is already in `parent`).
+struct Settled {
+  uint32_t object;
+  uint32_t length;  // references from a GC root
+};
+
+// BFS parents by object (kUnvisited, kIsRoot or the parent's index), stored as value + 1 so that
+// zero means unvisited: the array comes zero-filled from calloc, whose fresh pages the kernel maps
+// in only when written, so a search that stops early (the usual case: most targets sit a few
+// references below a GC root) adds to the RSS only the pages of the objects it visited.
+class ParentArray {
+ public:
+  explicit ParentArray(uint32_t n)
+      : p_(static_cast<uint32_t*>(std::calloc(std::max<size_t>(n, 1), sizeof(uint32_t)))) {
+    HW_CHECK(p_ != nullptr);
+  }
+  ~ParentArray() { std::free(p_); }
+  ParentArray(const ParentArray&) = delete;
+  ParentArray& operator=(const ParentArray&) = delete;
+  uint32_t operator[](uint32_t v) const { return p_[v] - 1; }  // 0 - 1 == kUnvisited
+  void Set(uint32_t v, uint32_t parent) { p_[v] = parent + 1; }
+
+ private:
+  uint32_t* p_;
 };
 
 // The last hop of a candidate path: referrer -> target through `edge`.
@@ -71,19 +99,20 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
   std::vector<GraphPath> paths;
   if (max_paths == 0) return paths;
 
-  std::vector<uint32_t> parent(n, kUnvisited);
+  ParentArray parent(n);
   std::vector<Candidate> candidates;
   bool target_is_root = false;
   // The current layer's FIFO (nondecreasing length), its seeds (weak references out of the layer
-  // before, nondecreasing length) and the next layer's seeds.
-  std::vector<QueueEntry> queue;
+  // before, nondecreasing length) and the next layer's seeds. The FIFO is a deque popped from the
+  // front, so it holds only the BFS frontier (8 bytes per object), not every object visited.
+  std::deque<Settled> queue;
   std::vector<QueueEntry> seeds;
   std::vector<QueueEntry> next_seeds;
   for (ObjectIndex r : gc_roots) {
     if (r == target) target_is_root = true;
     if (parent[r.value] != kUnvisited) continue;
-    parent[r.value] = kIsRoot;
-    if (r != target) queue.push_back({r.value, kIsRoot, 0});
+    parent.Set(r.value, kIsRoot);
+    if (r != target) queue.push_back({r.value, 0});
   }
   const size_t wanted = target_is_root ? max_paths - 1 : max_paths;
 
@@ -106,11 +135,10 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
   uint32_t layer = 0;
   bool stop = wanted == 0;
   while (!stop && (!queue.empty() || !seeds.empty())) {
-    size_t head = 0;
     size_t seed_head = 0;
-    while (head < queue.size() || seed_head < seeds.size()) {
+    while (!queue.empty() || seed_head < seeds.size()) {
       uint32_t d = std::numeric_limits<uint32_t>::max();
-      if (head < queue.size()) d = queue[head].length;
+      if (!queue.empty()) d = queue.front().length;
       if (seed_head < seeds.size()) d = std::min(d, seeds[seed_head].length);
       // Every candidate found later costs at least (layer, d + 1).
       if (enough(Cost{layer, d + 1})) {
@@ -120,11 +148,12 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
       for (; seed_head < seeds.size() && seeds[seed_head].length == d; ++seed_head) {
         const QueueEntry& seed = seeds[seed_head];
         if (parent[seed.object] != kUnvisited) continue;
-        parent[seed.object] = seed.parent;
-        queue.push_back(seed);
+        parent.Set(seed.object, seed.parent);
+        queue.push_back({seed.object, seed.length});
       }
-      for (; head < queue.size() && queue[head].length == d; ++head) {
-        const uint32_t u = queue[head].object;
+      while (!queue.empty() && queue.front().length == d) {
+        const uint32_t u = queue.front().object;
+        queue.pop_front();
         uint64_t edge_to_target = kNoEdge;
         bool weak_to_target = true;
         for (uint64_t e = graph.offsets[u]; e < graph.offsets[u + 1]; ++e) {
@@ -146,8 +175,8 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
           if (weak) {
             next_seeds.push_back({t, u, d + 1});
           } else {
-            parent[t] = u;
-            queue.push_back({t, u, d + 1});
+            parent.Set(t, u);
+            queue.push_back({t, d + 1});
           }
         }
         if (edge_to_target != kNoEdge) {

@@ -59,9 +59,9 @@ struct GraphPath {
 
 // Up to `max_paths` shortest paths (see the file comment for the order and which paths) from any of
 // `gc_roots` to `target`. Empty if the target is unreachable from the roots, or max_paths == 0.
-// O(n + m) time; 4 bytes per object for the BFS parents, plus the queues (at most 12 bytes per
-// object and per weak reference). Errors: InvalidArgument if a GC root, the target or a reference
-// on the way is out of range.
+// O(n + m) time; 4 bytes per object for the BFS parents, plus the BFS frontier (8 bytes per object
+// in it) and the weak references waiting for the next layer (12 bytes each). Errors:
+// InvalidArgument if a GC root, the target or a reference on the way is out of range.
 StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
                                                           std::span<const ObjectIndex> gc_roots,
                                                           ObjectIndex target, size_t max_paths = 1);

@@ -191,6 +191,8 @@ void HeapGraph::Rep::Finish() {
   std::sort(root_objects.begin(), root_objects.end());
   root_objects.erase(std::unique(root_objects.begin(), root_objects.end()), root_objects.end());
   root_objects.shrink_to_fit();
+  // Producers are done with bulk id lookups: keep the ids packed (analysis/id_index.h).
+  ids.Pack();
 }
 
 Status BuildClassSlots(HeapGraph::Rep& rep,
@@ -373,7 +375,7 @@ CsrGraph HeapGraph::BuildReverseGraph() const {
   rev.targets.resize(g.targets.size());
   bool has_weak = !g.weak.empty();
   if (has_weak) rev.weak.assign(g.targets.size(), false);
-  std::vector<uint64_t> cursor(rev.offsets.begin(), rev.offsets.end() - 1);
+  std::vector<uint32_t> cursor(rev.offsets.begin(), rev.offsets.end() - 1);
   for (uint32_t v = 0; v < n; ++v) {
     for (uint64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
       uint64_t pos = cursor[g.targets[e].value]++;
@@ -761,7 +763,10 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
       for (size_t i = 0; i < o.refs.size(); ++i)
         emit(o.refs[i], static_cast<int32_t>(i) == weak_slot);
     }
-    r.graph.offsets[v + 1] = r.graph.targets.size();
+    if (r.graph.targets.size() > kMaxCsrEdges) {
+      return absl::ResourceExhaustedError("HeapGraphBuilder: more than 2^32 - 1 references");
+    }
+    r.graph.offsets[v + 1] = static_cast<uint32_t>(r.graph.targets.size());
   }
   if (any_weak) r.graph.weak = std::move(weak);
   for (const auto& root : p.roots) {

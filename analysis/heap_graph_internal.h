@@ -3,20 +3,18 @@
 // surface: reports and algorithms use analysis/heap_graph.h only.
 //
 // Per-object storage (n objects, ascending raw id = ObjectIndex order):
-//   ids               raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys, + 2n for
-//   lookups) class_words       ClassId of the object, or kClassObjectBit | ClassId for the class
-//   object of that class
-//                     (2 bytes per object up to 32767 classes, else 4)
-//   array_bits        1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word
-//   w; array_lengths[a]  length of the a-th array in index order slot_bits         1 bit per
-//   reference slot (see below): set when the slot holds an edge of `graph` slot_samples[k]   first
-//   slot number of object 64k
+//   ids           raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys + n for the lookup
+//                 directory while building; Finish() packs them to about 2.2n)
+//   class_words   ClassId of the object, or kClassObjectBit | ClassId for the class object of that
+//                 class (2 bytes per object up to 32767 classes, else 4)
+//   array_bits    1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word w
+//   array_lengths length of the a-th array in index order
+//   slot_bits     1 bit per reference slot (see below): set when the slot holds an edge of `graph`
+//   slot_samples  slot_samples[k] = first slot number of object 64k
 // Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges,
-// then
-//   instance: ClassSlots::instance_slots of its class; object array: one per element; primitive
-//   array: none; class object: ClassSlots::class_object_slots of the class it describes.
-// Edge e of object v corresponds to the k-th set bit of v's slot range, k = e -
-// graph.first_edge(v).
+// then instance: ClassSlots::instance_slots of its class; object array: one per element; primitive
+// array: none; class object: ClassSlots::class_object_slots of the class it describes. Edge e of
+// object v corresponds to the k-th set bit of v's slot range, k = e - graph.first_edge(v).
 #ifndef HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 #define HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 
@@ -118,7 +116,8 @@ struct HeapGraph::Rep {
   uint32_t SlotCount(uint32_t v) const;  // REQUIRES array_rank built
   uint64_t SlotStart(uint32_t v) const;  // REQUIRES slot_samples built
 
-  // Builds the derived indexes (array_rank, slot_samples, classes_by_name, root_objects).
+  // Builds the derived indexes (array_rank, slot_samples, classes_by_name, root_objects) and packs
+  // the ids (IdIndex::Pack: lookups by id get a little slower, so producers call this last).
   // REQUIRES: ids ascending; class_words, array_bits, array_lengths consistent.
   void BuildArrayRank();
   void BuildSlotSamples();

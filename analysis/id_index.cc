@@ -28,7 +28,81 @@ void RadixSort(std::vector<uint32_t>& keys) {
 
 }  // namespace
 
+void IdIndex::Unpack() {
+  packed_ = false;
+  std::vector<uint16_t>().swap(deltas_);
+  std::vector<Block>().swap(blocks_);
+  std::vector<uint32_t>().swap(wide_keys_);
+}
+
+void IdIndex::Pack() {
+  if (!compact_ || packed_) return;
+  const size_t n = keys_.size();
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  deltas_.assign(n, 0);
+  blocks_.assign(blocks, Block{0, kNarrow});
+  wide_keys_.clear();
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t first = b * kBlock;
+    const size_t end = std::min(n, first + kBlock);
+    Block& block = blocks_[b];
+    block.first = keys_[first];
+    if (keys_[end - 1] - keys_[first] <= 0xffffu) {
+      for (size_t v = first; v < end; ++v)
+        deltas_[v] = static_cast<uint16_t>(keys_[v] - block.first);
+    } else {
+      block.wide = static_cast<uint32_t>(wide_keys_.size() / kBlock);
+      for (size_t v = first; v < first + kBlock; ++v)
+        wide_keys_.push_back(keys_[std::min(v, end - 1)]);
+    }
+  }
+  wide_keys_.shrink_to_fit();
+  std::vector<uint32_t>().swap(keys_);
+  packed_ = true;
+  // Directory over blocks: about one block per bucket.
+  dir_shift_ = 0;
+  const uint64_t max_buckets = std::max<uint64_t>(1, blocks);
+  while ((max_key_ >> dir_shift_) + 1 > max_buckets) ++dir_shift_;
+  const uint64_t buckets = (max_key_ >> dir_shift_) + 1;
+  std::vector<uint32_t>(buckets + 1, 0).swap(dir_);
+  size_t j = 0;
+  for (uint64_t bucket = 0; bucket < buckets; ++bucket) {
+    while (j < blocks && (uint64_t{blocks_[j].first} >> dir_shift_) < bucket) ++j;
+    dir_[bucket] = static_cast<uint32_t>(j);
+  }
+  dir_[buckets] = static_cast<uint32_t>(blocks);
+}
+
+uint32_t IdIndex::FindPackedKey(uint64_t key) const {
+  // The block holding `key` is the last one whose first key is <= key. Blocks before dir_[bucket]
+  // start in earlier buckets (so below key), blocks from dir_[bucket + 1] on start above it.
+  const uint64_t bucket = key >> dir_shift_;
+  uint32_t lo = dir_[bucket] == 0 ? 0 : dir_[bucket] - 1;
+  uint32_t hi = dir_[bucket + 1];  // exclusive
+  if (lo >= hi || blocks_[lo].first > key) return kAbsent;
+  while (hi - lo > 1) {  // invariant: blocks_[lo].first <= key, and every block >= hi is above key
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (blocks_[mid].first <= key) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  uint32_t a = lo * kBlock;
+  uint32_t b = static_cast<uint32_t>(std::min<size_t>(deltas_.size(), size_t{a} + kBlock));
+  while (b - a > 1) {  // invariant: CompactKey(a) <= key; keys from b on are above key
+    const uint32_t mid = a + (b - a) / 2;
+    if (CompactKey(mid) <= key) {
+      a = mid;
+    } else {
+      b = mid;
+    }
+  }
+  return CompactKey(a) == key ? a : kAbsent;
+}
+
 void IdIndex::Build(IdChunks&& ids, uint64_t* duplicates) {
+  Unpack();
   *duplicates = 0;
   keys_.clear();
   wide_.clear();
@@ -80,6 +154,7 @@ void IdIndex::Build(IdChunks&& ids, uint64_t* duplicates) {
 
 void IdIndex::BuildFromParts(IdChunks&& main, bool main_ascending, IdChunks&& others,
                              uint64_t* duplicates) {
+  Unpack();
   if (!main_ascending) {
     for (auto& chunk : others.chunks()) {
       for (uint64_t id : chunk) main.push_back(id);
@@ -170,6 +245,7 @@ void IdIndex::BuildDirectory() {
 }
 
 uint32_t IdIndex::FindKey(uint64_t key) const {
+  if (packed_) return FindPackedKey(key);
   uint64_t b = key >> dir_shift_;
   uint32_t lo = dir_[b];
   uint32_t hi = dir_[b + 1];

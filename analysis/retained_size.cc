@@ -1,5 +1,9 @@
 #include "analysis/retained_size.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
@@ -77,6 +81,13 @@ Status ForEachPreciselyRetained(const CsrGraph& graph, std::span<const ObjectInd
   std::vector<bool> before;
   std::fill(blocked.begin(), blocked.end(), false);
   HW_RETURN_IF_ERROR(Mark(graph, gc_roots, blocked, options, before, stack));
+  std::vector<ObjectIndex>().swap(stack);
+  std::vector<bool>().swap(blocked);
+#if defined(__GLIBC__)
+  // The mark stack (up to 4 bytes per object) often stays below glibc's trim threshold after it is
+  // freed; return it to the kernel rather than keep it in the RSS for the rest of the analysis.
+  malloc_trim(0);
+#endif
   for (uint32_t v = 0; v < n; ++v) {
     if (before[v] && !after[v]) fn(ObjectIndex(v));
   }
@@ -87,13 +98,29 @@ Status ForEachPreciselyRetained(const CsrGraph& graph, std::span<const ObjectInd
 
 std::vector<uint64_t> ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size) {
   std::vector<uint64_t> retained(size_t{tree.object_count()} + 1, 0);
-  const std::vector<ObjectIndex> order = tree.Preorder();
-  // Reverse preorder visits every node after all of its descendants.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const ObjectIndex v = *it;
-    if (v == tree.super_root()) continue;
+  // Postorder walk of the dominator tree without a stack (a chain of 10^8 objects would need one
+  // entry per level): descend into the first child; when a node is finished, add it to its
+  // immediate dominator and continue with its next sibling, found by binary search in the
+  // parent's children (they are in increasing ObjectIndex order).
+  const ObjectIndex super_root = tree.super_root();
+  ObjectIndex v = super_root;
+  size_t next_child = 0;
+  while (true) {
+    const auto kids = tree.children(v);
+    if (next_child < kids.size()) {
+      v = kids[next_child];
+      next_child = 0;
+      continue;
+    }
+    if (v == super_root) break;
+    const ObjectIndex parent = tree.immediate_dominator(v);
     retained[v.value] += shallow_size(v);
-    retained[tree.immediate_dominator(v).value] += retained[v.value];
+    retained[parent.value] += retained[v.value];
+    const auto siblings = tree.children(parent);
+    next_child = static_cast<size_t>(std::lower_bound(siblings.begin(), siblings.end(), v) -
+                                     siblings.begin()) +
+                 1;
+    v = parent;
   }
   return retained;
 }

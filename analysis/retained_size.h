@@ -35,7 +35,8 @@ using ShallowSizeFn = absl::FunctionRef<uint64_t(ObjectIndex)>;
 // in the dominator tree, computed bottom-up over a preorder (iterative). Returns object_count() + 1
 // entries: entry v for object v (0 for objects outside the tree), the last entry for the super root
 // (the total shallow size of the tree). `shallow_size` is called once per object in the tree. O(n)
-// time; the result (8 bytes per object) plus 4 bytes per object of temporary order.
+// time (plus a binary search among its siblings per object); no memory besides the result (8 bytes
+// per object): the walk climbs back through the immediate dominators instead of keeping a stack.
 std::vector<uint64_t> ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size);
 
 // The retained set of `object`: its dominator subtree, `object` first, then in preorder. Empty for

@@ -75,14 +75,19 @@ class Stage {
  public:
   explicit Stage(const char* name) : name_(name) {
     ResetPeak();
+    start_rss_kb_ = ReadStatusKb("VmRSS:");
     start_ = Clock::now();
     cpu_start_ = CpuSeconds();
   }
   ~Stage() {
     double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    std::printf("stage %s seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n", name_, seconds,
-                CpuSeconds() - cpu_start_,
-                static_cast<unsigned long long>(ReadStatusKb("VmHWM:") * 1024));
+    std::printf(
+        "stage %s seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu start_rss_bytes %llu "
+        "end_rss_bytes %llu\n",
+        name_, seconds, CpuSeconds() - cpu_start_,
+        static_cast<unsigned long long>(ReadStatusKb("VmHWM:") * 1024),
+        static_cast<unsigned long long>(start_rss_kb_ * 1024),
+        static_cast<unsigned long long>(ReadStatusKb("VmRSS:") * 1024));
     std::fflush(stdout);
   }
 
@@ -90,6 +95,7 @@ class Stage {
   const char* name_;
   Clock::time_point start_;
   double cpu_start_;
+  uint64_t start_rss_kb_ = 0;
 };
 
 int Fail(const Status& status) {

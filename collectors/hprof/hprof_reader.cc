@@ -1,5 +1,9 @@
 #include "collectors/hprof/hprof_reader.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <bit>
 #include <numeric>
@@ -375,6 +379,14 @@ Status FileChanged(uint64_t offset) {
       offset));
 }
 
+// More non-null references than a CsrGraph's 32-bit offsets can address (analysis/csr_graph.h).
+Status TooManyReferences(uint64_t offset) {
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the dump holds more than %d non-null references (at the record at byte %d); heapwatch's "
+      "graph supports at most 2^32 - 1",
+      analysis::kMaxCsrEdges, offset));
+}
+
 // The ClassId of the class an instance or array record names; unknown class ids, or ids of a class
 // of the wrong kind (an instance of an array class), get a synthetic class per (id, kind).
 class ClassResolver {
@@ -452,7 +464,7 @@ class Pass2 : public HandlerBase {
              (r.protection_domain_id != 0);
     for (const auto& s : r.statics) count += s.type == FieldType::kObject && s.value != 0;
     for (const auto& k : r.constant_refs) count += k.second != 0;
-    rep_.graph.offsets[v + 1] = count;
+    rep_.graph.offsets[v + 1] = static_cast<uint32_t>(count);
     return absl::OkStatus();
   }
 
@@ -467,7 +479,7 @@ class Pass2 : public HandlerBase {
     for (uint32_t off : st_.ref_offsets[cls]) {
       if (off + id_ <= len && LoadId(data + off, id_) != 0) ++count;
     }
-    rep_.graph.offsets[v + 1] = count;
+    rep_.graph.offsets[v + 1] = static_cast<uint32_t>(count);
     return absl::OkStatus();
   }
 
@@ -487,7 +499,9 @@ class Pass2 : public HandlerBase {
     return absl::OkStatus();
   }
   Status OnObjectArrayEnd() {
-    if (current_ != UINT32_MAX) rep_.graph.offsets[current_ + 1] = nonnull_;
+    if (current_ == UINT32_MAX) return absl::OkStatus();
+    if (nonnull_ > analysis::kMaxCsrEdges) return TooManyReferences(0);
+    rep_.graph.offsets[current_ + 1] = static_cast<uint32_t>(nonnull_);
     return absl::OkStatus();
   }
 
@@ -790,7 +804,7 @@ class SinglePass : public HandlerBase {
   Status Finish() {
     HW_RETURN_IF_ERROR(CatchUp(n_, 0));
     if (next_ != n_) return FileChanged(0);
-    rep_.graph.offsets[n_] = rep_.graph.targets.size();
+    rep_.graph.offsets[n_] = static_cast<uint32_t>(rep_.graph.targets.size());
     return absl::OkStatus();
   }
   uint64_t dangling() const { return dangling_; }
@@ -804,7 +818,7 @@ class SinglePass : public HandlerBase {
       }
       uint32_t cls = class_objects_[next_class_++].second;
       uint32_t u = next_++;
-      rep_.graph.offsets[u] = rep_.graph.targets.size();
+      rep_.graph.offsets[u] = static_cast<uint32_t>(rep_.graph.targets.size());
       rep_.class_words.Set(u, kClassObjectBit | cls);
       rep_.classes[cls].class_object = ObjectIndex{u};
       const RawClass& r = st_.raw_classes[cls];
@@ -832,7 +846,7 @@ class SinglePass : public HandlerBase {
     if (v == UINT32_MAX || v < next_) return FileChanged(offset);
     HW_RETURN_IF_ERROR(CatchUp(v, offset));
     next_ = v + 1;
-    rep_.graph.offsets[v] = rep_.graph.targets.size();
+    rep_.graph.offsets[v] = static_cast<uint32_t>(rep_.graph.targets.size());
     if (!st_.heap_of.empty()) st_.heap_of[v] = heap_;
     return v;
   }
@@ -855,6 +869,7 @@ class SinglePass : public HandlerBase {
   }
 
   Status End(uint64_t offset) {
+    if (rep_.graph.targets.size() > analysis::kMaxCsrEdges) return TooManyReferences(offset);
     if (slot_ > max_slots_) {
       return absl::DataLossError(
           absl::StrFormat("corrupt dump: more reference slots than ids in the dump at the record "
@@ -896,7 +911,7 @@ void CompactEdges(Rep& rep) {
   uint64_t begin = 0;
   for (uint32_t v = 0; v < n; ++v) {
     uint64_t end = g.offsets[v + 1];
-    g.offsets[v] = out;
+    g.offsets[v] = static_cast<uint32_t>(out);
     for (uint64_t e = begin; e < end; ++e) {
       if (!g.targets[e].valid()) continue;
       g.targets[out] = g.targets[e];
@@ -905,7 +920,7 @@ void CompactEdges(Rep& rep) {
     }
     begin = end;
   }
-  g.offsets[n] = out;
+  g.offsets[n] = static_cast<uint32_t>(out);
   g.targets.resize(out);
   if (has_weak) g.weak.resize(out);
 }
@@ -1311,7 +1326,12 @@ StatusOr<HeapGraph> ReadImpl(ByteSource* source, const ReadOptions& options) {
     }
     rep->BuildArrayRank();
     // Size the CSR graph and the slot bitmap exactly.
-    for (uint32_t v = 0; v < n; ++v) g.offsets[v + 1] += g.offsets[v];
+    uint64_t edges = 0;
+    for (uint32_t v = 0; v < n; ++v) {
+      edges += g.offsets[v + 1];
+      if (edges > analysis::kMaxCsrEdges) return TooManyReferences(0);
+      g.offsets[v + 1] = static_cast<uint32_t>(edges);
+    }
     g.targets.assign(g.offsets[n], kNoObject);
     if (any_weak) g.weak.assign(g.offsets[n], false);
     rep->BuildSlotSamples();
@@ -1394,9 +1414,20 @@ StatusOr<RecordCensus> CensusImpl(ByteSource* source) {
 
 }  // namespace
 
+// Returns the reader's freed scratch (id chunks, per-pass tables: tens of MB for a 1 GB dump, much
+// of it below glibc's mmap threshold) to the kernel, so that it does not stay in the RSS next to
+// the graph for the rest of the analysis.
+void ReleaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 StatusOr<HeapGraph> ReadHeapGraph(const std::string& path, const ReadOptions& options) {
   HW_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenFileSource(path));
   StatusOr<HeapGraph> g = ReadImpl(source.get(), options);
+  source.reset();
+  ReleaseFreedMemory();
   if (!g.ok())
     return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
   return g;
@@ -1404,7 +1435,9 @@ StatusOr<HeapGraph> ReadHeapGraph(const std::string& path, const ReadOptions& op
 
 StatusOr<HeapGraph> ReadHeapGraphFromBuffer(std::string_view data, const ReadOptions& options) {
   std::unique_ptr<ByteSource> source = OpenMemorySource(data);
-  return ReadImpl(source.get(), options);
+  StatusOr<HeapGraph> g = ReadImpl(source.get(), options);
+  ReleaseFreedMemory();
+  return g;
 }
 
 uint64_t RecordCensus::record(uint8_t tag) const {
