@@ -28,6 +28,7 @@
 #include "collectors/class_histogram.h"
 #include "collectors/local_jvm.h"
 #include "daemon/agent_table.h"
+#include "daemon/escalation.h"
 #include "daemon/flags.h"
 #include "daemon/metrics.h"
 #include "daemon/query_server.h"
@@ -113,6 +114,7 @@ struct Daemon::Impl {
   Metrics metrics;
   AgentTable agents;
   Scheduler scheduler;
+  std::unique_ptr<Escalation> escalation;
   std::unique_ptr<QueryServer> grpc;
   std::unique_ptr<prometheus::Exposer> exposer;
   int metrics_port = 0;
@@ -289,6 +291,7 @@ struct Daemon::Impl {
       agents.Remove(id);
       metrics.RemoveAgent(id);
     }
+    escalation->RemoveAgent(id);
     spdlog::info("agent {} is down: {}", Describe(rt->info), why);
   }
 
@@ -400,6 +403,9 @@ struct Daemon::Impl {
       return;  // removed meanwhile: publish nothing
     metrics.SetAgentUp(id, true);
     metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+    EscalationTarget target{rt.info, rt.jvm, 0};
+    for (const ClassHistogramRow& row : snapshot.histogram.rows) target.heap_bytes += row.bytes;
+    escalation->OnCollection(target, suspects);  // never blocks on a dump
     agents.Update(id, [&](AgentStatus& s) {
       s.state = AgentState::kUp;
       s.last_snapshot_time = snapshot.time;
@@ -482,8 +488,12 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   }
   impl->metrics_port = ports.front();
 
-  HW_ASSIGN_OR_RETURN(impl->grpc, QueryServer::Start(config.grpc_listen, impl->store.get(),
-                                                     &impl->agents, &impl->metrics));
+  HW_ASSIGN_OR_RETURN(impl->escalation,
+                      Escalation::Start(config.escalation, config.data_dir, impl->attach,
+                                        impl->store.get(), &impl->metrics, Clock::Real()));
+  HW_ASSIGN_OR_RETURN(impl->grpc,
+                      QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents,
+                                         &impl->metrics, impl->escalation.get()));
   spdlog::info("heapwatchd: data in {}, gRPC on {} (port {}), metrics on {} (port {}), interval {}",
                config.data_dir, config.grpc_listen, impl->grpc->port(), config.metrics_listen,
                impl->metrics_port, FormatDurationText(config.collection.interval));
@@ -526,6 +536,7 @@ bool Daemon::Shutdown() {
     return false;
   }
   for (std::thread& t : d.workers) t.join();
+  if (!d.escalation->Stop(d.config.shutdown_grace)) return false;
   d.grpc->Shutdown(absl::Seconds(2));
   d.exposer.reset();
   d.store.reset();

@@ -76,8 +76,10 @@ void FillLabels(const AgentInfo& info, v1::Agent* out) {
   proto::SetTimestamp(info.start_time, out, &v1::Agent::mutable_start_time);
 }
 
-void FillSuspect(const AgentId& agent, const diff::Suspect& s, absl::Time last_snapshot,
-                 v1::Suspect* out) {
+}  // namespace
+
+void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time last_snapshot,
+                    v1::Suspect* out) {
   out->set_agent(agent.value);
   out->set_class_name(s.class_name);
   out->set_score(s.score);
@@ -88,6 +90,8 @@ void FillSuspect(const AgentId& agent, const diff::Suspect& s, absl::Time last_s
   out->set_instances(s.instances);
   proto::SetTimestamp(last_snapshot, out, &v1::Suspect::mutable_last_snapshot_time);
 }
+
+namespace {
 
 // Reads an optional Timestamp field; unset gives `absent`.
 StatusOr<absl::Time> TimeField(bool has, const google::protobuf::Timestamp& ts, absl::Time absent,
@@ -102,8 +106,9 @@ StatusOr<absl::Time> TimeField(bool has, const google::protobuf::Timestamp& ts, 
 
 class QueryServiceImpl final : public v1::QueryService::Service {
  public:
-  QueryServiceImpl(storage::SnapshotStore* store, const AgentTable* agents, Metrics* metrics)
-      : store_(store), agents_(agents), metrics_(metrics) {}
+  QueryServiceImpl(storage::SnapshotStore* store, const AgentTable* agents, Metrics* metrics,
+                   Escalation* escalation)
+      : store_(store), agents_(agents), metrics_(metrics), escalation_(escalation) {}
 
   grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override {
@@ -120,6 +125,23 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   grpc::Status DiffSnapshots(grpc::ServerContext*, const v1::DiffSnapshotsRequest* request,
                              v1::DiffSnapshotsResponse* response) override {
     return Count("DiffSnapshots", DoDiffSnapshots(*request, response));
+  }
+  grpc::Status GetReport(grpc::ServerContext*, const v1::GetReportRequest* request,
+                         v1::GetReportResponse* response) override {
+    return Count("GetReport", DoGetReport(*request, response));
+  }
+  grpc::Status ListReports(grpc::ServerContext*, const v1::ListReportsRequest* request,
+                           v1::ListReportsResponse* response) override {
+    return Count("ListReports", DoListReports(*request, response));
+  }
+  grpc::Status TriggerExtendedDump(grpc::ServerContext*,
+                                   const v1::TriggerExtendedDumpRequest* request,
+                                   v1::TriggerExtendedDumpResponse* response) override {
+    return Count("TriggerExtendedDump", DoTriggerExtendedDump(*request, response));
+  }
+  grpc::Status DiffExtendedDumps(grpc::ServerContext*, const v1::DiffExtendedDumpsRequest* request,
+                                 v1::DiffExtendedDumpsResponse* response) override {
+    return Count("DiffExtendedDumps", DoDiffExtendedDumps(*request, response));
   }
 
  private:
@@ -177,7 +199,7 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     std::vector<v1::Suspect> suspects;
     for (const AgentStatus& a : agents) {
       for (const diff::Suspect& s : a.suspects) {
-        FillSuspect(a.info.id, s, a.last_snapshot_time, &suspects.emplace_back());
+        SuspectToProto(a.info.id, s, a.last_snapshot_time, &suspects.emplace_back());
       }
     }
     std::stable_sort(suspects.begin(), suspects.end(),
@@ -281,9 +303,65 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     return grpc::Status::OK;
   }
 
+  // NOT_FOUND unless the agent is live or in the store; INVALID_ARGUMENT for an empty id.
+  grpc::Status CheckAgent(const std::string& agent) {
+    if (agent.empty()) return InvalidArgument("agent is required");
+    AgentId id(agent);
+    if (agents_->Get(id)) return grpc::Status::OK;
+    return ToGrpc(store_->GetAgent(id).status());
+  }
+
+  grpc::Status NoEscalation() {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "this server has no escalation (extended dumps) configured");
+  }
+
+  grpc::Status DoGetReport(const v1::GetReportRequest& request, v1::GetReportResponse* response) {
+    if (request.class_name().empty()) return InvalidArgument("class_name is required");
+    if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
+    if (escalation_ == nullptr) return NoEscalation();
+    auto report = escalation_->GetReport(AgentId(request.agent()), request.class_name());
+    if (!report.ok()) return ToGrpc(report.status());
+    *response->mutable_report() = *std::move(report);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoListReports(const v1::ListReportsRequest& request,
+                             v1::ListReportsResponse* response) {
+    if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
+    if (escalation_ == nullptr) return NoEscalation();
+    auto dumps = escalation_->ListDumps(AgentId(request.agent()));
+    if (!dumps.ok()) return ToGrpc(dumps.status());
+    response->set_agent(request.agent());
+    for (auto& d : *dumps) *response->add_dumps() = std::move(d);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoTriggerExtendedDump(const v1::TriggerExtendedDumpRequest& request,
+                                     v1::TriggerExtendedDumpResponse* response) {
+    if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
+    if (escalation_ == nullptr) return NoEscalation();
+    auto dump = escalation_->Trigger(AgentId(request.agent()));
+    if (!dump.ok()) return ToGrpc(dump.status());
+    *response->mutable_dump() = *std::move(dump);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoDiffExtendedDumps(const v1::DiffExtendedDumpsRequest& request,
+                                   v1::DiffExtendedDumpsResponse* response) {
+    if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
+    if (escalation_ == nullptr) return NoEscalation();
+    auto diff = escalation_->Diff(AgentId(request.agent()), request.from_dump(),
+                                  request.to_dump(), request.max_classes(), request.max_owners());
+    if (!diff.ok()) return ToGrpc(diff.status());
+    *response->mutable_diff() = *std::move(diff);
+    return grpc::Status::OK;
+  }
+
   storage::SnapshotStore* const store_;
   const AgentTable* const agents_;
   Metrics* const metrics_;
+  Escalation* const escalation_;  // may be null
 };
 
 }  // namespace
@@ -302,10 +380,11 @@ QueryServer::~QueryServer() { Shutdown(absl::ZeroDuration()); }
 StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& listen,
                                                           storage::SnapshotStore* store,
                                                           const AgentTable* agents,
-                                                          Metrics* metrics) {
+                                                          Metrics* metrics,
+                                                          Escalation* escalation) {
   if (listen.empty()) return absl::InvalidArgumentError("empty gRPC listen address");
   auto impl = std::make_unique<Impl>();
-  impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics);
+  impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "common/status.h"
 #include "daemon/agent_table.h"
+#include "daemon/escalation.h"
 #include "daemon/metrics.h"
 #include "storage/snapshot_store.h"
 
@@ -28,13 +29,16 @@ namespace heapwatch::daemon {
 
 class QueryServer {
  public:
-  // Binds `listen` ("host:port", port 0 = any free port) and starts serving. `store`, `agents` and
-  // `metrics` are not owned and must outlive the server.
+  // Binds `listen` ("host:port", port 0 = any free port) and starts serving. `store`, `agents`,
+  // `metrics` and `escalation` are not owned and must outlive the server. `escalation` serves
+  // GetReport, ListReports, TriggerExtendedDump and DiffExtendedDumps; when null they fail with
+  // FAILED_PRECONDITION (after the agent check: INVALID_ARGUMENT / NOT_FOUND come first).
   // Errors: Unavailable when the address cannot be bound (in use, bad host), InvalidArgument when
   // empty.
   static StatusOr<std::unique_ptr<QueryServer>> Start(const std::string& listen,
                                                       storage::SnapshotStore* store,
-                                                      const AgentTable* agents, Metrics* metrics);
+                                                      const AgentTable* agents, Metrics* metrics,
+                                                      Escalation* escalation = nullptr);
   ~QueryServer();  // Shutdown(absl::ZeroDuration()) if still running.
   QueryServer(const QueryServer&) = delete;
   QueryServer& operator=(const QueryServer&) = delete;
@@ -50,6 +54,11 @@ class QueryServer {
   explicit QueryServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// heapwatch.v1.Suspect from the trend detector's suspect of `agent`; `last_snapshot` is the time
+// of the newest snapshot the detector saw. Shared by ListSuspects and the drill-down reports.
+void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time last_snapshot,
+                    v1::Suspect* out);
 
 }  // namespace heapwatch::daemon
 

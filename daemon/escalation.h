@@ -1,0 +1,121 @@
+// Escalation: when a class of an agent becomes a leak suspect (or on request), take an extended
+// dump of that JVM through the attach API (collectors/heap_dump.h), analyse it in a bounded worker
+// pool (daemon/dump_analysis.h), store one drill-down report per suspect class plus a summary for
+// dump diffs in the store, and delete the raw dump. docs/escalation.md describes the policy, the
+// budgets and the stored records; seed 001 (dynaTrace: simple dumps trigger extended dumps) is the
+// model.
+//
+// Life of one extended dump (heapwatch.v1.ExtendedDump, stored in table "xdump" under
+// "<agent>/<dump_id>" at every state change):
+//   QUEUED    accepted; waits until the agent's min_dump_interval has passed since its previous
+//             dump, and for the disk budget (raw dumps waiting for analysis).
+//   DUMPING   the JVM writes the dump (one dump at a time, daemon-wide).
+//   ANALYZING waits for an analysis worker and the memory budget, then is analysed.
+//   DONE      reports stored ("xreport" "<agent>/<class>/<dump_id>", "xsummary"
+//             "<agent>/<dump_id>"), raw dump deleted (unless keep_raw_dumps).
+//   FAILED    `error` says why: the JVM exited or failed during the dump, the analysis failed, a
+//             budget refused it ("refused: ..."), or the daemon stopped before it finished ("daemon
+//             restarted ..."). The raw dump is deleted.
+// Suspects that appear while an agent's dump is QUEUED, DUMPING or waiting for analysis join it, so
+// several suspects in a short time cause one dump. A suspect that appears later waits in a new
+// QUEUED dump for the agent's interval. A class counts as covered for its current suspect episode
+// (diff::Suspect::first_seen) once a dump requested after first_seen is in progress, done or
+// refused; a dump that failed for another reason is retried after the interval.
+//
+// Thread-safety: thread-safe. OnCollection, RemoveAgent, Trigger and the queries may be called
+// concurrently from any thread; Stop from one thread.
+#ifndef HEAPWATCH_DAEMON_ESCALATION_H_
+#define HEAPWATCH_DAEMON_ESCALATION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "collectors/attach.h"
+#include "collectors/local_jvm.h"
+#include "common/agent.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "daemon/config.h"
+#include "daemon/metrics.h"
+#include "diff/trend_detector.h"
+#include "heapwatch/v1/heapwatch.pb.h"
+#include "storage/snapshot_store.h"
+
+namespace heapwatch::daemon {
+
+// A live agent as escalation sees it, refreshed after every stored class histogram.
+struct EscalationTarget {
+  AgentInfo info;
+  collectors::LocalJvm jvm;
+  // Total shallow bytes of the agent's last class histogram: the basis of the dump size and
+  // analysis memory estimates (1.2 times this).
+  uint64_t heap_bytes = 0;
+};
+
+class Escalation {
+ public:
+  // Marks dumps that a previous run left QUEUED, DUMPING or ANALYZING as FAILED ("daemon
+  // restarted"), deletes raw dump files in the dump directory that no kept record names, and starts
+  // the dump thread and config.max_concurrent_analyses analysis threads. `store`, `metrics` and
+  // `clock` are not owned and must outlive the object. `data_dir` is the store's directory (the
+  // default dump directory is <data_dir>/dumps).
+  // Errors: those of the store when the records cannot be read or updated; Internal when the dump
+  // directory cannot be created.
+  static StatusOr<std::unique_ptr<Escalation>> Start(const EscalationConfig& config,
+                                                     const std::string& data_dir,
+                                                     const collectors::AttachOptions& attach,
+                                                     storage::SnapshotStore* store,
+                                                     Metrics* metrics, const Clock* clock);
+  ~Escalation();  // Stop() waiting for work in progress; REQUIRES: not after a Stop that
+                  // returned false.
+  Escalation(const Escalation&) = delete;
+  Escalation& operator=(const Escalation&) = delete;
+
+  // Stops accepting work and waits up to `grace` for the dump and analyses in progress. Returns
+  // false when some were still running: their threads are abandoned and the object must not be
+  // destroyed (the process should exit; the next start marks those dumps FAILED).
+  bool Stop(absl::Duration grace);
+
+  // After a stored histogram of a live agent: refreshes the target and, when escalation is enabled
+  // and automatic, escalates the suspects not covered yet (see the file comment). Never blocks on a
+  // dump; writes the new or updated dump record to the store (an error is logged and counted as
+  // refused).
+  void OnCollection(const EscalationTarget& target, const std::vector<diff::Suspect>& suspects);
+  // The agent's JVM exited: its queued dumps fail ("agent exited"), a running dump fails on its
+  // own.
+  void RemoveAgent(const AgentId& agent);
+
+  // Requests an extended dump of a live agent now (TriggerExtendedDump). Returns the dump record:
+  // a new QUEUED one, or the agent's dump that is already queued or being taken.
+  // Errors: FailedPrecondition (escalation disabled), NotFound (agent not live),
+  // ResourceExhausted (the agent's min_dump_interval has not passed: the message says when the next
+  // dump is allowed; the analysis memory or disk budget is smaller than the estimate; the queue is
+  // full), the store's errors.
+  StatusOr<v1::ExtendedDump> Trigger(const AgentId& agent);
+
+  // The newest drill-down report of `class_name` from a DONE dump of the agent.
+  // Errors: NotFound (no such report), InvalidArgument, the store's errors.
+  StatusOr<v1::DrillDownReport> GetReport(const AgentId& agent, std::string_view class_name) const;
+  // Every dump record of the agent, newest first. Errors: the store's errors.
+  StatusOr<std::vector<v1::ExtendedDump>> ListDumps(const AgentId& agent) const;
+  // The difference between two DONE dumps of the agent (empty ids: the last two / the one before
+  // `to_dump`), at most max_classes classes and max_owners owners (0 = all).
+  // Errors: NotFound (unknown dump id, fewer than two DONE dumps), FailedPrecondition (a named dump
+  // is not DONE), the store's errors.
+  StatusOr<v1::ExtendedDumpDiff> Diff(const AgentId& agent, std::string_view from_dump,
+                                      std::string_view to_dump, uint32_t max_classes,
+                                      uint32_t max_owners) const;
+
+ private:
+  struct Impl;
+  explicit Escalation(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace heapwatch::daemon
+
+#endif  // HEAPWATCH_DAEMON_ESCALATION_H_
