@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/aggregations.h"
 #include "analysis/gc_root_paths.h"
 
@@ -120,15 +122,34 @@ std::vector<std::string> OwnerPath(const HeapGraph& heap, const GcRootForest& fo
   HW_CHECK(v == kIsRoot);  // a BFS forest has no cycles
   std::reverse(chain.begin(), chain.end());
   std::vector<std::string> path;
-  path.reserve(chain.size());
   const ObjectIndex root(chain.front());
   auto kind = root_kinds.find(root.value);
   HW_CHECK(kind != root_kinds.end());
   path.push_back(
       absl::StrCat(std::string(GcRootKindName(kind->second)), " ", ObjectClassName(heap, root)));
-  for (size_t i = 1; i < chain.size(); ++i) {
-    path.push_back(GeneralisedReference(heap, ObjectIndex(chain[i - 1]), ObjectIndex(chain[i]),
-                                        forest.weak_parent[chain[i]]));
+  // References between two objects of the same class (list nodes, tree nodes, nested arrays): a
+  // maximal run of them is one step naming the distinct references, so the key does not depend on
+  // the depth in a recursive structure.
+  for (size_t i = 1; i < chain.size();) {
+    const ObjectIndex from(chain[i - 1]);
+    const ObjectIndex to(chain[i]);
+    std::string step = GeneralisedReference(heap, from, to, forest.weak_parent[chain[i]]);
+    if (heap.class_of(from) != heap.class_of(to) || heap.kind(from) == ObjectKind::kClass ||
+        heap.kind(to) == ObjectKind::kClass) {
+      path.push_back(std::move(step));
+      ++i;
+      continue;
+    }
+    std::set<std::string> names = {std::move(step)};
+    size_t j = i + 1;
+    for (; j < chain.size() && heap.class_of(ObjectIndex(chain[j])) == heap.class_of(from) &&
+           heap.kind(ObjectIndex(chain[j])) != ObjectKind::kClass;
+         ++j) {
+      names.insert(GeneralisedReference(heap, ObjectIndex(chain[j - 1]), ObjectIndex(chain[j]),
+                                        forest.weak_parent[chain[j]]));
+    }
+    path.push_back(absl::StrCat(absl::StrJoin(names, "|"), " (recursive)"));
+    i = j;
   }
   return path;
 }
@@ -206,16 +227,35 @@ StatusOr<DumpSummary> BuildDumpSummary(const HeapGraph& graph, const DominatorTr
   absl::flat_hash_map<uint32_t, GcRootKind> root_kinds;
   for (const GcRoot& root : graph.gc_roots()) root_kinds.try_emplace(root.object.value, root.kind);
   std::map<std::pair<std::string, std::vector<std::string>>, OwnerRow> grouped;
+  // Owner -> its group, to find owners nested in an owner of the same group: their retained size is
+  // already in the outer one's. Every dominator-tree ancestor of an owner retains at least as much,
+  // so (but for ties at the max_owners cut) the ancestors are owners too and the climb stays within
+  // the owners: O(owners^2) at worst.
+  absl::flat_hash_map<uint32_t, OwnerRow*> group_of;
   for (ObjectIndex v : owners) {
     std::string class_name = ObjectClassName(graph, v);
     std::vector<std::string> path = OwnerPath(graph, forest, root_kinds, v);
     OwnerRow& row = grouped[{class_name, path}];
-    if (row.objects == 0) {
+    if (row.path.empty()) {
       row.class_name = std::move(class_name);
       row.path = std::move(path);
     }
-    row.retained_bytes += retained[v.value];
+    group_of[v.value] = &row;
+  }
+  for (ObjectIndex v : owners) {
+    OwnerRow& row = *group_of[v.value];
     ++row.objects;
+    bool nested = false;
+    for (ObjectIndex a = tree.immediate_dominator(v); a.valid() && a != tree.super_root();
+         a = tree.immediate_dominator(a)) {
+      auto it = group_of.find(a.value);
+      if (it == group_of.end()) break;
+      if (it->second == &row) {
+        nested = true;
+        break;
+      }
+    }
+    if (!nested) row.retained_bytes += retained[v.value];
   }
   for (auto& [key, row] : grouped) summary.owners.push_back(std::move(row));
   std::stable_sort(summary.owners.begin(), summary.owners.end(),

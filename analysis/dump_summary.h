@@ -20,14 +20,21 @@
 //   steps[0]  = "<GC root kind> <class of the root object>", e.g. "STICKY_CLASS class com.acme.App"
 //               (GcRootKindName; class objects are named "class X" as in report.h);
 //   steps[i]  = the reference from step i-1 to step i: "field NAME" (instance field; a field
-//   declared
-//               by a superclass is qualified, "field java.util.HashMap.table"), "static NAME",
+//               declared by a superclass is qualified, "field java.util.HashMap.table"),
+//               "static NAME",
 //               "[*]" for any array element (indices are generalised so that the key does not
 //               depend on where in an array the object sits), or a pseudo reference "<class>" ...;
-//               a reference held only by Reference.referent gets the suffix " (weak)".
-// The root step of a path that starts at the owner itself is the owner's root kind and class.
-// Owners with equal (class name, path) form one OwnerRow: retained sizes summed, objects counted.
-// Owners nest, so the sum of owner rows is not a size of anything; compare rows between dumps.
+//               a reference held only by Reference.referent gets the suffix " (weak)";
+//               a maximal run of references between objects of the same class (linked-list or
+//               tree nodes, nested arrays; class objects excepted) is one step, the distinct
+//               references of the run joined by "|" plus " (recursive)", e.g.
+//               "field next (recursive)", "field left|field right (recursive)", so the key does not
+//               depend on the depth in a recursive structure.
+// Owners with equal (class name, path) form one OwnerRow: `objects` counts them, `retained_bytes`
+// is the minimum retained size of the group: an owner dominated by another owner of the same group
+// (the nodes after the second of a linked list) is not added again. Owners of different groups do
+// nest (a HashMap and its table are two rows), so the sum of all rows is not a size of anything;
+// compare a row between dumps.
 // Caveat: an object below the threshold is not an owner, so an owner that crosses the threshold
 // between two dumps shows its whole retained size as growth.
 //
@@ -54,7 +61,7 @@ namespace heapwatch::analysis {
 struct OwnerRow {
   std::string class_name;         // "class X" for class objects (static field holders)
   std::vector<std::string> path;  // see the file comment; path.front() is the GC root step
-  uint64_t retained_bytes = 0;    // sum over the grouped objects
+  uint64_t retained_bytes = 0;    // minimum retained size of the grouped objects (see above)
   uint64_t objects = 0;           // number of grouped objects
 };
 

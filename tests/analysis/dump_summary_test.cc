@@ -218,6 +218,79 @@ TEST(DumpSummaryTest, GrowingListGainsExactlyTheAddedBytes) {
   EXPECT_EQ(diff.delta_reachable_bytes, static_cast<int64_t>(added));
 }
 
+// com.acme.Chain (sticky class) --static HEAD--> Node --next--> Node ... (`length` nodes), each
+// --data--> byte[200].
+StatusOr<HeapGraph> ChainHeap(uint32_t length) {
+  HeapGraphBuilder b{DumpInfo{}};
+  b.AddClass(Instance("java.lang.Object", {}, 16), 0x10);
+  b.AddClass(Instance("java.lang.Class", {}, 96), 0x20);
+  ClassInfo chain = Instance("com.acme.Chain", {}, 16);
+  chain.static_fields.push_back(FieldInfo{"HEAD", FieldType::kObject});
+  ClassId chain_class = b.AddClass(chain, 0x30);
+  ClassId node = b.AddClass(Instance("com.acme.Node", {"next", "data"}, 24), 0x40);
+  ClassInfo bytes;
+  bytes.name = "byte[]";
+  bytes.instance_kind = ObjectKind::kPrimitiveArray;
+  bytes.element_type = FieldType::kByte;
+  ClassId byte_array = b.AddClass(bytes, 0x50);
+  b.SetStaticReferences(chain_class, {length > 0 ? 0x100000u : 0u});
+  for (uint32_t i = 0; i < length; ++i) {
+    const uint64_t id = 0x100000 + 0x100 * i;
+    b.AddInstance(id, node, {i + 1 < length ? id + 0x100 : 0, id + 0x10});
+    b.AddPrimitiveArray(id + 0x10, byte_array, 200);
+  }
+  for (uint64_t c = 0x10; c <= 0x50; c += 0x10) b.AddRoot(c, GcRootKind::kStickyClass);
+  return std::move(b).Build();
+}
+
+// A linked list: every node but the head shares one key whatever its depth, the nested nodes are
+// not counted twice, and the growth of the list is exactly the added nodes.
+TEST(DumpSummaryTest, RecursiveStructuresGeneraliseAndDoNotCountTwice) {
+  auto before = Analyse(ChainHeap(5));
+  auto after = Analyse(ChainHeap(9));
+  ASSERT_TRUE(before.ok() && after.ok());
+  auto sb = BuildDumpSummary(before->graph, before->tree, before->retained, AllOwners());
+  auto sa = BuildDumpSummary(after->graph, after->tree, after->retained, AllOwners());
+  ASSERT_TRUE(sb.ok() && sa.ok());
+  const std::vector<std::string> head = {"STICKY_CLASS class com.acme.Chain", "static HEAD"};
+  const std::vector<std::string> rest = {"STICKY_CLASS class com.acme.Chain", "static HEAD",
+                                         "field next (recursive)"};
+  const OwnerRow* head_row = nullptr;
+  const OwnerRow* rest_row = nullptr;
+  for (const OwnerRow& row : sa->owners) {
+    if (row.class_name != "com.acme.Node") continue;
+    if (row.path == head) head_row = &row;
+    if (row.path == rest) rest_row = &row;
+  }
+  ASSERT_NE(head_row, nullptr);
+  ASSERT_NE(rest_row, nullptr);
+  EXPECT_EQ(head_row->objects, 1u);
+  EXPECT_EQ(rest_row->objects, 8u);
+  const HeapGraph& g = after->graph;
+  // The second node's retained size only: the deeper nodes are inside it.
+  EXPECT_EQ(rest_row->retained_bytes, after->retained[g.FindObject(0x100100).value]);
+  size_t node_rows = 0;
+  for (const OwnerRow& row : sa->owners) node_rows += row.class_name == "com.acme.Node";
+  EXPECT_EQ(node_rows, 2u);
+
+  uint64_t added = 0;
+  for (uint32_t i = 5; i < 9; ++i) {
+    added += g.shallow_size(g.FindObject(0x100000 + 0x100 * i));
+    added += g.shallow_size(g.FindObject(0x100000 + 0x100 * i + 0x10));
+  }
+  DumpDiff diff = DiffDumpSummaries(*sb, *sa);
+  bool found = false;
+  for (const OwnerDelta& d : diff.owners) {
+    if (d.class_name == "com.acme.Node" && d.path == rest) {
+      EXPECT_EQ(d.delta_retained_bytes, static_cast<int64_t>(added));
+      EXPECT_EQ(d.before_objects, 4u);
+      EXPECT_EQ(d.after_objects, 8u);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(DumpSummaryTest, OwnerOnOneSideOnlyCountsZeroOnTheOther) {
   auto before = Analyse(ListHeap(0, 0));
   auto after = Analyse(ListHeap(3, 4));
