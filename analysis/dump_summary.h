@@ -84,8 +84,11 @@ struct DumpSummaryOptions {
 // `retained` = ComputeRetainedSizes(tree, shallow sizes of graph) (object_count() + 1 entries).
 // Cost: O(objects + references) time for the totals, the class histogram and the path search;
 // memory: 8 bytes per object (BFS parent + queue) plus the pending weak references; the path of
-// each owner is resolved in O(path length x references of the objects on it). Errors:
-// InvalidArgument when the tree or retained sizes do not belong to the graph, or when
+// each owner is resolved in O(path length x references of the objects on it), and the nesting
+// check is O(owners^2) at worst. Measured (this 2-core machine, shared, 2026-11-22): 0.5 s for the
+// 4.66 M objects of /var/tmp/heapwatch-bench/heap-256m.hprof (a 256 MB HotSpot dump; 8 owner
+// rows), against 2.4 s for reading it and computing the dominator tree and retained sizes.
+// Errors: InvalidArgument when the tree or retained sizes do not belong to the graph, or when
 // min_owner_share is not in [0, 1].
 StatusOr<DumpSummary> BuildDumpSummary(const HeapGraph& graph, const DominatorTree& tree,
                                        std::span<const uint64_t> retained,
