@@ -1,16 +1,15 @@
 #include "ctl/query_commands.h"
 
-#include <chrono>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ctl/output.h"
+#include "ctl/rpc.h"
 #include "ctl/time_arg.h"
-#include "grpcpp/grpcpp.h"
 #include "heapwatch/ctl/v1/json.pb.h"
-#include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "heapwatch/v1/heapwatch.pb.h"
 #include "proto/time_util.h"
 
 namespace heapwatch::ctl {
@@ -67,54 +66,7 @@ void CopyTime(bool has, const google::protobuf::Timestamp& from, M* msg,
   if (has) *(msg->*mutable_field)() = from;
 }
 
-class Client {
- public:
-  explicit Client(const GlobalOptions& global)
-      : global_(global),
-        stub_(v1::QueryService::NewStub(
-            grpc::CreateChannel(global.server, grpc::InsecureChannelCredentials()))) {}
-
-  template <typename Request, typename Response>
-  grpc::Status Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*,
-                                                                   const Request&, Response*),
-                    const Request& request, Response* response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoMilliseconds(global_.timeout));
-    return (stub_.get()->*method)(&context, request, response);
-  }
-
- private:
-  const GlobalOptions& global_;
-  std::unique_ptr<v1::QueryService::Stub> stub_;
-};
-
-int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view what,
-                const grpc::Status& status) {
-  static const char* kCodes[] = {"OK",
-                                 "CANCELLED",
-                                 "UNKNOWN",
-                                 "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND",
-                                 "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED",
-                                 "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION",
-                                 "ABORTED",
-                                 "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED",
-                                 "INTERNAL",
-                                 "UNAVAILABLE",
-                                 "DATA_LOSS",
-                                 "UNAUTHENTICATED"};
-  int code = status.error_code();
-  std::string name =
-      code >= 0 && code < static_cast<int>(std::size(kCodes)) ? kCodes[code] : std::to_string(code);
-  err << "heapwatchctl: " << what << " on " << global.server << " failed: " << name << ": "
-      << status.error_message() << "\n";
-  return kExitError;
-}
+using Client = RpcClient;
 
 int Emit(const google::protobuf::Message& json, std::ostream& out, std::ostream& err) {
   Status s = PrintJson(json, out);

@@ -1,0 +1,42 @@
+#include "ctl/rpc.h"
+
+#include <iterator>
+
+namespace heapwatch::ctl {
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  static const char* kCodes[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  int c = static_cast<int>(code);
+  return c >= 0 && c < static_cast<int>(std::size(kCodes)) ? kCodes[c] : std::to_string(c);
+}
+
+int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view what,
+                const grpc::Status& status) {
+  std::string message = status.error_message();
+  if (message.empty()) {
+    message = status.error_code() == grpc::StatusCode::UNIMPLEMENTED
+                  ? "this heapwatchd does not serve the request (an older version?)"
+                  : "(no message from the server)";
+  }
+  err << "heapwatchctl: " << what << " on " << global.server
+      << " failed: " << StatusCodeName(status.error_code()) << ": " << message << "\n";
+  return kExitError;
+}
+
+}  // namespace heapwatch::ctl
