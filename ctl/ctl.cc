@@ -8,6 +8,7 @@
 #include "ctl/analyze_command.h"
 #include "ctl/command.h"
 #include "ctl/query_commands.h"
+#include "ctl/report_commands.h"
 
 namespace heapwatch::ctl {
 
@@ -26,6 +27,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   // Subcommands. Others (e.g. `analyze`) are added here with their own Add*Command function.
   std::vector<Subcommand> commands = AddQueryCommands(app);
   commands.push_back(AddAnalyzeCommand(app));
+  for (Subcommand& c : AddReportCommands(app)) commands.push_back(std::move(c));
 
   try {
     app.parse(argc, argv);

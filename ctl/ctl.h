@@ -4,8 +4,13 @@
 //   heapwatchctl ... suspects [--agent A]
 //   heapwatchctl ... history AGENT CLASS [--since T] [--until T]
 //   heapwatchctl ... diff AGENT [--from T] [--to T] [--max N]
+//   heapwatchctl ... report AGENT CLASS
+//   heapwatchctl ... reports AGENT
+//   heapwatchctl ... dump AGENT [--wait] [--timeout DUR]
+//   heapwatchctl ... dump-diff AGENT [A B] [--top N]
+//   heapwatchctl analyze FILE [...]
 //
-// Exit codes: 0 ok, 1 server error, 2 usage error.
+// Exit codes: 0 ok, 1 server error (or `dump --wait` ending in a failed dump), 2 usage error.
 #ifndef HEAPWATCH_CTL_CTL_H_
 #define HEAPWATCH_CTL_CTL_H_
 
