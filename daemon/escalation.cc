@@ -172,6 +172,15 @@ struct Escalation::Impl {
         absl::Time& t = a.covered[c];
         t = std::max(t, requested);
       }
+      // Republish the retained sizes of the stored reports (records are oldest first, so the
+      // newest report of a class wins).
+      for (const std::string& c : d.report_classes()) {
+        auto report = store->GetRecord(kReportTable, ReportKey(id, c, d.dump_id()));
+        v1::DrillDownReport r;
+        if (report.ok() && r.ParseFromString(*report)) {
+          metrics->SetSuspectRetained(id, c, r.retained_bytes());
+        }
+      }
     }
   }
 
