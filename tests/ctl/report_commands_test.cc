@@ -168,6 +168,9 @@ v1::DrillDownReport Report() {
   v1::Suspect* suspect = r.mutable_suspect();
   suspect->set_score(0.9);
   suspect->set_growth_bytes_per_second(20);
+  suspect->set_instances(30);
+  suspect->set_bytes(3000);
+  proto::ToTimestamp(kT0 + absl::Seconds(120), suspect->mutable_first_seen());
   *r.mutable_diff_from_previous() = Diff();
   return r;
 }
@@ -206,7 +209,8 @@ TEST(RenderReport, NamesTheAccumulationPointAndItsPathFromAGcRoot) {
   EXPECT_THAT(text, HasSubstr("Growth history: 3 samples, 2023-11-14 22:13:20Z 1000 B (10 "
                               "instances) -> 2023-11-14 22:15:20Z 2.9 KiB (30 instances): +2.0 KiB "
                               "(+20 instances) over 2m"));
-  EXPECT_THAT(text, HasSubstr("Suspect since -: score 0.90, growth +20 B/s (+70.3 KiB/h)"));
+  EXPECT_THAT(text, HasSubstr("Suspect since 2023-11-14 22:15:20Z: score 0.90, growth +20 B/s "
+                              "(+70.3 KiB/h), 30 instances, 2.9 KiB in the newest histogram"));
   // The diff from the previous dump: class and owner deltas with the owner's path.
   EXPECT_THAT(text, HasSubstr("Since the previous extended dump (heapwatchctl dump-diff vm-1-a "
                               "20231114T220000.000000Z 20231114T221320.000000Z)"));
