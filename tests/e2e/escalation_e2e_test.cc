@@ -651,12 +651,24 @@ escalation:
   EXPECT_TRUE(requested.state() == v1::EXTENDED_DUMP_STATE_QUEUED ||
               requested.state() == v1::EXTENDED_DUMP_STATE_DUMPING)
       << v1::ExtendedDumpState_Name(requested.state());
+  // Wait until the JVM has written a good part of a megabyte (a partial dump on disk; the whole
+  // dump takes seconds), and check that the daemon sees it DUMPING.
   std::vector<fs::path> files;
   ASSERT_TRUE(WaitFor(
-      absl::Seconds(60), [&] { return !(files = FilesUnder(dump_dir_)).empty(); },
+      absl::Seconds(60),
+      [&] {
+        files = FilesUnder(dump_dir_);
+        std::error_code ec;
+        return !files.empty() && fs::file_size(files[0], ec) >= (512u << 10) && !ec;
+      },
       absl::Milliseconds(10)))
-      << "no dump file appeared under " << dump_dir_ << "\n"
+      << "no dump file grew under " << dump_dir_ << ": " << Names(files) << "\n"
       << ToJson(ListReports(big_agent)) << DaemonLog();
+  {
+    const v1::ListReportsResponse before_kill = ListReports(big_agent);
+    ASSERT_EQ(before_kill.dumps_size(), 1) << ToJson(before_kill);
+    EXPECT_EQ(before_kill.dumps(0).state(), v1::EXTENDED_DUMP_STATE_DUMPING) << ToJson(before_kill);
+  }
   struct stat st {};
   const bool stat_ok = stat(files[0].c_str(), &st) == 0;
   big->Kill(SIGKILL);

@@ -20,9 +20,11 @@ import java.util.concurrent.ThreadLocalRandom;
  * class grows by about 96 KB/s in the class histogram, and the whole heap by about 0.5 MB/s (30 MB a
  * minute), so heap dumps stay small and fast. It also churns short-lived garbage.
  *
- * <p>Usage: {@code java -cp CLASSES DrillDownLeakApp [--per-second N] [--max-seconds S]}. It exits within a
- * second once the process that started it is gone, and after --max-seconds (default 3600). Prints
- * "DrillDownLeakApp ready pid=N" when the leaks have started.
+ * <p>Usage: {@code java -cp CLASSES DrillDownLeakApp [--per-second N] [--audit-delay-seconds D]
+ * [--max-seconds S]}. With --audit-delay-seconds the AuditEvent leak starts D seconds after the Session
+ * leak (default 0: both in the same tick), so that the two classes become suspects D seconds apart. It
+ * exits within a second once the process that started it is gone, and after --max-seconds (default
+ * 3600). Prints "DrillDownLeakApp ready pid=N" when the leaks have started.
  */
 public final class DrillDownLeakApp {
   /** First leaking class: "DrillDownLeakApp$Session" (12 + 8 + 4 + 4 + 8 + 8 = 44 -> 48 bytes). */
@@ -72,9 +74,11 @@ public final class DrillDownLeakApp {
   public static void main(String[] args) throws InterruptedException {
     long perSecond = 2000;
     long maxSeconds = 3600;
+    long auditDelaySeconds = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--per-second" -> perSecond = Long.parseLong(args[++i]);
+        case "--audit-delay-seconds" -> auditDelaySeconds = Long.parseLong(args[++i]);
         case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
@@ -83,6 +87,7 @@ public final class DrillDownLeakApp {
     TestSupport.exitAfterSeconds(maxSeconds);
 
     final long perTick = Math.max(1, perSecond / 10);
+    final long auditStart = System.nanoTime() + auditDelaySeconds * 1_000_000_000L;
     long next = 0;
     System.out.println("DrillDownLeakApp ready pid=" + ProcessHandle.current().pid());
     System.out.flush();
@@ -90,7 +95,9 @@ public final class DrillDownLeakApp {
       for (long i = 0; i < perTick; i++) {
         final long id = next++;
         SESSIONS.add(new Session(id));
-        AUDIT.put(id, new AuditEvent(id, id));
+        if (System.nanoTime() >= auditStart) {
+          AUDIT.put(id, new AuditEvent(id, id));
+        }
       }
       for (int i = 0; i < 1000; i++) {
         sink = new byte[ThreadLocalRandom.current().nextInt(16, 256)];
