@@ -16,7 +16,13 @@
 //               accumulation point, immediate dominators, paths from GC roots)
 //   boost_build / boost_lt (with --boost) copying the graph into Boost's CSR graph / Boost's
 //               lengauer_tarjan_dominator_tree; the immediate dominators are compared with ours.
-// Output: one line per stage, "stage NAME seconds S peak_rss_bytes B", then "check ..." lines.
+//               Boost gets the references of reachable objects only
+//               (HEAPWATCH_BENCH_BOOST_FULL_GRAPH=1: all of them; see boost_dominators.h).
+// Output: one line per stage, "stage NAME seconds S cpu_seconds C peak_rss_bytes B start_rss_bytes
+// R0 end_rss_bytes R1" (peak = VmHWM of the stage, R0/R1 = VmRSS when it starts and ends), then
+// "check ..." lines. With HEAPWATCH_BENCH_TRACE_RSS=1 set, the report stage also prints the RSS
+// and the peak so far at each of its steps to stderr.
+//
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -25,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -180,6 +187,14 @@ int Main(int argc, char** argv) {
     Stage stage("report");
     analysis::ReportOptions options;
     options.suspect_class = suspect;
+    if (std::getenv("HEAPWATCH_BENCH_TRACE_RSS") != nullptr) {
+      options.progress = [](std::string_view step, double) {
+        std::fprintf(stderr, "report step %.*s: rss %llu MB, peak so far %llu MB\n",
+                     static_cast<int>(step.size()), step.data(),
+                     static_cast<unsigned long long>(ReadStatusKb("VmRSS:") / 1024),
+                     static_cast<unsigned long long>(ReadStatusKb("VmHWM:") / 1024));
+      };
+    }
     auto report = analysis::BuildReport(*graph, *tree, retained, options);
     if (!report.ok()) return Fail(report.status());
     if (report->suspect) {
@@ -202,7 +217,11 @@ int Main(int argc, char** argv) {
     tree.reset();
     std::vector<uint64_t>().swap(retained);
     ResetPeak();
-    BoostDominatorResult result = RunBoostLengauerTarjan(graph->graph(), graph->root_objects());
+    // HEAPWATCH_BENCH_BOOST_FULL_GRAPH=1 gives Boost the references of unreachable objects too
+    // (see boost_dominators.h for what Boost 1.74 then gets wrong).
+    const bool full_graph = std::getenv("HEAPWATCH_BENCH_BOOST_FULL_GRAPH") != nullptr;
+    BoostDominatorResult result =
+        RunBoostLengauerTarjan(graph->graph(), graph->root_objects(), !full_graph);
     uint64_t peak = ReadStatusKb("VmHWM:") * 1024;
     std::printf("stage boost_build seconds %.3f cpu_seconds %.3f peak_rss_bytes %llu\n",
                 result.build_seconds, result.build_cpu_seconds,
@@ -244,8 +263,9 @@ int Main(int argc, char** argv) {
         ++mismatches;
       }
     }
-    // A reachable object always has an immediate dominator; Boost 1.74 leaves some of those whose
-    // immediate dominator is the entry (our super root) at null_vertex. Count them separately.
+    // A reachable object always has an immediate dominator; with the full graph Boost 1.74 leaves
+    // those referenced from unreachable objects at null_vertex (boost_dominators.h). Count them
+    // separately.
     std::printf("check boost_idom_mismatches %llu boost_null_for_reachable %llu\n",
                 static_cast<unsigned long long>(mismatches),
                 static_cast<unsigned long long>(boost_null_for_reachable));

@@ -32,6 +32,7 @@ double Since(std::chrono::steady_clock::time_point start) {
 struct Job {
   const analysis::CsrGraph* graph;
   std::span<const analysis::ObjectIndex> roots;
+  bool reachable_only;
   BoostDominatorResult result;
 };
 
@@ -41,10 +42,32 @@ void* RunJob(void* arg) {
   const uint32_t n = graph.node_count();
   auto start = std::chrono::steady_clock::now();
   double cpu = ThreadCpuSeconds();
+  // Objects reachable from the roots (when only their references are given to Boost).
+  std::vector<bool> reachable(n, !job.reachable_only);
+  if (job.reachable_only) {
+    std::vector<uint32_t> stack;
+    for (analysis::ObjectIndex r : job.roots) {
+      if (!reachable[r.value]) {
+        reachable[r.value] = true;
+        stack.push_back(r.value);
+      }
+    }
+    while (!stack.empty()) {
+      const uint32_t v = stack.back();
+      stack.pop_back();
+      for (analysis::ObjectIndex w : graph.successors(analysis::ObjectIndex(v))) {
+        if (!reachable[w.value]) {
+          reachable[w.value] = true;
+          stack.push_back(w.value);
+        }
+      }
+    }
+  }
   // The edge list: the CSR order, then the super root's edges (source n).
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   edges.reserve(graph.edge_count() + job.roots.size());
   for (uint32_t v = 0; v < n; ++v) {
+    if (!reachable[v]) continue;
     for (analysis::ObjectIndex w : graph.successors(analysis::ObjectIndex(v)))
       edges.emplace_back(v, w.value);
   }
@@ -74,8 +97,9 @@ void* RunJob(void* arg) {
 }  // namespace
 
 BoostDominatorResult RunBoostLengauerTarjan(const analysis::CsrGraph& graph,
-                                            std::span<const analysis::ObjectIndex> roots) {
-  Job job{&graph, roots, {}};
+                                            std::span<const analysis::ObjectIndex> roots,
+                                            bool reachable_only) {
+  Job job{&graph, roots, reachable_only, {}};
   pthread_attr_t attr;
   HW_CHECK(pthread_attr_init(&attr) == 0);
   // Boost evaluates path compression recursively: a chain of millions of objects needs a deep

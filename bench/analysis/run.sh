@@ -12,6 +12,8 @@
 #   HEAPWATCH_BENCH_VISUALVM_MAX=256                 largest dump (MiB) VisualVM's library runs on
 #   HEAPWATCH_BENCH_VISUALVM_TIMEOUT=1800            seconds before VisualVM is stopped (reported as ">T")
 #   HEAPWATCH_BENCH_SKIP_BOOST=1 / HEAPWATCH_BENCH_SKIP_VISUALVM=1 to skip a baseline.
+#   HEAPWATCH_BENCH_BOOST_FULL_GRAPH=1 gives Boost the references of unreachable objects too (Boost 1.74
+#       then leaves a few hundred reachable objects without an immediate dominator; boost_dominators.h).
 set -euo pipefail
 bench=$1
 here=$(cd "$(dirname "$0")" && pwd)
