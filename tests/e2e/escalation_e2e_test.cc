@@ -12,6 +12,10 @@
 //    the dump and exports the retained size. After a SIGTERM restart on the same data dir the
 //    same report is served and no second dump is taken (one dump per agent per hour).
 //
+//  SuspectsSecondsApartCauseOneDumpInAMinute: the same with the AuditEvent leak starting 8 s later:
+//    within a minute one dump is taken, and the later suspect is covered, queued or refused with a
+//    reason (never dropped silently).
+//
 //  JvmKilledDuringDumpLeavesDaemonHealthy: BigHeapApp (400 MB of small objects, so writing a dump
 //    takes seconds) and HealthyApp; an extended dump of BigHeapApp is requested and the JVM is
 //    kill -9'ed as soon as the dump file appears. The dump ends FAILED with a reason, counted as
@@ -152,12 +156,14 @@ class EscalationEndToEnd : public ::testing::Test {
   }
 
   // Starts a test program and waits for its "ready" line.
-  Subprocess* StartJava(const std::string& main_class, const std::string& max_heap) {
+  Subprocess* StartJava(const std::string& main_class, const std::string& max_heap,
+                        const std::vector<std::string>& args = {}) {
     const std::string log = dir_ + "/" + main_class + ".log";
-    auto jvm = std::make_unique<Subprocess>(
-        std::vector<std::string>{HEAPWATCH_JAVA, "-Xmx" + max_heap, "-XX:+UseSerialGC", "-cp",
-                                 HEAPWATCH_E2E_CLASSES, main_class, "--max-seconds", "900"},
-        log);
+    std::vector<std::string> argv{
+        HEAPWATCH_JAVA,        "-Xmx" + max_heap, "-XX:+UseSerialGC", "-cp",
+        HEAPWATCH_E2E_CLASSES, main_class,        "--max-seconds",    "900"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto jvm = std::make_unique<Subprocess>(argv, log);
     Subprocess* raw = jvm.get();
     jvms_.push_back(std::move(jvm));
     EXPECT_TRUE(
@@ -287,6 +293,25 @@ class EscalationEndToEnd : public ::testing::Test {
     return RunCommand(args, absl::Seconds(30));
   }
 
+  // heapwatchd's configuration for DrillDownLeakApp with automatic escalation.
+  std::string DrillDownConfig() const {
+    return absl::StrCat(R"(watch:
+  agents:
+    include: [DrillDownLeakApp]
+collection:
+  discovery_interval: 1s
+  backoff_initial: 2s
+  backoff_max: 4s
+trend:
+  min_growth_bytes: 262144
+escalation:
+  enabled: true
+  auto: true
+  min_dump_interval: 1h
+  dump_dir: )",
+                        dump_dir_, "\n");
+  }
+
   void WriteConfig(const std::string& name, const std::string& body) {
     std::ofstream(dir_ + "/" + name) << body;
   }
@@ -349,21 +374,7 @@ TEST_F(EscalationEndToEnd, AutomaticEscalationNamesTheAccumulationPoint) {
   // window lets them be flagged right after warm-up + min_snapshots snapshots. The budget of one
   // dump per agent per hour is written out: it is what makes the two suspects share one dump, and
   // what forbids a second one after the restart.
-  WriteConfig("escalation.yaml", absl::StrCat(R"(watch:
-  agents:
-    include: [DrillDownLeakApp]
-collection:
-  discovery_interval: 1s
-  backoff_initial: 2s
-  backoff_max: 4s
-trend:
-  min_growth_bytes: 262144
-escalation:
-  enabled: true
-  auto: true
-  min_dump_interval: 1h
-  dump_dir: )",
-                                              dump_dir_, "\n"));
+  WriteConfig("escalation.yaml", DrillDownConfig());
   ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd-1.log", "escalation.yaml", absl::Seconds(1)));
   const std::string agent = AgentOf(app->pid());
   ASSERT_FALSE(agent.empty()) << DaemonLog();
@@ -609,6 +620,73 @@ escalation:
     }
   }
   std::cout << "E2E: total " << absl::FormatDuration(absl::Now() - test_start) << std::endl;
+}
+
+// The two leaks start 8 s apart, so their classes become suspects seconds apart (after the first
+// dump may already be analysed). Within the minute after the first suspect exactly one dump is
+// taken, and the later suspect is not dropped silently: it is covered by that dump, or named by a
+// dump record that waits for the agent's interval (QUEUED) or was refused with a reason.
+TEST_F(EscalationEndToEnd, SuspectsSecondsApartCauseOneDumpInAMinute) {
+  Subprocess* app = StartJava("DrillDownLeakApp", "512m", {"--audit-delay-seconds", "8"});
+  ASSERT_FALSE(HasFailure());
+  WriteConfig("escalation.yaml", DrillDownConfig());
+  ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd.log", "escalation.yaml", absl::Seconds(1)));
+  const std::string agent = AgentOf(app->pid());
+  ASSERT_FALSE(agent.empty()) << DaemonLog();
+
+  std::map<std::string, absl::Time> flagged;
+  auto taken = [](const v1::ExtendedDump& d) {
+    return d.state() == v1::EXTENDED_DUMP_STATE_DUMPING ||
+           d.state() == v1::EXTENDED_DUMP_STATE_ANALYZING ||
+           d.state() == v1::EXTENDED_DUMP_STATE_DONE;
+  };
+  int most_taken = 0;
+  v1::ListReportsResponse reports;
+  auto poll = [&] {
+    for (const std::string& c : SuspectClasses(agent)) flagged.emplace(c, absl::Now());
+    reports = ListReports(agent);
+    int n = 0;
+    for (const v1::ExtendedDump& d : reports.dumps()) n += taken(d) ? 1 : 0;
+    most_taken = std::max(most_taken, n);
+  };
+  ASSERT_TRUE(WaitFor(absl::Seconds(150),
+                      [&] {
+                        poll();
+                        return flagged.count(kSessionClass) && flagged.count(kAuditClass);
+                      }))
+      << ToJson(ListReports(agent)) << DaemonLog();
+  const absl::Time first = std::min(flagged[kSessionClass], flagged[kAuditClass]);
+  std::cout << "E2E: " << kAuditClass << " became a suspect "
+            << absl::FormatDuration(flagged[kAuditClass] - flagged[kSessionClass]) << " after "
+            << kSessionClass << std::endl;
+  // Watch the rest of the minute after the first suspect.
+  WaitFor(first + absl::Minutes(1) - absl::Now(), [&] {
+    poll();
+    return false;
+  });
+  std::cout << "E2E: ListReports a minute after the first suspect: " << ToJson(reports)
+            << std::endl;
+  EXPECT_EQ(most_taken, 1) << "two suspects in one minute must cause one dump";
+  const std::string metrics = Metrics();
+  EXPECT_EQ(MetricValue(metrics, absl::StrCat("heapwatch_extended_dumps_total{agent=\"", agent,
+                                              "\",result=\"ok\"}")),
+            1.0)
+      << metrics;
+  bool session_covered = false, audit_accounted = false;
+  for (const v1::ExtendedDump& d : reports.dumps()) {
+    const std::set<std::string> classes(d.suspect_classes().begin(), d.suspect_classes().end());
+    if (d.state() == v1::EXTENDED_DUMP_STATE_DONE) {
+      session_covered |= classes.count(kSessionClass) > 0;
+      audit_accounted |= classes.count(kAuditClass) > 0;
+    }
+    if (d.state() == v1::EXTENDED_DUMP_STATE_QUEUED ||
+        (d.state() == v1::EXTENDED_DUMP_STATE_FAILED && !d.error().empty())) {
+      audit_accounted |= classes.count(kAuditClass) > 0;
+    }
+  }
+  EXPECT_TRUE(session_covered) << ToJson(reports);
+  EXPECT_TRUE(audit_accounted) << "the later suspect was dropped silently:\n" << ToJson(reports);
+  ASSERT_NO_FATAL_FAILURE(StopDaemon());
 }
 
 TEST_F(EscalationEndToEnd, JvmKilledDuringDumpLeavesDaemonHealthy) {
