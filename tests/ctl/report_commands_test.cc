@@ -1,7 +1,7 @@
 // heapwatchctl's extended-dump subcommands (ctl/report_commands.h): the text renderers on
 // hand-built heapwatch.v1 messages, the `dump --wait` polling loop on a FakeClock, and the
 // commands' gRPC error path and usage errors against the real QueryServer
-// (tests/daemon/query_fixture.h).
+// (tests/daemon/query_fixture.h). report_server_test.cc runs them against a server with escalation.
 #include "ctl/report_commands.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "ctl/ctl.h"
 #include "ctl/output.h"
+#include "ctl/rpc.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -421,12 +422,11 @@ class ReportCommandsTest : public heapwatch::testing::QueryFixture {
   }
 };
 
-// Until the daemon serves these RPCs they answer UNIMPLEMENTED; then, for an agent the daemon does
-// not know, NOT_FOUND. Either way: exit code 1 and one line naming the RPC, the server, the gRPC
-// status code and the server's message, nothing on stdout.
+// An agent the daemon does not know: NOT_FOUND naming it. Exit code 1 and one line naming the RPC,
+// the server, the gRPC status code and the server's message; nothing on stdout.
 TEST_F(ReportCommandsTest, ServerErrorsAreReportedWithTheStatusCode) {
-  const std::string rx_server = absl::StrCat(" on 127\\.0\\.0\\.1:", server_->port(),
-                                             " failed: ", "(NOT_FOUND|UNIMPLEMENTED): ");
+  const std::string rx_server =
+      absl::StrCat(" on 127\\.0\\.0\\.1:", server_->port(), " failed: NOT_FOUND: .*nobody");
   struct Case {
     std::vector<std::string> args;
     std::string rpc;
@@ -445,13 +445,26 @@ TEST_F(ReportCommandsTest, ServerErrorsAreReportedWithTheStatusCode) {
     EXPECT_EQ(r.code, 1) << what;
     EXPECT_THAT(r.err, ContainsRegex("^heapwatchctl: " + c.rpc + rx_server)) << what;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    if (r.err.find("UNIMPLEMENTED") != std::string::npos) {
-      EXPECT_THAT(r.err, HasSubstr("this heapwatchd does not serve the request")) << what;
-    } else {
-      EXPECT_THAT(r.err, ContainsRegex("NOT_FOUND: .*nobody")) << what;  // names the agent
-    }
     EXPECT_EQ(r.out, "") << what;
   }
+  // A known agent on a server without escalation (the fixture's): FAILED_PRECONDITION, said so.
+  Result no_escalation = Run({"reports", kLive.value});
+  EXPECT_EQ(no_escalation.code, 1);
+  EXPECT_THAT(no_escalation.err, HasSubstr("failed: FAILED_PRECONDITION: "));
+  EXPECT_THAT(no_escalation.err, HasSubstr("escalation"));
+}
+
+// A server too old to know an RPC answers UNIMPLEMENTED with an empty message; the line says so.
+TEST(ServerError, ExplainsAnEmptyUnimplemented) {
+  GlobalOptions global;
+  global.server = "127.0.0.1:7750";
+  std::ostringstream err;
+  EXPECT_EQ(
+      ServerError(err, global, "GetReport", grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "")),
+      kExitError);
+  EXPECT_EQ(err.str(),
+            "heapwatchctl: GetReport on 127.0.0.1:7750 failed: UNIMPLEMENTED: this heapwatchd does "
+            "not serve the request (an older version?)\n");
 }
 
 TEST_F(ReportCommandsTest, UsageErrors) {
