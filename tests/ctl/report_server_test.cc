@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "heapwatch/records/v1/records.pb.h"
 #include "heapwatch/v1/heapwatch.pb.h"
 #include "proto/time_util.h"
 #include "tests/daemon/query_fixture.h"
@@ -30,6 +31,7 @@ using ::testing::HasSubstr;
 
 constexpr char kDoneId[] = "20231114T221320.000000Z";
 constexpr char kFailedId[] = "20231114T222000.000000Z";
+constexpr char kOlderId[] = "20231114T220000.000000Z";
 
 class ReportServerTest : public heapwatch::testing::QueryFixture {
  protected:
@@ -188,6 +190,61 @@ TEST_F(ReportServerTest, DumpAndDumpDiffErrorsNameTheReason) {
   EXPECT_EQ(not_done.code, 1);
   EXPECT_THAT(not_done.err, HasSubstr("FAILED_PRECONDITION"));
   EXPECT_THAT(not_done.err, HasSubstr(kFailedId));
+}
+
+// A summary as Escalation stores it per analysed dump ("xsummary" "<agent>/<dump_id>"): Leak held
+// by one ArrayList hanging from a static field, and a Cache that does not change.
+records::v1::ExtendedDumpSummary Summary(const std::string& dump_id, uint64_t leaks) {
+  records::v1::ExtendedDumpSummary s;
+  s.set_agent("host-1-a");
+  s.set_dump_id(dump_id);
+  s.mutable_totals()->set_reachable_shallow_bytes(500 + 100 * leaks);
+  records::v1::DumpClassRow* leak = s.add_classes();
+  leak->set_class_name("Leak");
+  leak->set_instances(leaks);
+  leak->set_shallow_bytes(100 * leaks);
+  leak->set_retained_bytes(150 * leaks);
+  records::v1::DumpClassRow* cache = s.add_classes();
+  cache->set_class_name("Cache");
+  cache->set_instances(5);
+  cache->set_shallow_bytes(500);
+  cache->set_retained_bytes(500);
+  records::v1::DumpOwnerRow* owner = s.add_owners();
+  owner->set_class_name("java.util.ArrayList");
+  owner->add_path("sticky class com.example.Leaky");
+  owner->add_path("static LEAKS");
+  owner->set_retained_bytes(150 * leaks);
+  owner->set_objects(1);
+  return s;
+}
+
+TEST_F(ReportServerTest, DumpDiffOfTheLastTwoAnalysedDumps) {
+  v1::ExtendedDump older;
+  older.set_agent(kLive.value);
+  older.set_dump_id(kOlderId);
+  older.set_state(v1::EXTENDED_DUMP_STATE_DONE);
+  older.set_trigger(v1::EXTENDED_DUMP_TRIGGER_MANUAL);
+  Put("xdump", absl::StrCat(kLive.value, "/", kOlderId), older);
+  Put("xsummary", absl::StrCat(kLive.value, "/", kOlderId), Summary(kOlderId, 10));
+  Put("xsummary", absl::StrCat(kLive.value, "/", kDoneId), Summary(kDoneId, 30));
+
+  Result r = Run({"dump-diff", kLive.value});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("host-1-a: extended dump ", kOlderId)));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("-> ", kDoneId)));
+  EXPECT_THAT(r.out, ContainsRegex("\nLeak +changed +30 +\\+20 +2.9 KiB +\\+2.0 KiB +4.4 KiB +"
+                                   "\\+2.9 KiB\n"));
+  EXPECT_THAT(r.out, HasSubstr("+2.9 KiB  java.util.ArrayList: retained 1.5 KiB -> 4.4 KiB"));
+  EXPECT_THAT(r.out, ContainsRegex("path: sticky class com.example.Leaky -> static LEAKS"));
+
+  Result named = Run({"dump-diff", kLive.value, kOlderId, kDoneId, "--top", "1", "--json"});
+  ASSERT_EQ(named.code, 0) << named.err;
+  v1::DiffExtendedDumpsResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(named.out, &parsed).ok()) << named.out;
+  ASSERT_EQ(parsed.diff().classes_size(), 1);  // --top 1
+  EXPECT_EQ(parsed.diff().classes(0).class_name(), "Leak");
+  EXPECT_EQ(parsed.diff().classes(0).delta_retained_bytes(), 3000);
+  EXPECT_EQ(parsed.diff().from_dump(), kOlderId);
 }
 
 }  // namespace
