@@ -520,6 +520,10 @@ TEST_F(EscalationEndToEnd, AutomaticEscalationNamesTheAccumulationPoint) {
   // ---- 3. no raw dump and no secret left anywhere ----
   std::vector<fs::path> leftovers = FilesUnder(dump_dir_);
   EXPECT_TRUE(leftovers.empty()) << "raw dumps left behind: " << Names(leftovers);
+  // The dump was written below dump_dir (in the JVM user's private subdirectory), so the empty
+  // listing above means it was deleted, not written elsewhere.
+  EXPECT_FALSE(DirectoriesUnder(dump_dir_).empty())
+      << "nothing was ever written under " << dump_dir_;
   for (const fs::path& d : DirectoriesUnder(dump_dir_)) {
     struct stat st {};
     ASSERT_EQ(stat(d.c_str(), &st), 0) << d;
