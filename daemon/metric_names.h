@@ -47,8 +47,8 @@ inline constexpr std::string_view kRetentionRuns = "heapwatch_retention_runs_tot
 inline constexpr std::string_view kGrpcRequests = "heapwatch_grpc_requests_total";
 // Extended dumps (escalation, daemon/escalation.h).
 // Per (agent, result): extended dumps that ended. result = ok (analysed, reports stored) | error (the
-// dump or its analysis failed) | refused (a budget refused it). Kept after the agent exits, so a
-// failure stays visible; one series per result per agent that was ever escalated.
+// dump or its analysis failed) | refused (a budget refused it). Created at 0 with the agent; when
+// the agent exits they are kept if it had any dump (so a failure stays visible), else removed.
 inline constexpr std::string_view kExtendedDumps = "heapwatch_extended_dumps_total";
 // Histogram over all agents: seconds the JVM was paused writing an extended dump (as it reports).
 inline constexpr std::string_view kExtendedDumpPause = "heapwatch_extended_dump_pause_seconds";

@@ -90,6 +90,7 @@ struct AgentSeries {
   std::map<CollectionResult, Counter*> collections;
   std::unordered_map<std::string, ClassSeries> classes;
   std::unordered_map<std::string, Gauge*> suspect_retained;
+  std::map<ExtendedDumpResult, Counter*> extended_dumps;
 };
 
 }  // namespace
@@ -241,6 +242,13 @@ void Metrics::AddAgent(const AgentInfo& info) {
           {{"agent", info.id.value}, {"result", std::string(CollectionResultName(r))}});
     }
   }
+  for (ExtendedDumpResult r :
+       {ExtendedDumpResult::kOk, ExtendedDumpResult::kError, ExtendedDumpResult::kRefused}) {
+    if (!a.extended_dumps.count(r)) {
+      a.extended_dumps[r] = &impl_->extended_dumps.Add(
+          {{"agent", info.id.value}, {"result", std::string(ExtendedDumpResultName(r))}});
+    }
+  }
   impl_->UpdateAgentCounts();
 }
 
@@ -264,6 +272,13 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   for (auto& [r, counter] : a.collections) impl_->collections.Remove(counter);
   for (auto& [name, c] : a.classes) impl_->RemoveClassSeries(c);
   for (auto& [name, g] : a.suspect_retained) impl_->suspect_retained.Remove(g);
+  // Extended-dump counters stay when the agent had a dump (a failure must stay visible after the
+  // JVM died); the zero series of agents never dumped go, so short-lived JVMs leave nothing.
+  bool dumped = false;
+  for (auto& [r, counter] : a.extended_dumps) dumped |= counter->Value() > 0;
+  if (!dumped) {
+    for (auto& [r, counter] : a.extended_dumps) impl_->extended_dumps.Remove(counter);
+  }
   impl_->agents.erase(it);
   impl_->UpdateAgentCounts();
 }

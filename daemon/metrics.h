@@ -85,8 +85,8 @@ class Metrics {
   void PublishSnapshot(const AgentId& agent, const Snapshot& latest,
                        const std::vector<diff::Suspect>& suspects, int top_classes);
 
-  // heapwatch_extended_dumps_total{agent, result}: counts one extended dump that ended. These
-  // series outlive RemoveAgent (see metric_names.h).
+  // heapwatch_extended_dumps_total{agent, result}: counts one extended dump that ended. AddAgent
+  // creates the series at 0; RemoveAgent keeps them when the agent had a dump (metric_names.h).
   void RecordExtendedDump(const AgentId& agent, ExtendedDumpResult result);
   // Observes the JVM's pause (seconds) writing one extended dump.
   void ObserveExtendedDumpPause(absl::Duration pause);

@@ -120,6 +120,13 @@ TEST(Metrics, ExtendedDumpCountersOutliveTheAgentButRetainedSizesDoNot) {
   EXPECT_NE(text.find("heapwatch_extended_dumps_total{agent=\"a1\",result=\"error\"} 1"),
             std::string::npos)
       << text;
+  // An agent never dumped leaves no extended-dump series behind.
+  m.AddAgent(Info("a2"));
+  EXPECT_NE(m.ExpositionText().find(
+                "heapwatch_extended_dumps_total{agent=\"a2\",result=\"error\"} 0"),
+            std::string::npos);
+  m.RemoveAgent(AgentId("a2"));
+  EXPECT_EQ(m.ExpositionText().find("agent=\"a2\""), std::string::npos);
   // Not added (or removed): no retained-size series appears.
   m.SetSuspectRetained(AgentId("a1"), "Leak", 1);
   EXPECT_EQ(m.ExpositionText().find("heapwatch_suspect_retained_bytes{"), std::string::npos);

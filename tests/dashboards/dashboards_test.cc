@@ -48,7 +48,9 @@ std::string ReadFile(const std::string& path) {
 // types).
 const std::set<std::string>& HistogramFamilies() {
   static const auto* families =
-      new std::set<std::string>{std::string(daemon::metric_names::kCollectionDuration)};
+      new std::set<std::string>{std::string(daemon::metric_names::kCollectionDuration),
+                                std::string(daemon::metric_names::kExtendedDumpPause),
+                                std::string(daemon::metric_names::kExtendedDumpAnalysis)};
   return *families;
 }
 
