@@ -51,7 +51,7 @@ std::vector<std::string> DefaultExcludePatterns() {
 
 namespace {
 
-Status CheckRetainedSizes(const DominatorTree& tree, std::span<const uint64_t> retained_sizes) {
+Status CheckRetainedSizes(const DominatorTree& tree, const RetainedSizes& retained_sizes) {
   if (retained_sizes.size() != static_cast<size_t>(tree.object_count()) + 1) {
     return absl::InvalidArgumentError(absl::StrCat("retained sizes have ", retained_sizes.size(),
                                                    " entries, the dominator tree needs ",
@@ -77,7 +77,7 @@ bool InTree(const DominatorTree& tree, ObjectIndex v) {
 // ---- Class histogram with retained sizes
 
 StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(
-    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes) {
+    const HeapGraph& graph, const DominatorTree& tree, const RetainedSizes& retained_sizes) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   if (graph.object_count() != tree.object_count()) {
     return absl::InvalidArgumentError("the dominator tree is not the tree of this heap graph");
@@ -118,9 +118,10 @@ StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(
 
 // ---- Dominator tree grouped by class
 
-StatusOr<std::vector<DominatorGroup>> GroupDominatedByClass(
-    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes,
-    std::span<const ObjectIndex> parents) {
+StatusOr<std::vector<DominatorGroup>> GroupDominatedByClass(const HeapGraph& graph,
+                                                            const DominatorTree& tree,
+                                                            const RetainedSizes& retained_sizes,
+                                                            std::span<const ObjectIndex> parents) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   absl::flat_hash_map<uint32_t, DominatorGroup> groups;
   absl::flat_hash_set<uint32_t> seen_parents;
@@ -194,7 +195,7 @@ class ExcludeCache {
 }  // namespace
 
 StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
-    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes,
+    const HeapGraph& graph, const DominatorTree& tree, const RetainedSizes& retained_sizes,
     std::span<const ObjectIndex> objects, const ImmediateDominatorsOptions& options) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
   ExcludeCache exclude(graph, options.exclude);
@@ -273,7 +274,7 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
 // ---- Accumulation point
 
 StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
-                                                    std::span<const uint64_t> retained_sizes,
+                                                    const RetainedSizes& retained_sizes,
                                                     std::span<const ObjectIndex> set, double ratio,
                                                     size_t max_points, double min_share) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
@@ -420,8 +421,8 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
 // ---- Biggest objects
 
 std::vector<ObjectIndex> TopObjectsByRetainedSize(const DominatorTree& tree,
-                                                  std::span<const uint64_t> retained_sizes,
-                                                  size_t count, bool top_level_only) {
+                                                  const RetainedSizes& retained_sizes, size_t count,
+                                                  bool top_level_only) {
   if (count == 0 || retained_sizes.size() != static_cast<size_t>(tree.object_count()) + 1)
     return {};
   // Min-heap of the best `count` so far; the worst candidate is on top.

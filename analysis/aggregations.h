@@ -42,6 +42,7 @@
 #include "analysis/csr_graph.h"
 #include "analysis/dominator_tree.h"
 #include "analysis/heap_graph.h"
+#include "analysis/retained_size.h"
 #include "common/status.h"
 
 namespace heapwatch::analysis {
@@ -93,8 +94,9 @@ struct ClassRetained {
 // O(n) time; memory: 4 bytes per class plus the walk's stack (8 bytes per level of the deepest
 // path). Objects whose class is kNoClass are skipped. Errors: InvalidArgument if the sizes do not
 // match.
-StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(
-    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes);
+StatusOr<std::vector<ClassRetained>> ComputeClassRetainedSizes(const HeapGraph& graph,
+                                                               const DominatorTree& tree,
+                                                               const RetainedSizes& retained_sizes);
 
 // ---- Dominator tree grouped by class.
 
@@ -109,9 +111,10 @@ struct DominatorGroup {
 // top level of the tree), grouped by class (HeapGraph::class_of) and sorted by retained_bytes
 // descending. O(total number of children + groups log groups). Errors: InvalidArgument for a parent
 // out of range.
-StatusOr<std::vector<DominatorGroup>> GroupDominatedByClass(
-    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes,
-    std::span<const ObjectIndex> parents);
+StatusOr<std::vector<DominatorGroup>> GroupDominatedByClass(const HeapGraph& graph,
+                                                            const DominatorTree& tree,
+                                                            const RetainedSizes& retained_sizes,
+                                                            std::span<const ObjectIndex> parents);
 
 // ---- Immediate dominators grouped by class ("who keeps them alive").
 
@@ -154,7 +157,7 @@ struct DominatorClassGroup {
 // (as MAT caches excluded classes), O(n) at most; one regex match per distinct class.
 // Errors: InvalidArgument for an object out of range or mismatched sizes.
 StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
-    const HeapGraph& graph, const DominatorTree& tree, std::span<const uint64_t> retained_sizes,
+    const HeapGraph& graph, const DominatorTree& tree, const RetainedSizes& retained_sizes,
     std::span<const ObjectIndex> objects, const ImmediateDominatorsOptions& options);
 
 // ---- Accumulation point.
@@ -188,7 +191,7 @@ struct AccumulationResult {
 // sized to the ancestors. Errors: InvalidArgument for a member out of range, ratio outside (0, 1],
 // mismatched sizes.
 StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
-                                                    std::span<const uint64_t> retained_sizes,
+                                                    const RetainedSizes& retained_sizes,
                                                     std::span<const ObjectIndex> set,
                                                     double ratio = 0.7, size_t max_points = 5,
                                                     double min_share = 0.05);
@@ -199,8 +202,8 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
 // with `top_level_only`, only children of the super root (the first level of MAT's dominator tree).
 // O(n log count) time, O(count) memory.
 std::vector<ObjectIndex> TopObjectsByRetainedSize(const DominatorTree& tree,
-                                                  std::span<const uint64_t> retained_sizes,
-                                                  size_t count, bool top_level_only = false);
+                                                  const RetainedSizes& retained_sizes, size_t count,
+                                                  bool top_level_only = false);
 
 // All objects whose class (HeapGraph::class_of) is one of `classes` (several classes can share a
 // name, one per class loader) and that are in the tree, in index order. O(n + classes).

@@ -161,7 +161,7 @@ int64_t Delta(uint64_t before, uint64_t after) {
 }  // namespace
 
 StatusOr<DumpSummary> BuildDumpSummary(const HeapGraph& graph, const DominatorTree& tree,
-                                       std::span<const uint64_t> retained,
+                                       const RetainedSizes& retained,
                                        const DumpSummaryOptions& options) {
   if (tree.object_count() != graph.object_count() ||
       retained.size() != graph.object_count() + size_t{1}) {

@@ -53,6 +53,7 @@
 #include "analysis/dominator_tree.h"
 #include "analysis/heap_graph.h"
 #include "analysis/report.h"
+#include "analysis/retained_size.h"
 #include "common/status.h"
 
 namespace heapwatch::analysis {
@@ -91,7 +92,7 @@ struct DumpSummaryOptions {
 // Errors: InvalidArgument when the tree or retained sizes do not belong to the graph, or when
 // min_owner_share is not in [0, 1].
 StatusOr<DumpSummary> BuildDumpSummary(const HeapGraph& graph, const DominatorTree& tree,
-                                       std::span<const uint64_t> retained,
+                                       const RetainedSizes& retained,
                                        const DumpSummaryOptions& options = {});
 
 // How a class changed between two dumps (values as heapwatch.v1.ClassChange).

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <utility>
 
@@ -12,8 +12,8 @@
 namespace heapwatch::analysis {
 namespace {
 
-constexpr uint32_t kUnvisited = std::numeric_limits<uint32_t>::max();
-constexpr uint32_t kIsRoot = std::numeric_limits<uint32_t>::max() - 1;
+// Log position of "no parent": a GC root.
+constexpr uint32_t kIsRoot = std::numeric_limits<uint32_t>::max();
 
 // Lexicographic path cost: weak references first, then references.
 struct Cost {
@@ -22,41 +22,49 @@ struct Cost {
   friend constexpr auto operator<=>(Cost, Cost) = default;
 };
 
-struct QueueEntry {
+// A weak reference out of the layer before, waiting to be settled in the current layer.
+struct Seed {
   uint32_t object;
-  uint32_t parent;  // object that reached it (kIsRoot for a GC root)
+  uint32_t parent;  // log position of the object that reached it
   uint32_t length;  // references from a GC root
 };
 
-// An object settled in the current layer's FIFO (its parent is already in `parent`).
-struct Settled {
+// One settled object: the object and the log position of its BFS parent (kIsRoot for a GC root).
+struct LogEntry {
   uint32_t object;
-  uint32_t length;  // references from a GC root
+  uint32_t parent;
 };
 
-// BFS parents by object (kUnvisited, kIsRoot or the parent's index), stored as value + 1 so that
-// zero means unvisited: the array comes zero-filled from calloc, whose fresh pages the kernel maps
-// in only when written, so a search that stops early (the usual case: most targets sit a few
-// references below a GC root) adds to the RSS only the pages of the objects it visited.
-class ParentArray {
+// Every object the search settles, in settle order: the BFS FIFO (a read position walks it) and,
+// through the parent positions, the BFS tree. 8 bytes per settled object, in fixed blocks so that
+// growing never copies (a doubling vector would briefly hold twice as much). Together with a
+// visited bitmap (1 bit per object) this replaces a 4-byte parent per object of the heap, which a
+// search that settles a third of a big heap touches almost page by page.
+class SettleLog {
  public:
-  explicit ParentArray(uint32_t n)
-      : p_(static_cast<uint32_t*>(std::calloc(std::max<size_t>(n, 1), sizeof(uint32_t)))) {
-    HW_CHECK(p_ != nullptr);
+  static constexpr size_t kBlockShift = 16;  // 64 Ki entries = 512 KiB per block
+  static constexpr size_t kBlockSize = size_t{1} << kBlockShift;
+
+  size_t size() const { return size_; }
+  const LogEntry& operator[](size_t i) const {
+    return blocks_[i >> kBlockShift][i & (kBlockSize - 1)];
   }
-  ~ParentArray() { std::free(p_); }
-  ParentArray(const ParentArray&) = delete;
-  ParentArray& operator=(const ParentArray&) = delete;
-  uint32_t operator[](uint32_t v) const { return p_[v] - 1; }  // 0 - 1 == kUnvisited
-  void Set(uint32_t v, uint32_t parent) { p_[v] = parent + 1; }
+  void push_back(LogEntry e) {
+    if ((size_ & (kBlockSize - 1)) == 0)
+      blocks_.push_back(std::make_unique<LogEntry[]>(kBlockSize));
+    blocks_.back()[size_ & (kBlockSize - 1)] = e;
+    ++size_;
+  }
 
  private:
-  uint32_t* p_;
+  std::vector<std::unique_ptr<LogEntry[]>> blocks_;
+  size_t size_ = 0;
 };
 
 // The last hop of a candidate path: referrer -> target through `edge`.
 struct Candidate {
   uint32_t referrer;
+  uint32_t referrer_position;  // in the SettleLog
   uint64_t edge;
   bool weak;
   Cost cost;  // of the whole path including the last hop
@@ -99,20 +107,25 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
   std::vector<GraphPath> paths;
   if (max_paths == 0) return paths;
 
-  ParentArray parent(n);
+  // Visited: settled, or the target when it is a GC root.
+  std::vector<uint64_t> visited((size_t{n} + 63) / 64, 0);
+  auto is_visited = [&](uint32_t v) { return (visited[v >> 6] >> (v & 63)) & 1; };
+  auto set_visited = [&](uint32_t v) { visited[v >> 6] |= uint64_t{1} << (v & 63); };
+  SettleLog log;
   std::vector<Candidate> candidates;
   bool target_is_root = false;
-  // The current layer's FIFO (nondecreasing length), its seeds (weak references out of the layer
-  // before, nondecreasing length) and the next layer's seeds. The FIFO is a deque popped from the
-  // front, so it holds only the BFS frontier (8 bytes per object), not every object visited.
-  std::deque<Settled> queue;
-  std::vector<QueueEntry> seeds;
-  std::vector<QueueEntry> next_seeds;
+  // The current layer's FIFO is the part of `log` from `head` on; every entry in it has length
+  // `queue_length`. `seeds`: weak references out of the layer before (nondecreasing length);
+  // `next_seeds`: those out of this layer.
+  size_t head = 0;
+  uint32_t queue_length = 0;
+  std::vector<Seed> seeds;
+  std::vector<Seed> next_seeds;
   for (ObjectIndex r : gc_roots) {
     if (r == target) target_is_root = true;
-    if (parent[r.value] != kUnvisited) continue;
-    parent.Set(r.value, kIsRoot);
-    if (r != target) queue.push_back({r.value, 0});
+    if (is_visited(r.value)) continue;
+    set_visited(r.value);
+    if (r != target) log.push_back({r.value, kIsRoot});
   }
   const size_t wanted = target_is_root ? max_paths - 1 : max_paths;
 
@@ -131,14 +144,15 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
   // One layer per number of weak references. Within a layer, distance by distance: first the seeds
   // at distance d (weak references out of the layer before) are settled and join the FIFO, then
   // every object at distance d is expanded. Settling before expanding matters: a seed at distance d
-  // must win over a strong reference found at distance d + 1 while expanding distance d.
+  // must win over a strong reference found at distance d + 1 while expanding distance d. (The FIFO
+  // only ever holds one distance when a distance starts, and the next seed is never shorter.)
   uint32_t layer = 0;
   bool stop = wanted == 0;
-  while (!stop && (!queue.empty() || !seeds.empty())) {
+  while (!stop && (head < log.size() || !seeds.empty())) {
     size_t seed_head = 0;
-    while (!queue.empty() || seed_head < seeds.size()) {
+    while (head < log.size() || seed_head < seeds.size()) {
       uint32_t d = std::numeric_limits<uint32_t>::max();
-      if (!queue.empty()) d = queue.front().length;
+      if (head < log.size()) d = queue_length;
       if (seed_head < seeds.size()) d = std::min(d, seeds[seed_head].length);
       // Every candidate found later costs at least (layer, d + 1).
       if (enough(Cost{layer, d + 1})) {
@@ -146,14 +160,15 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
         break;
       }
       for (; seed_head < seeds.size() && seeds[seed_head].length == d; ++seed_head) {
-        const QueueEntry& seed = seeds[seed_head];
-        if (parent[seed.object] != kUnvisited) continue;
-        parent.Set(seed.object, seed.parent);
-        queue.push_back({seed.object, seed.length});
+        const Seed& seed = seeds[seed_head];
+        if (is_visited(seed.object)) continue;
+        set_visited(seed.object);
+        log.push_back({seed.object, seed.parent});
       }
-      while (!queue.empty() && queue.front().length == d) {
-        const uint32_t u = queue.front().object;
-        queue.pop_front();
+      const size_t distance_end = log.size();  // [head, distance_end) are at distance d
+      while (head < distance_end) {
+        const uint32_t u_position = static_cast<uint32_t>(head);
+        const uint32_t u = log[head++].object;
         uint64_t edge_to_target = kNoEdge;
         bool weak_to_target = true;
         for (uint64_t e = graph.offsets[u]; e < graph.offsets[u + 1]; ++e) {
@@ -171,22 +186,31 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
             }
             continue;  // the target is never expanded: no candidate path runs through it
           }
-          if (parent[t] != kUnvisited) continue;
+          if (is_visited(t)) continue;
           if (weak) {
-            next_seeds.push_back({t, u, d + 1});
+            next_seeds.push_back({t, u_position, d + 1});
           } else {
-            parent.Set(t, u);
-            queue.push_back({t, d + 1});
+            set_visited(t);
+            log.push_back({t, u_position});
           }
         }
         if (edge_to_target != kNoEdge) {
-          candidates.push_back(
-              {u, edge_to_target, weak_to_target, Cost{layer + (weak_to_target ? 1u : 0u), d + 1}});
+          candidates.push_back({u, u_position, edge_to_target, weak_to_target,
+                                Cost{layer + (weak_to_target ? 1u : 0u), d + 1}});
           uncounted.push(candidates.back().cost);
+          // Every candidate found from here on costs at least (layer, d + 1), and one of equal
+          // cost sorts after those found before it, so the best `wanted` are known once that
+          // many cost at most (layer, d + 1): stop without expanding the rest of distance d.
+          if (enough(Cost{layer, d + 1})) {
+            stop = true;
+            break;
+          }
         }
       }
+      if (stop) break;
+      queue_length = d + 1;
     }
-    queue.clear();
+    head = log.size();
     seeds.swap(next_seeds);
     next_seeds.clear();
     ++layer;
@@ -199,7 +223,9 @@ StatusOr<std::vector<GraphPath>> ShortestPathsFromGcRoots(const CsrGraph& graph,
   for (const Candidate& c : candidates) {
     if (paths.size() >= max_paths) break;
     chain.clear();
-    for (uint32_t x = c.referrer; x != kIsRoot; x = parent[x]) chain.push_back(x);
+    for (uint32_t p = c.referrer_position; p != kIsRoot; p = log[p].parent) {
+      chain.push_back(log[p].object);
+    }
     std::reverse(chain.begin(), chain.end());
     GraphPath path;
     path.steps.reserve(chain.size() + 1);

@@ -25,7 +25,7 @@ double SecondsSince(Clock::time_point start) {
 // Names objects, sizes and root kinds for the report.
 class Describer {
  public:
-  Describer(const HeapGraph& graph, std::span<const uint64_t> retained)
+  Describer(const HeapGraph& graph, const RetainedSizes& retained)
       : graph_(graph), retained_(retained) {
     for (const GcRoot& root : graph.gc_roots())
       root_kind_.try_emplace(root.object.value, root.kind);
@@ -72,7 +72,7 @@ class Describer {
 
  private:
   const HeapGraph& graph_;
-  std::span<const uint64_t> retained_;
+  const RetainedSizes& retained_;
   absl::flat_hash_map<uint32_t, GcRootKind> root_kind_;
 };
 
@@ -81,9 +81,8 @@ void Progress(const ReportOptions& options, std::string_view stage, double fract
 }
 
 StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTree& tree,
-                                       std::span<const uint64_t> retained,
-                                       const Describer& describe, const ReportOptions& options,
-                                       double* paths_seconds) {
+                                       const RetainedSizes& retained, const Describer& describe,
+                                       const ReportOptions& options, double* paths_seconds) {
   const std::string& name = *options.suspect_class;
   std::vector<ClassId> classes = graph.FindClasses(name);
   if (classes.empty())
@@ -177,7 +176,7 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
 }  // namespace
 
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
-                             std::span<const uint64_t> retained, const ReportOptions& options) {
+                             const RetainedSizes& retained, const ReportOptions& options) {
   if (tree.object_count() != graph.object_count() ||
       retained.size() != graph.object_count() + size_t{1}) {
     return absl::InvalidArgumentError(
@@ -260,7 +259,7 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const ReportOptions& option
   double dominators_seconds = SecondsSince(start);
   auto retained_start = Clock::now();
   Progress(options, "retained sizes", 0);
-  std::vector<uint64_t> retained =
+  RetainedSizes retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
   double retained_seconds = SecondsSince(retained_start);
   HW_ASSIGN_OR_RETURN(Report report, BuildReport(graph, tree, retained, options));

@@ -38,6 +38,7 @@
 
 #include "analysis/dominator_tree.h"
 #include "analysis/heap_graph.h"
+#include "analysis/retained_size.h"
 #include "common/status.h"
 
 namespace heapwatch::analysis {
@@ -177,8 +178,8 @@ struct ReportOptions {
 // options.suspect_class names no class of the graph; errors of the algorithms (InvalidArgument for
 // a graph that breaks their limits).
 // Cost: O(objects + references) time, plus one simulated GC and a few breadth-first searches for
-// the suspect; memory: the dominator tree (12 bytes per object) and retained sizes (8 bytes per
-// object) on top of the graph.
+// the suspect; memory: the dominator tree (about 9.5 bytes per object) and retained sizes (4 bytes
+// per object, 8 when the heap needs it, see RetainedSizes) on top of the graph.
 StatusOr<Report> BuildReport(const HeapGraph& graph, const ReportOptions& options);
 
 // The same from a dominator tree and retained sizes the caller already computed (for benchmarks
@@ -186,8 +187,7 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const ReportOptions& option
 // graph.root_objects(), options) and `retained_sizes` = ComputeRetainedSizes(tree, shallow size).
 // timings.dominators_seconds and timings.retained_seconds stay 0. Same errors.
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
-                             std::span<const uint64_t> retained_sizes,
-                             const ReportOptions& options);
+                             const RetainedSizes& retained_sizes, const ReportOptions& options);
 
 // The report as JSON (nlohmann::json, serialised with 2-space indent). Field names are the struct
 // members' names; sizes are integers in bytes, durations in seconds.

@@ -5,6 +5,9 @@
 #endif
 
 #include <algorithm>
+#include <limits>
+#include <numeric>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -96,33 +99,73 @@ Status ForEachPreciselyRetained(const CsrGraph& graph, std::span<const ObjectInd
 
 }  // namespace
 
-std::vector<uint64_t> ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size) {
-  std::vector<uint64_t> retained(size_t{tree.object_count()} + 1, 0);
+RetainedSizes RetainedSizes::FromBytes(std::vector<uint64_t> bytes) {
+  RetainedSizes sizes;
+  sizes.wide_ = std::move(bytes);
+  return sizes;
+}
+
+std::vector<uint64_t> RetainedSizes::ToVector() const {
+  std::vector<uint64_t> out(size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = (*this)[i];
+  return out;
+}
+
+RetainedSizes ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size) {
+  const size_t entries = size_t{tree.object_count()} + 1;
+  // The unit (GCD of the shallow sizes) and the total, in units: every entry is a sum of shallow
+  // sizes of tree objects, so at most the total.
+  uint64_t unit = 0;
+  uint64_t total = 0;
+  bool total_overflows = false;
+  for (uint32_t i = 0; i < tree.object_count(); ++i) {
+    if (!tree.reachable(ObjectIndex(i))) continue;
+    const uint64_t size = shallow_size(ObjectIndex(i));
+    unit = std::gcd(unit, size);
+    total_overflows |= __builtin_add_overflow(total, size, &total);
+  }
+  RetainedSizes out;
+  out.unit_ = unit == 0 ? 1 : unit;
+  out.compact_ = !total_overflows && total / out.unit_ <= std::numeric_limits<uint32_t>::max();
+  if (out.compact_) {
+    out.narrow_.assign(entries, 0);
+  } else {
+    out.unit_ = 1;
+    out.wide_.assign(entries, 0);
+  }
   // Postorder walk of the dominator tree without a stack (a chain of 10^8 objects would need one
   // entry per level): descend into the first child; when a node is finished, add it to its
   // immediate dominator and continue with its next sibling, found by binary search in the
   // parent's children (they are in increasing ObjectIndex order).
-  const ObjectIndex super_root = tree.super_root();
-  ObjectIndex v = super_root;
-  size_t next_child = 0;
-  while (true) {
-    const auto kids = tree.children(v);
-    if (next_child < kids.size()) {
-      v = kids[next_child];
-      next_child = 0;
-      continue;
+  auto walk = [&](auto& retained, uint64_t divisor) {
+    const ObjectIndex super_root = tree.super_root();
+    ObjectIndex v = super_root;
+    size_t next_child = 0;
+    while (true) {
+      const auto kids = tree.children(v);
+      if (next_child < kids.size()) {
+        v = kids[next_child];
+        next_child = 0;
+        continue;
+      }
+      if (v == super_root) break;
+      const ObjectIndex parent = tree.immediate_dominator(v);
+      // Exact: every shallow size is a multiple of the divisor, and no sum exceeds the total.
+      retained[v.value] += shallow_size(v) / divisor;
+      retained[parent.value] += retained[v.value];
+      const auto siblings = tree.children(parent);
+      next_child = static_cast<size_t>(std::lower_bound(siblings.begin(), siblings.end(), v) -
+                                       siblings.begin()) +
+                   1;
+      v = parent;
     }
-    if (v == super_root) break;
-    const ObjectIndex parent = tree.immediate_dominator(v);
-    retained[v.value] += shallow_size(v);
-    retained[parent.value] += retained[v.value];
-    const auto siblings = tree.children(parent);
-    next_child = static_cast<size_t>(std::lower_bound(siblings.begin(), siblings.end(), v) -
-                                     siblings.begin()) +
-                 1;
-    v = parent;
+  };
+  if (out.compact_) {
+    walk(out.narrow_, out.unit_);
+  } else {
+    walk(out.wide_, 1);
   }
-  return retained;
+  return out;
 }
 
 StatusOr<std::vector<ObjectIndex>> RetainedSet(const DominatorTree& tree, ObjectIndex object) {
@@ -141,7 +184,7 @@ StatusOr<std::vector<ObjectIndex>> RetainedSet(const DominatorTree& tree, Object
 }
 
 StatusOr<uint64_t> MinimumRetainedSize(const DominatorTree& tree,
-                                       std::span<const uint64_t> retained_sizes,
+                                       const RetainedSizes& retained_sizes,
                                        std::span<const ObjectIndex> set) {
   if (retained_sizes.size() != size_t{tree.object_count()} + 1) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -31,13 +31,51 @@ namespace heapwatch::analysis {
 // Shallow size of one object in bytes (or any additive measure, see above).
 using ShallowSizeFn = absl::FunctionRef<uint64_t(ObjectIndex)>;
 
+// Retained sizes of every object, as ComputeRetainedSizes returns them: object_count() + 1 entries
+// (entry v for object v, 0 for objects outside the tree; the last for the super root = the total
+// shallow size of the tree), exact. Stored in 4 bytes per entry when that loses nothing: every
+// entry is a multiple of unit() = the greatest common divisor of the shallow sizes in the tree (8
+// for a HotSpot dump, whose objects are 8-byte aligned; see docs/size-model.md; 1 or 4 under the
+// Android and NetBeans models), and when the total is below 2^32 units (32 GiB of reachable heap in
+// 8-byte units) no entry can exceed 32 bits; otherwise 8 bytes per entry. Reads are O(1). Plain
+// value; const methods are safe to call concurrently.
+class RetainedSizes {
+ public:
+  RetainedSizes() = default;
+  // Sizes given in bytes, stored in 8 bytes each (for callers with their own measure and tests).
+  static RetainedSizes FromBytes(std::vector<uint64_t> bytes);
+
+  size_t size() const { return compact_ ? narrow_.size() : wide_.size(); }
+  bool empty() const { return size() == 0; }
+  // Entry i in the unit of the shallow sizes (bytes). REQUIRES: i < size().
+  uint64_t operator[](size_t i) const { return compact_ ? narrow_[i] * unit_ : wide_[i]; }
+  // The last entry: the super root's retained size. REQUIRES: !empty().
+  uint64_t back() const { return (*this)[size() - 1]; }
+  // True when the entries are stored in 4 bytes each (multiples of unit()).
+  bool compact() const { return compact_; }
+  uint64_t unit() const { return unit_; }
+  // All entries, 8 bytes each (O(n) memory: for tests and small graphs).
+  std::vector<uint64_t> ToVector() const;
+  // Bytes held by the entries.
+  size_t MemoryUsage() const {
+    return narrow_.capacity() * sizeof(uint32_t) + wide_.capacity() * sizeof(uint64_t);
+  }
+
+ private:
+  friend RetainedSizes ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size);
+  bool compact_ = false;
+  uint64_t unit_ = 1;
+  std::vector<uint32_t> narrow_;  // when compact_: entries / unit_
+  std::vector<uint64_t> wide_;    // otherwise: entries
+};
+
 // Retained size of every object in the tree: shallow size plus the retained sizes of its children
-// in the dominator tree, computed bottom-up over a preorder (iterative). Returns object_count() + 1
-// entries: entry v for object v (0 for objects outside the tree), the last entry for the super root
-// (the total shallow size of the tree). `shallow_size` is called once per object in the tree. O(n)
-// time (plus a binary search among its siblings per object); no memory besides the result (8 bytes
-// per object): the walk climbs back through the immediate dominators instead of keeping a stack.
-std::vector<uint64_t> ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size);
+// in the dominator tree, computed bottom-up in postorder (iterative). Returns object_count() + 1
+// entries (see RetainedSizes). `shallow_size` is called twice per object in the tree (once for the
+// unit and the total, once for the sums). O(n) time (plus a binary search among its siblings per
+// object); no memory besides the result (4 bytes per object when compact, else 8): the walk climbs
+// back through the immediate dominators instead of keeping a stack.
+RetainedSizes ComputeRetainedSizes(const DominatorTree& tree, ShallowSizeFn shallow_size);
 
 // The retained set of `object`: its dominator subtree, `object` first, then in preorder. Empty for
 // an object outside the tree; super_root() gives the whole tree without the super root itself.
@@ -60,7 +98,7 @@ struct RetainedSetSize {
 // InvalidArgument if a member is out of range (> object_count()) or retained_sizes has the wrong
 // size.
 StatusOr<uint64_t> MinimumRetainedSize(const DominatorTree& tree,
-                                       std::span<const uint64_t> retained_sizes,
+                                       const RetainedSizes& retained_sizes,
                                        std::span<const ObjectIndex> set);
 
 struct SimulatedGcOptions {

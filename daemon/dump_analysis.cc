@@ -76,7 +76,7 @@ StatusOr<DumpAnalysis> AnalyzeDumpFile(const std::string& path,
     HW_ASSIGN_OR_RETURN(analysis::DominatorTree tree,
                         analysis::ComputeDominatorTree(graph.graph(), graph.root_objects()));
     Progress(options, "retained sizes", 0);
-    const std::vector<uint64_t> retained = analysis::ComputeRetainedSizes(
+    const analysis::RetainedSizes retained = analysis::ComputeRetainedSizes(
         tree, [&graph](analysis::ObjectIndex v) { return graph.shallow_size(v); });
 
     // Totals and the biggest objects once; then only the suspect part per class (BuildReport

@@ -167,14 +167,19 @@ int Main(int argc, char** argv) {
     if (!computed.ok()) return Fail(computed.status());
     tree.emplace(std::move(*computed));
   }
-  std::vector<uint64_t> retained;
+  analysis::RetainedSizes retained;
   {
     Stage stage("retained");
     retained = analysis::ComputeRetainedSizes(
         *tree, [&](analysis::ObjectIndex v) { return graph->shallow_size(v); });
   }
-  std::printf("check reachable %u unreachable %u total_retained %llu\n", tree->tree_object_count(),
-              tree->unreachable_count(), static_cast<unsigned long long>(retained.back()));
+  std::printf(
+      "check reachable %u unreachable %u total_retained %llu retained_unit %llu "
+      "retained_memory_bytes %zu\n",
+      tree->tree_object_count(), tree->unreachable_count(),
+      static_cast<unsigned long long>(retained.back()),
+      static_cast<unsigned long long>(retained.compact() ? retained.unit() : 0),
+      retained.MemoryUsage());
   {
     Stage stage("paths");
     for (analysis::ObjectIndex target : analysis::TopObjectsByRetainedSize(*tree, retained, 5)) {
@@ -215,7 +220,7 @@ int Main(int argc, char** argv) {
                                             tree->immediate_dominators().end());
     const uint32_t n = tree->object_count();
     tree.reset();
-    std::vector<uint64_t>().swap(retained);
+    retained = analysis::RetainedSizes();
     ResetPeak();
     // HEAPWATCH_BENCH_BOOST_FULL_GRAPH=1 gives Boost the references of unreachable objects too
     // (see boost_dominators.h for what Boost 1.74 then gets wrong).

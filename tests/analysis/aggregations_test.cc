@@ -49,7 +49,7 @@ ClassInfo ArrayClass(std::string name, FieldType element) {
 struct GoldenHeap {
   HeapGraph graph;
   DominatorTree tree;
-  std::vector<uint64_t> retained;
+  RetainedSizes retained;
   ObjectIndex Find(uint64_t id) const { return graph.FindObject(id); }
 };
 
@@ -92,7 +92,7 @@ StatusOr<GoldenHeap> BuildGoldenHeap() {
   HW_ASSIGN_OR_RETURN(HeapGraph graph, std::move(b).Build());
   HW_ASSIGN_OR_RETURN(DominatorTree tree,
                       ComputeDominatorTree(graph.graph(), graph.root_objects()));
-  std::vector<uint64_t> retained =
+  RetainedSizes retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
   return GoldenHeap{std::move(graph), std::move(tree), std::move(retained)};
 }
@@ -106,7 +106,7 @@ class GoldenHeapTest : public ::testing::Test {
   }
   const HeapGraph& graph() const { return heap_->graph; }
   const DominatorTree& tree() const { return heap_->tree; }
-  std::span<const uint64_t> retained() const { return heap_->retained; }
+  const RetainedSizes& retained() const { return heap_->retained; }
   ObjectIndex Find(uint64_t id) const { return heap_->Find(id); }
   uint64_t Shallow(uint64_t id) const { return graph().shallow_size(Find(id)); }
   std::vector<ObjectIndex> Leaked() const {
@@ -268,7 +268,7 @@ TEST(ClassNamePatternsTest, MatchesWholeNamesAsMat) {
 }
 
 TEST_F(GoldenHeapTest, BadInputIsAnError) {
-  std::vector<uint64_t> short_sizes(3);
+  const RetainedSizes short_sizes = RetainedSizes::FromBytes(std::vector<uint64_t>(3));
   EXPECT_FALSE(ComputeClassRetainedSizes(graph(), tree(), short_sizes).ok());
   const ObjectIndex out_of_range[] = {ObjectIndex(tree().object_count() + 5)};
   EXPECT_EQ(
@@ -284,7 +284,7 @@ TEST_F(GoldenHeapTest, BadInputIsAnError) {
 struct RandomHeap {
   HeapGraph graph;
   DominatorTree tree;
-  std::vector<uint64_t> retained;
+  RetainedSizes retained;
 };
 
 // `classes` instance classes with 2 reference fields each, n instances with random references
@@ -309,7 +309,7 @@ StatusOr<RandomHeap> MakeRandomHeap(std::mt19937& rng, int classes, int n) {
   HW_ASSIGN_OR_RETURN(HeapGraph graph, std::move(b).Build());
   HW_ASSIGN_OR_RETURN(DominatorTree tree,
                       ComputeDominatorTree(graph.graph(), graph.root_objects()));
-  std::vector<uint64_t> retained =
+  RetainedSizes retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
   return RandomHeap{std::move(graph), std::move(tree), std::move(retained)};
 }

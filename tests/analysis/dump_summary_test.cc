@@ -72,14 +72,14 @@ StatusOr<HeapGraph> ListHeap(uint32_t items, uint32_t capacity) {
 struct Analysed {
   HeapGraph graph;
   DominatorTree tree;
-  std::vector<uint64_t> retained;
+  RetainedSizes retained;
 };
 
 StatusOr<Analysed> Analyse(StatusOr<HeapGraph> graph) {
   HW_RETURN_IF_ERROR(graph.status());
   HW_ASSIGN_OR_RETURN(DominatorTree tree,
                       ComputeDominatorTree(graph->graph(), graph->root_objects()));
-  std::vector<uint64_t> retained =
+  RetainedSizes retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph->shallow_size(v); });
   return Analysed{std::move(*graph), std::move(tree), std::move(retained)};
 }
@@ -344,7 +344,7 @@ TEST(DumpSummaryTest, ThresholdsLimitTheOwners) {
   options.min_owner_share = 2;
   EXPECT_EQ(BuildDumpSummary(a->graph, a->tree, a->retained, options).status().code(),
             absl::StatusCode::kInvalidArgument);
-  std::vector<uint64_t> short_sizes(3, 0);
+  const RetainedSizes short_sizes = RetainedSizes::FromBytes(std::vector<uint64_t>(3, 0));
   EXPECT_EQ(BuildDumpSummary(a->graph, a->tree, short_sizes, AllOwners()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -38,7 +38,7 @@ std::string Corpus(const std::string& relative) {
 struct Analysed {
   HeapGraph graph;
   DominatorTree tree;
-  std::vector<uint64_t> retained;
+  RetainedSizes retained;
 };
 
 // Reads `path` and computes the dominator tree over the GC roots whose kind is not in
@@ -54,7 +54,7 @@ StatusOr<Analysed> Analyse(const std::string& path, const hprof::ReadOptions& re
     }
   }
   HW_ASSIGN_OR_RETURN(DominatorTree tree, ComputeDominatorTree(graph.graph(), roots, dominators));
-  std::vector<uint64_t> retained =
+  RetainedSizes retained =
       ComputeRetainedSizes(tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
   return Analysed{std::move(graph), std::move(tree), std::move(retained)};
 }
@@ -215,8 +215,9 @@ class NetBeansTest : public ::testing::Test {
     }
     auto tree = ComputeDominatorTree(graph->graph(), roots);  // every reference followed
     ASSERT_TRUE(tree.ok()) << tree.status();
-    std::vector<uint64_t> retained = ComputeRetainedSizes(
-        *tree, [&](ObjectIndex v) { return live[v.value] ? graph->shallow_size(v) : 0; });
+    std::vector<uint64_t> retained = ComputeRetainedSizes(*tree, [&](ObjectIndex v) {
+                                       return live[v.value] ? graph->shallow_size(v) : 0;
+                                     }).ToVector();
     not_live_ = 0;
     for (uint32_t i = 0; i < graph->object_count(); ++i) {
       if (!live[i]) {
@@ -224,7 +225,8 @@ class NetBeansTest : public ::testing::Test {
         if (graph->kind(ObjectIndex(i)) != ObjectKind::kClass) ++not_live_;
       }
     }
-    analysed_ = new Analysed{std::move(*graph), std::move(*tree), std::move(retained)};
+    analysed_ = new Analysed{std::move(*graph), std::move(*tree),
+                             RetainedSizes::FromBytes(std::move(retained))};
     golden_ = new Golden(ReadNetBeansLog());
   }
   static void TearDownTestSuite() {

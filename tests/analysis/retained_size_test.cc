@@ -47,7 +47,7 @@ TEST(RetainedSizeTest, GoldenDiamondWithTail) {
   auto tree = ComputeDominatorTree(g, Objects({0}));
   ASSERT_TRUE(tree.ok());
   const auto retained = ComputeRetainedSizes(*tree, [&](ObjectIndex v) { return size[v.value]; });
-  EXPECT_THAT(retained, ElementsAre(150, 20, 30, 90, 50, 0, 150));
+  EXPECT_THAT(retained.ToVector(), ElementsAre(150, 20, 30, 90, 50, 0, 150));
   EXPECT_THAT(*RetainedSet(*tree, O(3)), ElementsAre(O(3), O(4)));
   EXPECT_THAT(*RetainedSet(*tree, O(5)), IsEmpty());
   EXPECT_THAT(*RetainedSet(*tree, tree->super_root()), ElementsAre(O(0), O(1), O(2), O(3), O(4)));
@@ -68,10 +68,9 @@ TEST(RetainedSizeTest, GoldenDiamondWithTail) {
   EXPECT_EQ(*MinimumRetainedSize(*tree, retained, Objects({5, 4})), 50u);
   EXPECT_EQ(MinimumRetainedSize(*tree, retained, Objects({9})).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MinimumRetainedSize(*tree, std::span<const uint64_t>(retained).first(3), pair)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      MinimumRetainedSize(*tree, RetainedSizes::FromBytes({150, 20, 30}), pair).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(PreciseRetainedSet(g, Objects({0}), Objects({6})).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -86,8 +85,23 @@ TEST(RetainedSizeTest, EveryObjectMatchesBruteForceSimulatedGc) {
     shape.weak_probability = 0.2;
     const testing::TestGraph t = testing::RandomGraph(rng, shape);
     const uint32_t n = t.graph.node_count();
+    // Shallow sizes of three kinds, for the three ways RetainedSizes stores the sums: any size
+    // (4 bytes per entry, unit 1), multiples of 8 as HotSpot's (4 bytes, in 8-byte units, some
+    // sums above 2^32 bytes), and sizes whose total needs 64 bits (8 bytes per entry).
     std::vector<uint64_t> size(n);
-    for (auto& s : size) s = std::uniform_int_distribution<uint64_t>(8, 1000)(rng);
+    for (auto& s : size) {
+      switch (i % 3) {
+        case 0:
+          s = std::uniform_int_distribution<uint64_t>(8, 1000)(rng);
+          break;
+        case 1:
+          s = 8 * std::uniform_int_distribution<uint64_t>(1, uint64_t{1} << 27)(rng);
+          break;
+        default:
+          s = std::uniform_int_distribution<uint64_t>(1, uint64_t{1} << 34)(rng);
+          break;
+      }
+    }
     auto shallow = [&](ObjectIndex v) { return size[v.value]; };
     for (bool follow_weak : {true, false}) {
       for (bool keep : {false, true}) {
@@ -98,6 +112,11 @@ TEST(RetainedSizeTest, EveryObjectMatchesBruteForceSimulatedGc) {
         ASSERT_TRUE(tree.ok());
         const auto retained = ComputeRetainedSizes(*tree, shallow);
         const auto counts = ComputeRetainedSizes(*tree, [](ObjectIndex) { return uint64_t{1}; });
+        EXPECT_TRUE(counts.compact());
+        if (i % 3 == 1 && tree->tree_object_count() > 0) {  // (an empty tree has unit 1)
+          EXPECT_TRUE(retained.compact());
+          EXPECT_EQ(retained.unit() % 8, 0u);
+        }
         const std::vector<ObjectIndex> sources = FlowSources(t.roots, *tree);
         uint64_t total = 0;
         for (uint32_t v = 0; v < n; ++v) {
@@ -244,6 +263,45 @@ TEST(RetainedSizeTest, PreciseSetEqualsDominatorSubtreeOfMergedSet) {
     ASSERT_TRUE(precise.ok());
     ASSERT_EQ(*precise, expected) << "graph " << i;
   }
+}
+
+TEST(RetainedSizeTest, CompactInUnitsOfTheShallowSizesAndWideWhenTheTotalNeedsIt) {
+  // 0 -> 1 -> 2, 0 -> 3; 4 is unreachable.
+  const CsrGraph g = MakeGraph(5, {{0, 1}, {1, 2}, {0, 3}, {4, 0}});
+  auto tree = ComputeDominatorTree(g, Objects({0}));
+  ASSERT_TRUE(tree.ok());
+  const uint64_t big = uint64_t{1} << 34;  // 16 GiB: beyond 32 bits in bytes, not in 8-byte units
+  {
+    const std::vector<uint64_t> size = {16, 24, big, 40, 8};
+    const auto retained = ComputeRetainedSizes(*tree, [&](ObjectIndex v) { return size[v.value]; });
+    EXPECT_TRUE(retained.compact());
+    EXPECT_EQ(retained.unit(), 8u);
+    const uint64_t total = 16 + 24 + big + 40;
+    EXPECT_THAT(retained.ToVector(), ElementsAre(total, 24 + big, big, 40, 0, total));
+    EXPECT_EQ(retained.back(), total);
+    EXPECT_EQ(retained.MemoryUsage(), 6 * sizeof(uint32_t));
+  }
+  {
+    // One size not a multiple of 8: the unit becomes 1 and the total no longer fits 32 bits.
+    const std::vector<uint64_t> size = {16, 24, big, 41, 8};
+    const auto retained = ComputeRetainedSizes(*tree, [&](ObjectIndex v) { return size[v.value]; });
+    EXPECT_FALSE(retained.compact());
+    const uint64_t total = 16 + 24 + big + 41;
+    EXPECT_THAT(retained.ToVector(), ElementsAre(total, 24 + big, big, 41, 0, total));
+    EXPECT_EQ(*MinimumRetainedSize(*tree, retained, Objects({1, 3})), 24 + big + 41);
+  }
+  {
+    // Odd sizes with a small total: 4 bytes per entry in 1-byte units (Android, NetBeans models).
+    const std::vector<uint64_t> size = {3, 5, 7, 11, 13};
+    const auto retained = ComputeRetainedSizes(*tree, [&](ObjectIndex v) { return size[v.value]; });
+    EXPECT_TRUE(retained.compact());
+    EXPECT_EQ(retained.unit(), 1u);
+    EXPECT_THAT(retained.ToVector(), ElementsAre(26, 12, 7, 11, 0, 26));
+  }
+  // Every size 0: unit 1, all zero.
+  const auto zero = ComputeRetainedSizes(*tree, [](ObjectIndex) { return uint64_t{0}; });
+  EXPECT_TRUE(zero.compact());
+  EXPECT_THAT(zero.ToVector(), ElementsAre(0, 0, 0, 0, 0, 0));
 }
 
 TEST(RetainedSizeTest, SuperRootInSetRetainsEverything) {
