@@ -294,6 +294,7 @@ FieldMap TopLevelFields(Config* c) {
            {"enabled", BoolField(&c->escalation.enabled)},
            {"auto", BoolField(&c->escalation.automatic)},
            {"min_dump_interval", DurationField(&c->escalation.min_dump_interval)},
+           {"join_window", DurationField(&c->escalation.join_window)},
            {"max_concurrent_analyses", IntField(&c->escalation.max_concurrent_analyses, 1, 16)},
            {"max_queued", IntField(&c->escalation.max_queued, 1, 1000)},
            {"max_analysis_memory_bytes", ByteSizeField(&c->escalation.max_analysis_memory_bytes)},
@@ -386,6 +387,9 @@ Status ValidateConfig(const Config& c) {
   if (e.min_dump_interval < absl::ZeroDuration()) {
     return fail("escalation.min_dump_interval", "must not be negative");
   }
+  if (e.join_window < absl::ZeroDuration()) {
+    return fail("escalation.join_window", "must not be negative");
+  }
   if (e.max_concurrent_analyses < 1 || e.max_concurrent_analyses > 16) {
     return fail("escalation.max_concurrent_analyses", "must be in [1, 16]");
   }
@@ -463,6 +467,7 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "enabled" << YAML::Value << e.enabled;
   out << YAML::Key << "auto" << YAML::Value << e.automatic;
   out << YAML::Key << "min_dump_interval" << YAML::Value << dur(e.min_dump_interval);
+  out << YAML::Key << "join_window" << YAML::Value << dur(e.join_window);
   out << YAML::Key << "max_concurrent_analyses" << YAML::Value << e.max_concurrent_analyses;
   out << YAML::Key << "max_queued" << YAML::Value << e.max_queued;
   out << YAML::Key << "max_analysis_memory_bytes" << YAML::Value << e.max_analysis_memory_bytes;

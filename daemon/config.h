@@ -93,6 +93,10 @@ struct EscalationConfig {
   // At most one extended dump per agent per this interval (requested dumps included): a dump
   // pauses the JVM.
   absl::Duration min_dump_interval = absl::Hours(1);
+  // An automatic dump waits this long after the suspect that asked for it, so that classes
+  // flagged meanwhile share the dump (one JVM pause instead of several). Requested dumps do not
+  // wait.
+  absl::Duration join_window = absl::Minutes(1);
   // Analysis worker threads: at most this many analyses at once.
   int max_concurrent_analyses = 1;
   // Dumps waiting to be taken or analysed; a request beyond this is refused with a reason.

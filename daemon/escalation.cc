@@ -209,8 +209,10 @@ struct Escalation::Impl {
     return "";
   }
 
-  // Creates a QUEUED job for the agent. REQUIRES: mu held.
-  std::shared_ptr<Job> NewJob(const AgentId& id, AgentEsc& a, v1::ExtendedDumpTrigger trigger) {
+  // Creates a QUEUED job for the agent that may start after `wait` (and the agent's interval).
+  // REQUIRES: mu held.
+  std::shared_ptr<Job> NewJob(const AgentId& id, AgentEsc& a, v1::ExtendedDumpTrigger trigger,
+                              absl::Duration wait) {
     auto job = std::make_shared<Job>();
     absl::Time now = clock->Now();
     if (now <= last_id_time) now = last_id_time + absl::Microseconds(1);
@@ -222,7 +224,7 @@ struct Escalation::Impl {
     proto::SetTimestamp(now, &job->record, &v1::ExtendedDump::mutable_requested_time);
     job->target = a.target;
     job->estimate = Estimate(a.target.heap_bytes);
-    job->not_before = std::max(now, NextDumpAllowed(a));
+    job->not_before = std::max(now + wait, NextDumpAllowed(a));
     return job;
   }
 
@@ -645,13 +647,14 @@ void Escalation::OnCollection(const EscalationTarget& target,
                  target.info.id.value, a.open->record.dump_id());
     return;
   }
-  std::shared_ptr<Impl::Job> job = d.NewJob(target.info.id, a, v1::EXTENDED_DUMP_TRIGGER_SUSPECT);
+  std::shared_ptr<Impl::Job> job = d.NewJob(target.info.id, a, v1::EXTENDED_DUMP_TRIGGER_SUSPECT,
+                                            d.config.join_window);
   for (const diff::Suspect* s : uncovered) d.AddSuspect(*job, a, *s);
   if (std::string why = d.RefusalReason(a); !why.empty()) {
     d.Fail(*job, why, ExtendedDumpResult::kRefused);
     return;
   }
-  if (job->not_before > d.clock->Now()) {
+  if (job->not_before > d.clock->Now() + d.config.join_window) {
     spdlog::info("escalation: dump {} of agent {} waits until {} (escalation.min_dump_interval)",
                  job->record.dump_id(), target.info.id.value,
                  absl::FormatTime(job->not_before, absl::UTCTimeZone()));
@@ -682,10 +685,15 @@ StatusOr<v1::ExtendedDump> Escalation::Trigger(const AgentId& agent) {
   Impl::AgentEsc& a = it->second;
   d.Load(agent, a);
   const absl::Time now = d.clock->Now();
-  if (a.open != nullptr && a.open->joinable && a.open->not_before <= now) return a.open->record;
   const absl::Time next = d.NextDumpAllowed(a);
-  if (next > now || (a.open != nullptr && a.open->joinable)) {
-    const absl::Time when = std::max(next, a.open != nullptr ? a.open->not_before : next);
+  if (a.open != nullptr && a.open->joinable && next <= now) {
+    // A pending automatic dump (waiting for suspects to join) starts now instead.
+    a.open->not_before = std::min(a.open->not_before, now);
+    d.cv.notify_all();
+    return a.open->record;
+  }
+  if (next > now) {
+    const absl::Time when = next;
     d.metrics->RecordExtendedDump(agent, ExtendedDumpResult::kRefused);
     return absl::ResourceExhaustedError(absl::StrCat(
         "agent ", agent.value, " had an extended dump at ",
@@ -698,7 +706,8 @@ StatusOr<v1::ExtendedDump> Escalation::Trigger(const AgentId& agent) {
     d.metrics->RecordExtendedDump(agent, ExtendedDumpResult::kRefused);
     return absl::ResourceExhaustedError(why.substr(sizeof(kRefusedPrefix) - 1));
   }
-  std::shared_ptr<Impl::Job> job = d.NewJob(agent, a, v1::EXTENDED_DUMP_TRIGGER_MANUAL);
+  std::shared_ptr<Impl::Job> job =
+      d.NewJob(agent, a, v1::EXTENDED_DUMP_TRIGGER_MANUAL, absl::ZeroDuration());
   for (const diff::Suspect& s : a.suspects) d.AddSuspect(*job, a, s);
   d.Enqueue(job, a);
   return job->record;

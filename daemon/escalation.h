@@ -17,8 +17,9 @@
 //             budget refused it ("refused: ..."), or the daemon stopped before it finished ("daemon
 //             restarted ..."). The raw dump is deleted.
 // Suspects that appear while an agent's dump is QUEUED, DUMPING or waiting for analysis join it, so
-// several suspects in a short time cause one dump. A suspect that appears later waits in a new
-// QUEUED dump for the agent's interval. A class counts as covered for its current suspect episode
+// several suspects in a short time cause one dump: an automatic dump waits `join_window` (default
+// 1 min) after its first suspect before it starts. A suspect that appears after the analysis
+// started waits in a new QUEUED dump for the agent's interval. A class counts as covered for its current suspect episode
 // (diff::Suspect::first_seen) once a dump requested after first_seen is in progress, done or
 // refused; a dump that failed for another reason is retried after the interval.
 //

@@ -158,6 +158,29 @@ TEST_F(EscalationTest, SuspectsWithinTheIntervalJoinOneQueuedDump) {
   EXPECT_TRUE(HasMetric("heapwatch_extended_dump_analyses_queued 1"));
 }
 
+// An automatic dump waits for its join window, so a class flagged seconds later shares it; a
+// request starts the waiting dump at once instead of taking another.
+TEST_F(EscalationTest, AutomaticDumpWaitsForItsJoinWindowAndARequestStartsIt) {
+  Start();  // join_window 1m; the fake clock stands still, so nothing starts by itself
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0)});
+  clock_.Advance(absl::Seconds(20));
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0), SuspectOf("B", kT0 + absl::Seconds(20))});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the dump thread looked at least once
+  std::vector<v1::ExtendedDump> dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(dumps[0].state(), v1::EXTENDED_DUMP_STATE_QUEUED);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("A", "B"));
+  auto manual = escalation_->Trigger(kAgent);
+  ASSERT_TRUE(manual.ok()) << manual.status();
+  EXPECT_EQ(manual->dump_id(), dumps[0].dump_id());
+  for (int i = 0; i < 200 && Dumps()[0].state() == v1::EXTENDED_DUMP_STATE_QUEUED; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_NE(dumps[0].state(), v1::EXTENDED_DUMP_STATE_QUEUED);  // taken (and failed: not a JVM)
+}
+
 TEST_F(EscalationTest, OverTheMemoryBudgetIsRefusedBeforeTheJvmIsPaused) {
   EscalationConfig config;
   config.max_analysis_memory_bytes = 1 << 20;
@@ -181,7 +204,9 @@ TEST_F(EscalationTest, OverTheMemoryBudgetIsRefusedBeforeTheJvmIsPaused) {
 }
 
 TEST_F(EscalationTest, ADumpThatFailsIsRecordedWithItsErrorAndCounted) {
-  Start();
+  EscalationConfig config;
+  config.join_window = absl::ZeroDuration();
+  Start(config);
   escalation_->OnCollection(Target(), {SuspectOf("A", kT0)});
   std::vector<v1::ExtendedDump> dumps;
   for (int i = 0; i < 200; ++i) {  // the dump thread picks the job up within 0.5 s
