@@ -392,28 +392,39 @@ struct Daemon::Impl {
         rt.failing = false;
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (store_failing) {
-      spdlog::info("store: snapshots are stored again");
-      store_failing = false;
-    }
-    metrics.RecordCollection(id, CollectionResult::kOk, took);
-    auto it = runtimes.find(id);
-    if (it == runtimes.end() || it->second.get() != &rt)
-      return;  // removed meanwhile: publish nothing
-    metrics.SetAgentUp(id, true);
-    metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
     EscalationTarget target{rt.info, rt.jvm, 0};
     for (const ClassHistogramRow& row : snapshot.histogram.rows) target.heap_bytes += row.bytes;
-    escalation->OnCollection(target, suspects);  // never blocks on a dump
-    agents.Update(id, [&](AgentStatus& s) {
-      s.state = AgentState::kUp;
-      s.last_snapshot_time = snapshot.time;
-      s.last_collection_duration = took;
-      s.last_error.clear();
-      s.consecutive_failures = 0;
-      s.suspects = std::move(suspects);
-    });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (store_failing) {
+        spdlog::info("store: snapshots are stored again");
+        store_failing = false;
+      }
+      metrics.RecordCollection(id, CollectionResult::kOk, took);
+      auto it = runtimes.find(id);
+      if (it == runtimes.end() || it->second.get() != &rt)
+        return;  // removed meanwhile: publish nothing
+      metrics.SetAgentUp(id, true);
+      metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+      agents.Update(id, [&](AgentStatus& s) {
+        s.state = AgentState::kUp;
+        s.last_snapshot_time = snapshot.time;
+        s.last_collection_duration = took;
+        s.last_error.clear();
+        s.consecutive_failures = 0;
+        s.suspects = suspects;
+      });
+    }
+    // Outside mu: escalation may write its records to the store (an fsync) and never blocks on a
+    // dump. An agent removed meanwhile is removed from escalation again.
+    escalation->OnCollection(target, suspects);
+    bool removed;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(id);
+      removed = it == runtimes.end() || it->second.get() != &rt;
+    }
+    if (removed) escalation->RemoveAgent(id);
   }
 
   bool Failed(const AgentId& id, Runtime& rt, CollectionResult result, const Status& error,

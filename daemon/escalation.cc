@@ -1,13 +1,20 @@
 #include "daemon/escalation.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <new>
+#include <regex>
 #include <set>
 #include <thread>
 #include <utility>
@@ -85,7 +92,8 @@ struct Escalation::Impl {
     absl::Time not_before;
     uint64_t estimate = 0;  // bytes: analysis memory and uncompressed dump size
     bool joinable = true;   // guarded by mu: suspects may still join (analysis not started)
-    bool on_disk = false;   // guarded by mu: a raw dump file exists
+    std::string raw_path;   // guarded by mu: the raw dump, once written
+    uint32_t jvm_uid = 0;   // owner the raw dump must have
   };
   struct AgentEsc {
     EscalationTarget target;
@@ -94,7 +102,9 @@ struct Escalation::Impl {
     std::vector<diff::Suspect> suspects;      // as of the last collection
     std::shared_ptr<Job> open;                // joinable job, if any
     absl::Time last_dump = absl::InfinitePast();  // dump_time of the newest dump taken
-    std::map<std::string, absl::Time> covered;  // class -> request time of the newest covering job
+    // class -> the time up to which its suspect episodes are covered (see the file comment): the
+    // request time of the covering job, or the suspect's first_seen when it joined later.
+    std::map<std::string, absl::Time> covered;
   };
 
   EscalationConfig config;
@@ -114,19 +124,44 @@ struct Escalation::Impl {
   uint64_t memory_in_flight = 0;                     // guarded by mu
   int live_threads = 0;                              // guarded by mu
   absl::Time last_id_time = absl::InfinitePast();    // guarded by mu: keeps dump ids unique
+  std::map<std::string, std::string> unsaved;        // guarded by mu: records to write again
+  std::set<std::string> raw_files;                   // guarded by mu: raw dumps on disk now
   std::vector<std::thread> threads;
 
   // ---- records ----
 
   // Writes the record of `job`. REQUIRES: mu held (the record is guarded by it). A store error is
-  // logged: the in-memory state goes on, and the next state change writes again.
+  // logged and the record is written again by the dump thread until it succeeds (RetryUnsaved), so
+  // a final state is never lost while the daemon runs.
   void Persist(const Job& job) {
-    Status s = store->PutRecord(kDumpTable, DumpKey(AgentId(job.record.agent()), job.record.dump_id()),
-                                job.record.SerializeAsString());
+    const std::string key = DumpKey(AgentId(job.record.agent()), job.record.dump_id());
+    std::string value = job.record.SerializeAsString();
+    unsaved.erase(key);
+    Status s = store->PutRecord(kDumpTable, key, value);
     if (!s.ok()) {
-      spdlog::error("escalation: cannot store the record of dump {} of agent {}: {}",
+      spdlog::error("escalation: cannot store the record of dump {} of agent {}, will retry: {}",
                     job.record.dump_id(), job.record.agent(), s.ToString());
+      unsaved[key] = std::move(value);
     }
+  }
+
+  void RetryUnsaved() {  // REQUIRES: mu held
+    for (auto it = unsaved.begin(); it != unsaved.end();) {
+      if (store->PutRecord(kDumpTable, it->first, it->second).ok()) {
+        it = unsaved.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Deletes a raw dump (unless kept by configuration). REQUIRES: mu held.
+  void DeleteRaw(const std::string& path, bool force = false) {
+    raw_files.erase(path);
+    if (path.empty() || (config.keep_raw_dumps && !force)) return;
+    std::error_code ec;
+    fs::remove(path, ec);
+    if (ec) spdlog::error("escalation: cannot delete the raw dump {}: {}", path, ec.message());
   }
 
   void PublishQueueGauges() {  // REQUIRES: mu held
@@ -141,7 +176,13 @@ struct Escalation::Impl {
     proto::SetTimestamp(clock->Now(), &job.record, &v1::ExtendedDump::mutable_finished_time);
     job.joinable = false;
     auto it = agents.find(AgentId(job.record.agent()));
-    if (it != agents.end() && it->second.open.get() == &job) it->second.open = nullptr;
+    if (it != agents.end()) {
+      if (it->second.open.get() == &job) it->second.open = nullptr;
+      if (result != ExtendedDumpResult::kRefused) {
+        // Not covered after all: retried after the agent's interval if still a suspect.
+        for (const auto& [name, s] : job.suspects) it->second.covered.erase(name);
+      }
+    }
     Persist(job);
     metrics->RecordExtendedDump(AgentId(job.record.agent()), result);
     spdlog::warn("escalation: extended dump {} of agent {} failed: {}", job.record.dump_id(),
@@ -167,7 +208,11 @@ struct Escalation::Impl {
                           (d.state() == v1::EXTENDED_DUMP_STATE_FAILED &&
                            absl::StartsWith(d.error(), kRefusedPrefix));
       if (!covers) continue;
-      const absl::Time requested = TimeOf(d.requested_time());
+      // A DONE dump covers the episodes of its classes that began before its analysis finished
+      // (classes join until the analysis starts); a refusal those that began before it.
+      const absl::Time requested = d.state() == v1::EXTENDED_DUMP_STATE_DONE && d.has_finished_time()
+                                       ? TimeOf(d.finished_time())
+                                       : TimeOf(d.requested_time());
       for (const std::string& c : d.suspect_classes()) {
         absl::Time& t = a.covered[c];
         t = std::max(t, requested);
@@ -232,7 +277,7 @@ struct Escalation::Impl {
     if (job.suspects.emplace(s.class_name, s).second) {
       job.record.add_suspect_classes(s.class_name);
     }
-    a.covered[s.class_name] = TimeOf(job.record.requested_time());
+    a.covered[s.class_name] = std::max(TimeOf(job.record.requested_time()), s.first_seen);
   }
 
   void Enqueue(const std::shared_ptr<Job>& job, AgentEsc& a) {  // REQUIRES: mu held
@@ -249,6 +294,7 @@ struct Escalation::Impl {
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       if (stopping) break;
+      RetryUnsaved();
       std::shared_ptr<Job> job = NextDumpJob();
       if (job == nullptr) {
         cv.wait_for(lock, std::chrono::milliseconds(500));
@@ -260,21 +306,13 @@ struct Escalation::Impl {
     cv.notify_all();
   }
 
-  // The first queued job that may start now, removed from the queue; failed jobs are ended here.
-  // REQUIRES: mu held.
+  // The first queued job that may start now, removed from the queue. REQUIRES: mu held.
   std::shared_ptr<Job> NextDumpJob() {
     const absl::Time now = clock->Now();
     for (auto it = dump_queue.begin(); it != dump_queue.end(); ++it) {
       std::shared_ptr<Job> job = *it;
       if (job->not_before > now) continue;
-      auto agent = agents.find(AgentId(job->record.agent()));
-      if (agent == agents.end() || !agent->second.live) {
-        dump_queue.erase(it);
-        Fail(*job, "the agent's JVM exited before the dump", ExtendedDumpResult::kError);
-        PublishQueueGauges();
-        return NextDumpJob();
-      }
-      // Disk budget: raw dumps on disk (waiting for or in analysis) plus this one.
+      // Disk budget: raw dumps on disk (being analysed or waiting) plus this one.
       if (in_flight_disk > 0 && in_flight_disk + job->estimate > config.max_dump_disk_bytes) {
         continue;  // waits for raw dumps to be analysed and deleted
       }
@@ -284,7 +322,7 @@ struct Escalation::Impl {
     }
     return nullptr;
   }
-  uint64_t in_flight_disk = 0;  // guarded by mu: estimates of dumps being analysed
+  uint64_t in_flight_disk = 0;  // guarded by mu: estimates of the raw dumps on disk
 
   // Takes the dump of `job` (unlocking `lock` meanwhile) and hands it to the analysis queue.
   void TakeDump(const std::shared_ptr<Job>& job, std::unique_lock<std::mutex>& lock) {
@@ -310,8 +348,8 @@ struct Escalation::Impl {
     proto::SetTimestamp(start, &j.record, &v1::ExtendedDump::mutable_dump_time);
     const std::string path =
         absl::StrCat(dir, "/", j.record.dump_id(), config.gzip ? ".hprof.gz" : ".hprof");
-    j.on_disk = true;
     in_flight_disk += j.estimate;
+    raw_files.insert(path);
     Persist(j);
     spdlog::info("escalation: taking extended dump {} of agent {} (pid {}) for {}",
                  j.record.dump_id(), id.value, target.info.pid,
@@ -330,12 +368,13 @@ struct Escalation::Impl {
       return collectors::TakeHeapDump(target.jvm, path, options);
     }();
     lock.lock();
-    if (!dumped.ok()) {
+    if (!dumped.ok() || stopping) {
       in_flight_disk -= j.estimate;
-      j.on_disk = false;
-      std::error_code ec;
-      fs::remove(path, ec);  // TakeHeapDump deletes partial files; this covers the rest
-      Fail(j, absl::StrCat("dump failed: ", dumped.status().ToString()), ExtendedDumpResult::kError);
+      DeleteRaw(path, /*force=*/true);  // TakeHeapDump deletes partial files; this covers the rest
+      Fail(j,
+           dumped.ok() ? std::string("the daemon stopped before the dump was analysed")
+                       : absl::StrCat("dump failed: ", dumped.status().ToString()),
+           ExtendedDumpResult::kError);
       return;
     }
     j.record.set_file_bytes(dumped->file_bytes);
@@ -347,14 +386,14 @@ struct Escalation::Impl {
       j.record.set_raw_dump_kept(true);
       j.record.set_raw_dump_path(dumped->path);
     }
+    j.raw_path = dumped->path;
+    j.jvm_uid = target.jvm.uid;
     j.record.set_state(v1::EXTENDED_DUMP_STATE_ANALYZING);
     Persist(j);
     analysis_queue.push_back(job);
     PublishQueueGauges();
     cv.notify_all();
-    raw_paths[&j] = dumped->path;
   }
-  std::map<const Job*, std::string> raw_paths;  // guarded by mu
 
   // ---- analysis threads ----
 
@@ -391,11 +430,30 @@ struct Escalation::Impl {
     cv.notify_all();
   }
 
+  // Opens the raw dump the JVM wrote without following a symlink, and checks that it is a regular
+  // file of the JVM's user: the per-user directory belongs to that user, who could otherwise swap
+  // the dump for a link to a file only the daemon may read, or for a FIFO that blocks the reader.
+  // Returns the open descriptor; the analysis reads "/proc/self/fd/<fd>", i.e. this very file.
+  static StatusOr<int> OpenRawDump(const std::string& path, uint32_t jvm_uid) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot open the dump ", path, ": ", std::strerror(errno)));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (st.st_uid != jvm_uid && st.st_uid != ::geteuid())) {
+      ::close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the dump ", path, " is not a regular file of the JVM's user; it was replaced"));
+    }
+    return fd;
+  }
+
   void Analyse(const std::shared_ptr<Job>& job, std::unique_lock<std::mutex>& lock) {
     Job& j = *job;
     const AgentId id(j.record.agent());
-    const std::string path = raw_paths[&j];
-    raw_paths.erase(&j);
+    const std::string path = j.raw_path;
     std::vector<std::string> classes(j.record.suspect_classes().begin(),
                                      j.record.suspect_classes().end());
     std::map<std::string, diff::Suspect> suspects = j.suspects;
@@ -406,19 +464,28 @@ struct Escalation::Impl {
     options.exclude_patterns = config.exclude_patterns;
     options.top_objects = static_cast<size_t>(config.top_objects);
     const absl::Time start = absl::Now();
-    StatusOr<DumpAnalysis> analysis = AnalyzeDumpFile(path, classes, options);
-    const absl::Duration took = absl::Now() - start;
-    Status stored = analysis.ok() ? StoreAnalysis(id, *analysis, suspects, &record)
-                                  : analysis.status();
-    if (!config.keep_raw_dumps) {
-      std::error_code ec;
-      fs::remove(path, ec);
-      if (ec) spdlog::error("escalation: cannot delete the raw dump {}: {}", path, ec.message());
+    StatusOr<DumpAnalysis> analysis = absl::InternalError("not analysed");
+    StatusOr<int> fd = OpenRawDump(path, j.jvm_uid);
+    if (!fd.ok()) {
+      analysis = fd.status();
+    } else {
+      try {
+        analysis = AnalyzeDumpFile(absl::StrCat("/proc/self/fd/", *fd), classes, options);
+      } catch (const std::bad_alloc&) {
+        analysis = absl::ResourceExhaustedError(
+            "out of memory while analysing the dump (escalation.max_analysis_memory_bytes is "
+            "larger than the memory available)");
+      }
+      ::close(*fd);
     }
+    const absl::Duration took = absl::Now() - start;
+    Status stored =
+        analysis.ok() ? StoreAnalysis(id, *analysis, suspects, &record) : analysis.status();
+    analysis = absl::CancelledError("released");  // frees the analysis before the next one
     metrics->ObserveExtendedDumpAnalysis(took);
 
     lock.lock();
-    j.on_disk = config.keep_raw_dumps;
+    DeleteRaw(path);  // as soon as the reports are stored (or the analysis failed)
     if (!stored.ok()) {
       proto::ToDuration(took, j.record.mutable_analysis_duration());
       Fail(j, absl::StrCat("analysis failed: ", stored.ToString()), ExtendedDumpResult::kError);
@@ -453,14 +520,18 @@ struct Escalation::Impl {
     *summary.mutable_dump_time() = record->dump_time();
 
     // The previous DONE dump's summary, for the embedded diff.
+    // The summary of the agent's newest DONE dump before this one (dump records are small; only
+    // that one summary is read).
     std::optional<records::v1::ExtendedDumpSummary> previous;
-    auto earlier = store->ListRecords(kSummaryTable, absl::StrCat(id.value, "/"));
+    auto earlier = store->ListRecords(kDumpTable, absl::StrCat(id.value, "/"));
     if (earlier.ok()) {
       for (auto it = earlier->rbegin(); it != earlier->rend(); ++it) {
-        if (it->first >= DumpKey(id, record->dump_id())) continue;
-        records::v1::ExtendedDumpSummary s;
-        if (s.ParseFromString(it->second)) {
-          previous = std::move(s);
+        v1::ExtendedDump d;
+        if (d.ParseFromString(it->second) && d.dump_id() < record->dump_id() &&
+            d.state() == v1::EXTENDED_DUMP_STATE_DONE) {
+          auto bytes = store->GetRecord(kSummaryTable, DumpKey(id, d.dump_id()));
+          records::v1::ExtendedDumpSummary s;
+          if (bytes.ok() && s.ParseFromString(*bytes)) previous = std::move(s);
           break;
         }
       }
@@ -478,8 +549,16 @@ struct Escalation::Impl {
       diff = std::move(d);
     }
 
+    // On a store error part-way, what was written is deleted again (best effort), so a failed dump
+    // leaves no summary that later diffs would use.
+    std::vector<std::pair<std::string_view, std::string>> written;
+    auto undo = [&] {
+      for (const auto& [table, key] : written) (void)store->DeleteRecord(table, key);
+    };
     HW_RETURN_IF_ERROR(store->PutRecord(kSummaryTable, DumpKey(id, record->dump_id()),
                                         summary.SerializeAsString()));
+    written.emplace_back(kSummaryTable, DumpKey(id, record->dump_id()));
+    std::vector<std::pair<std::string, uint64_t>> retained;
     for (const analysis::SuspectReport& s : analysis.suspects) {
       v1::DrillDownReport report;
       report.set_agent(id.value);
@@ -510,10 +589,13 @@ struct Escalation::Impl {
           record->mutable_report_classes()->RemoveLast();
           continue;
         }
+        undo();
         return put;
       }
-      metrics->SetSuspectRetained(id, s.class_name, s.retained_bytes);
+      written.emplace_back(kReportTable, ReportKey(id, s.class_name, record->dump_id()));
+      retained.emplace_back(s.class_name, s.retained_bytes);
     }
+    for (const auto& [name, bytes] : retained) metrics->SetSuspectRetained(id, name, bytes);
     for (const std::string& missing : analysis.missing_classes) {
       spdlog::info("escalation: class {} has no reachable instance in dump {} of agent {}",
                    missing, record->dump_id(), id.value);
@@ -532,8 +614,10 @@ struct Escalation::Impl {
         spdlog::error("escalation: dump record {} is corrupt; ignored", key);
         continue;
       }
-      if (d.raw_dump_kept()) kept_files.insert(d.raw_dump_path());
-      if (!Active(d.state())) continue;
+      if (!Active(d.state())) {
+        if (d.raw_dump_kept()) kept_files.insert(d.raw_dump_path());
+        continue;
+      }
       d.set_state(v1::EXTENDED_DUMP_STATE_FAILED);
       d.set_error("daemon restarted before the dump was analysed");
       proto::SetTimestamp(clock->Now(), &d, &v1::ExtendedDump::mutable_finished_time);
@@ -544,18 +628,32 @@ struct Escalation::Impl {
                    d.dump_id(), d.agent());
     }
     std::error_code ec;
-    fs::create_directories(dump_dir, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot create the dump directory ", dump_dir, ": ", ec.message()));
+    if (config.enabled) {
+      fs::create_directories(dump_dir, ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot create the dump directory ", dump_dir, ": ", ec.message()));
+      }
+      fs::permissions(dump_dir,
+                      fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
     }
-    fs::permissions(dump_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                    ec);
-    for (auto it = fs::recursive_directory_iterator(dump_dir, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      const std::string p = it->path().string();
-      if (!it->is_regular_file() || kept_files.count(p)) continue;
-      if (absl::EndsWith(p, ".hprof") || absl::EndsWith(p, ".hprof.gz")) {
+    // Only files heapwatchd names: <dump_dir>/<uid>/<dump id>.hprof[.gz]; a dump_dir shared with
+    // other tools keeps their files.
+    static const std::regex kOurs(R"([0-9]{8}T[0-9]{6}\.[0-9]{6}Z\.hprof(\.gz)?)");
+    static const std::regex kUid(R"([0-9]+)");
+    for (auto user = fs::directory_iterator(dump_dir, ec);
+         !ec && user != fs::directory_iterator(); user.increment(ec)) {
+      std::error_code uec;
+      if (!user->is_directory(uec) || user->is_symlink(uec) ||
+          !std::regex_match(user->path().filename().string(), kUid)) {
+        continue;
+      }
+      for (auto f = fs::directory_iterator(user->path(), uec);
+           !uec && f != fs::directory_iterator(); f.increment(uec)) {
+        const std::string p = f->path().string();
+        if (kept_files.count(p) || !std::regex_match(f->path().filename().string(), kOurs)) {
+          continue;
+        }
         std::error_code rm;
         fs::remove(p, rm);
         spdlog::info("escalation: deleted a raw dump left by an earlier run: {}", p);
@@ -604,9 +702,25 @@ bool Escalation::Stop(absl::Duration grace) {
   if (d.threads.empty()) return true;
   std::unique_lock<std::mutex> lock(d.mu);
   d.stopping = true;
+  // Work not started ends now: queued dumps fail, written dumps waiting for analysis are deleted.
+  for (const auto& job : d.dump_queue) {
+    d.Fail(*job, "the daemon stopped before the dump was taken", ExtendedDumpResult::kError);
+  }
+  d.dump_queue.clear();
+  for (const auto& job : d.analysis_queue) {
+    d.in_flight_disk -= job->estimate;
+    d.DeleteRaw(job->raw_path, /*force=*/true);
+    d.Fail(*job, "the daemon stopped before the dump was analysed", ExtendedDumpResult::kError);
+  }
+  d.analysis_queue.clear();
+  d.PublishQueueGauges();
   d.cv.notify_all();
   const bool finished = d.cv.wait_for(lock, absl::ToChronoMilliseconds(grace),
                                       [&d] { return d.live_threads == 0; });
+  if (!finished) {
+    // The process is about to exit: no raw dump may outlive it.
+    for (const std::string& path : std::set<std::string>(d.raw_files)) d.DeleteRaw(path, true);
+  }
   lock.unlock();
   if (!finished) {
     spdlog::warn("escalation: abandoning a dump or analysis still running");
@@ -669,7 +783,20 @@ void Escalation::RemoveAgent(const AgentId& agent) {
   if (it == d.agents.end()) return;
   it->second.live = false;
   it->second.open = nullptr;
-  d.cv.notify_all();  // the dump thread fails its queued jobs
+  // Its queued dumps can never be taken: end them now so they hold no queue slot.
+  for (auto job = d.dump_queue.begin(); job != d.dump_queue.end();) {
+    if ((*job)->record.agent() == agent.value) {
+      d.Fail(**job, "agent exited: the JVM exited before the dump", ExtendedDumpResult::kError);
+      job = d.dump_queue.erase(job);
+    } else {
+      ++job;
+    }
+  }
+  d.PublishQueueGauges();
+  // Drop the state of agents without work in progress (it is reloaded from the store if needed).
+  bool busy = false;
+  for (const auto& job : d.analysis_queue) busy |= job->record.agent() == agent.value;
+  if (!busy) d.agents.erase(it);
 }
 
 StatusOr<v1::ExtendedDump> Escalation::Trigger(const AgentId& agent) {
@@ -678,6 +805,7 @@ StatusOr<v1::ExtendedDump> Escalation::Trigger(const AgentId& agent) {
   if (!d.config.enabled) {
     return absl::FailedPreconditionError("escalation is disabled (escalation.enabled: false)");
   }
+  if (d.stopping) return absl::UnavailableError("heapwatchd is shutting down");
   auto it = d.agents.find(agent);
   if (it == d.agents.end() || !it->second.live) {
     return absl::NotFoundError(absl::StrCat("agent ", agent.value, " is not a live agent"));
@@ -686,11 +814,15 @@ StatusOr<v1::ExtendedDump> Escalation::Trigger(const AgentId& agent) {
   d.Load(agent, a);
   const absl::Time now = d.clock->Now();
   const absl::Time next = d.NextDumpAllowed(a);
-  if (a.open != nullptr && a.open->joinable && next <= now) {
-    // A pending automatic dump (waiting for suspects to join) starts now instead.
-    a.open->not_before = std::min(a.open->not_before, now);
-    d.cv.notify_all();
-    return a.open->record;
+  if (a.open != nullptr && a.open->joinable) {
+    // The agent's dump that is being taken or waits for analysis is the answer; a queued one
+    // waiting only for its join window starts now.
+    if (a.open->record.state() != v1::EXTENDED_DUMP_STATE_QUEUED) return a.open->record;
+    if (next <= now) {
+      a.open->not_before = std::min(a.open->not_before, now);
+      d.cv.notify_all();
+      return a.open->record;
+    }
   }
   if (next > now) {
     const absl::Time when = next;

@@ -362,6 +362,13 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
 }
 
 void Metrics::RecordExtendedDump(const AgentId& agent, ExtendedDumpResult result) {
+  // Under mu: RemoveAgent reads and may remove these counters.
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it != impl_->agents.end()) {
+    it->second.extended_dumps.at(result)->Increment();
+    return;
+  }
   impl_->extended_dumps
       .Add({{"agent", agent.value}, {"result", std::string(ExtendedDumpResultName(result))}})
       .Increment();

@@ -92,6 +92,10 @@ class EscalationTest : public ::testing::Test {
     d.set_state(state);
     proto::SetTimestamp(dump_time, &d, &v1::ExtendedDump::mutable_requested_time);
     proto::SetTimestamp(dump_time, &d, &v1::ExtendedDump::mutable_dump_time);
+    if (state == v1::EXTENDED_DUMP_STATE_DONE) {
+      proto::SetTimestamp(dump_time + absl::Minutes(2), &d,
+                          &v1::ExtendedDump::mutable_finished_time);
+    }
     for (const auto& c : classes) d.add_suspect_classes(c);
     ASSERT_TRUE(store_->PutRecord("xdump", absl::StrCat(kAgent.value, "/", dump_id),
                                   d.SerializeAsString())
@@ -170,6 +174,11 @@ TEST_F(EscalationTest, AutomaticDumpWaitsForItsJoinWindowAndARequestStartsIt) {
   ASSERT_EQ(dumps.size(), 1u);
   EXPECT_EQ(dumps[0].state(), v1::EXTENDED_DUMP_STATE_QUEUED);
   EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("A", "B"));
+  // B joined after the request; it stays covered at the next collections (no re-join, no new dump).
+  clock_.Advance(absl::Seconds(20));
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0), SuspectOf("B", kT0 + absl::Seconds(20))});
+  ASSERT_EQ(Dumps().size(), 1u);
+  EXPECT_THAT(Dumps()[0].suspect_classes(), ElementsAre("A", "B"));
   auto manual = escalation_->Trigger(kAgent);
   ASSERT_TRUE(manual.ok()) << manual.status();
   EXPECT_EQ(manual->dump_id(), dumps[0].dump_id());
@@ -222,6 +231,35 @@ TEST_F(EscalationTest, ADumpThatFailsIsRecordedWithItsErrorAndCounted) {
                                      "\",result=\"error\"} 1")));
   // The attempt counts toward the interval.
   EXPECT_EQ(escalation_->Trigger(kAgent).status().code(), absl::StatusCode::kResourceExhausted);
+  // The class is not covered by a failed dump: it is retried after the interval.
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0)});
+  dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[0].state(), v1::EXTENDED_DUMP_STATE_QUEUED);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("A"));
+}
+
+// After a restart, a DONE dump covers the episodes of its classes that began before its analysis
+// finished (a class may have joined after the request); a class it did not cover gets a new dump.
+TEST_F(EscalationTest, StoredDumpsCoverTheEpisodesTheyAnalysed) {
+  const absl::Time requested = kT0 - absl::Hours(2);  // finished 2 minutes later
+  PutDump("20231114T201320.000000Z", v1::EXTENDED_DUMP_STATE_DONE, requested, {"A", "B"});
+  Start();
+  escalation_->OnCollection(Target(), {SuspectOf("A", requested - absl::Minutes(1)),
+                                       SuspectOf("B", requested + absl::Minutes(1))});
+  EXPECT_EQ(Dumps().size(), 1u);
+  escalation_->OnCollection(Target(), {SuspectOf("A", requested - absl::Minutes(1)),
+                                       SuspectOf("B", requested + absl::Minutes(1)),
+                                       SuspectOf("C", kT0)});
+  std::vector<v1::ExtendedDump> dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("C"));
+  // A new episode of A (cleared and flagged again after that dump) is not covered.
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0 - absl::Minutes(30)),
+                                       SuspectOf("C", kT0)});
+  dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("C", "A"));
 }
 
 TEST_F(EscalationTest, RequestsNeedALiveAgentAndEnabledEscalation) {
