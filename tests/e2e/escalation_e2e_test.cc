@@ -671,6 +671,15 @@ TEST_F(EscalationEndToEnd, SuspectsSecondsApartCauseOneDumpInAMinute) {
   std::cout << "E2E: ListReports a minute after the first suspect: " << ToJson(reports)
             << std::endl;
   EXPECT_EQ(most_taken, 1) << "two suspects in one minute must cause one dump";
+  // On a loaded machine the analysis may still run: let it finish (no second dump meanwhile).
+  EXPECT_TRUE(WaitFor(absl::Minutes(3), [&] {
+    poll();
+    for (const v1::ExtendedDump& d : reports.dumps()) {
+      if (d.state() == v1::EXTENDED_DUMP_STATE_DONE) return true;
+    }
+    return false;
+  })) << ToJson(reports) << DaemonLog();
+  EXPECT_EQ(most_taken, 1) << ToJson(reports);
   const std::string metrics = Metrics();
   EXPECT_EQ(MetricValue(metrics, absl::StrCat("heapwatch_extended_dumps_total{agent=\"", agent,
                                               "\",result=\"ok\"}")),

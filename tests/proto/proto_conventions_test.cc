@@ -68,8 +68,8 @@ void CheckMessage(const Descriptor* d, std::set<std::string>* seen) {
           << where << ": byte counts are 64-bit integers";
     }
     if (f->type() == FieldDescriptor::TYPE_DOUBLE) {
-      EXPECT_TRUE(absl::EndsWith(name, "_per_second") || name == "score")
-          << where << ": a double is a rate (_per_second) or a score";
+      EXPECT_TRUE(absl::EndsWith(name, "_per_second") || name == "score" || name == "share")
+          << where << ": a double is a rate (_per_second), a score or a share (fractions in [0, 1])";
     }
     if (f->type() == FieldDescriptor::TYPE_ENUM) {
       EXPECT_EQ(f->enum_type()->value(0)->number(), 0);
