@@ -210,7 +210,7 @@ class DominatorTreeBuilder {
         // scattered over memory; the scan below would otherwise wait for them one by one).
         for (uint32_t k = 0; k < degree && k < 16; ++k) {
           __builtin_prefetch(&vertices_[graph_.targets[begin + k].value]);
-          __builtin_prefetch(&graph_.offsets[graph_.targets[begin + k].value]);
+          graph_.offsets.Prefetch(graph_.targets[begin + k].value);
         }
       }
       bool descended = false;

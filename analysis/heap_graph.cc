@@ -309,6 +309,8 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
                                 : r.SlotStart(static_cast<uint32_t>(n - 1)) +
                                       r.SlotCount(static_cast<uint32_t>(n - 1));
   if (r.slot_bits.size() != (total_slots + 63) / 64) return bad("slot bitmap size");
+  // The graph is final: its offsets take about 1.1 bytes per object instead of 4 from here on.
+  rep->graph.offsets.Compact();
   return HeapGraph(std::move(rep));
 }
 
@@ -375,7 +377,7 @@ CsrGraph HeapGraph::BuildReverseGraph() const {
   rev.targets.resize(g.targets.size());
   bool has_weak = !g.weak.empty();
   if (has_weak) rev.weak.assign(g.targets.size(), false);
-  std::vector<uint32_t> cursor(rev.offsets.begin(), rev.offsets.end() - 1);
+  std::vector<uint32_t> cursor(rev.offsets.plain().begin(), rev.offsets.plain().end() - 1);
   for (uint32_t v = 0; v < n; ++v) {
     for (uint64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
       uint64_t pos = cursor[g.targets[e].value]++;
@@ -494,7 +496,7 @@ uint64_t HeapGraph::MemoryUsage() const {
   auto bytes = [](const auto& v) -> uint64_t { return v.size() * sizeof(v[0]); };
   uint64_t total = sizeof(Rep);
   total += r.ids.MemoryUsage() + r.class_words.MemoryUsage() + bytes(r.array_bits) +
-           bytes(r.array_rank) + bytes(r.array_lengths) + bytes(r.graph.offsets) +
+           bytes(r.array_rank) + bytes(r.array_lengths) + r.graph.offsets.MemoryUsage() +
            bytes(r.graph.targets) + r.graph.weak.size() / 8 + bytes(r.slot_bits) +
            bytes(r.slot_samples) + bytes(r.roots) + bytes(r.root_objects) + bytes(r.heap_runs) +
            bytes(r.classes_by_name);

@@ -1,11 +1,13 @@
 // The compact storage behind the memory figures: IdIndex::Pack (16-bit deltas in blocks of 64, wide
-// blocks kept in full) and the blocked child offsets of DominatorTree (one byte per node, wide
-// blocks in full). Both must answer exactly as the plain arrays they replace.
+// blocks kept in full), the blocked child offsets of DominatorTree (one byte per node, wide
+// blocks in full) and the compact form of a CsrGraph's offsets (CsrOffsets::Compact, the same
+// layout). Both must answer exactly as the plain arrays they replace.
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "analysis/csr_graph.h"
 #include "analysis/dominator_tree.h"
 #include "analysis/id_index.h"
 #include "gtest/gtest.h"
@@ -98,6 +100,68 @@ TEST(CompactStorageTest, BlockedChildOffsetsGiveEveryChildList) {
     }
     EXPECT_EQ(total, tree->tree_object_count());
   }
+}
+
+// Offsets of rows of 0-3 references, with now and then a row of more than 255 (a big array) so that
+// some blocks of 64 are wide; sizes around the block size and a last partial block.
+TEST(CompactStorageTest, CompactCsrOffsetsAnswerLikeThePlainOnes) {
+  std::mt19937 rng(7);
+  for (size_t rows : {0u, 1u, 62u, 63u, 64u, 65u, 127u, 128u, 129u, 5000u, 100000u}) {
+    CsrOffsets plain;
+    plain.assign(rows + 1, 0);
+    uint32_t total = 0;
+    for (size_t v = 0; v < rows; ++v) {
+      const uint32_t r = rng() % 1000;
+      total += r < 3 ? 256 + rng() % 100000 : (r < 6 ? 255 : rng() % 4);
+      plain[v + 1] = total;
+    }
+    CsrOffsets compacted = plain;
+    compacted.Compact();
+    const CsrOffsets& compact = compacted;  // a compact CsrOffsets is read through const access
+    ASSERT_TRUE(compact.compact());
+    ASSERT_FALSE(plain.compact());
+    ASSERT_EQ(compact.size(), rows + 1);
+    for (size_t v = 0; v <= rows; ++v) ASSERT_EQ(compact[v], plain[v]) << rows << " " << v;
+    EXPECT_EQ(compact.front(), 0u);
+    EXPECT_EQ(compact.back(), total);
+    EXPECT_TRUE(compact == plain);
+    const CsrOffsets copy = compact;  // copies keep the compact form
+    EXPECT_TRUE(copy.compact());
+    EXPECT_TRUE(copy == plain);
+    // 8 bytes per block of 64, 1 per value, and the full 64 offsets of each wide block.
+    size_t wide = 0;
+    const size_t blocks = (rows + 1 + 63) / 64;
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t last = std::min(rows, b * 64 + 63);
+      if (plain[last] - plain[b * 64] > 255) ++wide;
+    }
+    EXPECT_EQ(compact.MemoryUsage(), blocks * 8 + (rows + 1) + wide * 64 * 4) << rows;
+    EXPECT_EQ(plain.MemoryUsage(), (rows + 1) * 4);
+    if (rows > 0) {
+      plain[rows] += 1;
+      EXPECT_FALSE(compact == plain);
+    }
+  }
+}
+
+// A graph whose offsets were compacted gives the same successors, and writing to it is refused.
+TEST(CompactStorageTest, CompactCsrGraphGivesTheSameSuccessors) {
+  CsrGraph g;
+  g.offsets = {0, 2, 2, 300, 301};
+  for (uint32_t e = 0; e < 301; ++e) g.targets.push_back(ObjectIndex(e % 4));
+  CsrGraph compacted = g;
+  compacted.offsets.Compact();
+  const CsrGraph& c = compacted;
+  ASSERT_EQ(c.node_count(), 4u);
+  for (uint32_t v = 0; v < 4; ++v) {
+    const auto a = g.successors(ObjectIndex(v));
+    const auto b = c.successors(ObjectIndex(v));
+    ASSERT_EQ(std::vector<ObjectIndex>(a.begin(), a.end()),
+              std::vector<ObjectIndex>(b.begin(), b.end()))
+        << v;
+    EXPECT_EQ(g.first_edge(ObjectIndex(v)), c.first_edge(ObjectIndex(v)));
+  }
+  EXPECT_DEATH(compacted.offsets[1] = 5, "");
 }
 
 }  // namespace

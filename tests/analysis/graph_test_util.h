@@ -42,7 +42,7 @@ inline CsrGraph MakeGraph(uint32_t n, const std::vector<Edge>& edges) {
   for (const Edge& e : edges) ++g.offsets[e.from + 1];
   for (uint32_t v = 0; v < n; ++v) g.offsets[v + 1] += g.offsets[v];
   g.targets.resize(edges.size());
-  std::vector<uint64_t> cursor(g.offsets.begin(), g.offsets.end() - 1);
+  std::vector<uint64_t> cursor(g.offsets.plain().begin(), g.offsets.plain().end() - 1);
   bool any_weak = false;
   for (const Edge& e : edges) any_weak |= e.weak;
   if (any_weak) g.weak.assign(edges.size(), false);
