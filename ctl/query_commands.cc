@@ -42,21 +42,6 @@ std::string StateName(v1::AgentState state) {
   }
 }
 
-std::string ChangeName(v1::ClassChange change) {
-  switch (change) {
-    case v1::CLASS_CHANGE_CHANGED:
-      return "changed";
-    case v1::CLASS_CHANGE_NEW:
-      return "new";
-    case v1::CLASS_CHANGE_VANISHED:
-      return "vanished";
-    case v1::CLASS_CHANGE_UNCHANGED:
-      return "unchanged";
-    default:
-      return "unknown";
-  }
-}
-
 namespace json = ::heapwatch::ctl::v1;
 
 // Copies an optional Timestamp field (unset stays unset, and is omitted from the JSON).
@@ -67,15 +52,6 @@ void CopyTime(bool has, const google::protobuf::Timestamp& from, M* msg,
 }
 
 using Client = RpcClient;
-
-int Emit(const google::protobuf::Message& json, std::ostream& out, std::ostream& err) {
-  Status s = PrintJson(json, out);
-  if (!s.ok()) {
-    err << "heapwatchctl: " << s.message() << "\n";
-    return kExitError;
-  }
-  return kExitOk;
-}
 
 // ---- agents ----
 
@@ -105,7 +81,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
       o->set_all_objects(a.all_objects());
       o->set_suspect_count(a.suspect_count());
     }
-    return Emit(root, out, err);
+    return EmitJson(root, out, err);
   }
   Table table({"AGENT", "STATE", "PID", "HOST", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS",
                "LAST ERROR"},
@@ -154,7 +130,7 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
       CopyTime(s.has_last_snapshot_time(), s.last_snapshot_time(), o,
                &json::Suspect::mutable_last_snapshot_time);
     }
-    return Emit(root, out, err);
+    return EmitJson(root, out, err);
   }
   Table table(
       {"AGENT", "CLASS", "BYTES", "INSTANCES", "GROWTH/S", "GROWTH/H", "SCORE", "FIRST SEEN"},
@@ -218,7 +194,7 @@ int RunHistory(const HistoryArgs& args, const GlobalOptions& global, std::ostrea
       p->set_bytes(static_cast<double>(s.bytes()));
       p->set_instances(static_cast<double>(s.instances()));
     }
-    return Emit(root, out, err);
+    return EmitJson(root, out, err);
   }
   Table table({"TIME", "BYTES", "INSTANCES", "DELTA BYTES"}, {1, 2, 3});
   double previous = 0;
@@ -281,7 +257,7 @@ int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out
     for (const v1::ClassDelta& c : response.classes()) {
       json::Diff::ClassDelta* o = root.add_classes();
       o->set_class_(c.class_name());
-      o->set_change(ChangeName(c.change()));
+      o->set_change(ClassChangeName(c.change()));
       o->set_before_bytes(static_cast<double>(c.before_bytes()));
       o->set_after_bytes(static_cast<double>(c.after_bytes()));
       o->set_delta_bytes(static_cast<double>(c.delta_bytes()));
@@ -289,7 +265,7 @@ int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out
       o->set_after_instances(static_cast<double>(c.after_instances()));
       o->set_delta_instances(static_cast<double>(c.delta_instances()));
     }
-    return Emit(root, out, err);
+    return EmitJson(root, out, err);
   }
   absl::Time from = TimeOf(response.has_from_time(), response.from_time());
   absl::Time to = TimeOf(response.has_to_time(), response.to_time());
@@ -303,7 +279,7 @@ int RunDiff(const DiffArgs& args, const GlobalOptions& global, std::ostream& out
       {"CLASS", "CHANGE", "BYTES BEFORE", "BYTES AFTER", "DELTA", "INSTANCES", "DELTA INST"},
       {2, 3, 4, 5, 6});
   for (const v1::ClassDelta& c : response.classes()) {
-    table.AddRow({c.class_name(), ChangeName(c.change()), std::to_string(c.before_bytes()),
+    table.AddRow({c.class_name(), ClassChangeName(c.change()), std::to_string(c.before_bytes()),
                   std::to_string(c.after_bytes()),
                   SignedHumanBytes(static_cast<double>(c.delta_bytes())),
                   std::to_string(c.after_instances()), Signed(c.delta_instances())});

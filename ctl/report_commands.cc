@@ -78,21 +78,6 @@ std::string TriggerName(v1::ExtendedDumpTrigger trigger) {
   }
 }
 
-std::string ChangeName(v1::ClassChange change) {
-  switch (change) {
-    case v1::CLASS_CHANGE_CHANGED:
-      return "changed";
-    case v1::CLASS_CHANGE_NEW:
-      return "new";
-    case v1::CLASS_CHANGE_VANISHED:
-      return "vanished";
-    case v1::CLASS_CHANGE_UNCHANGED:
-      return "unchanged";
-    default:
-      return "unknown";
-  }
-}
-
 bool Finished(v1::ExtendedDumpState state) {
   return state == v1::EXTENDED_DUMP_STATE_DONE || state == v1::EXTENDED_DUMP_STATE_FAILED;
 }
@@ -210,7 +195,7 @@ std::string DiffBody(const v1::ExtendedDumpDiff& diff, size_t top, bool owner_cl
                 {2, 3, 4, 5, 6, 7});
     for (size_t i = 0; i < classes; ++i) {
       const v1::ExtendedDumpClassDelta& c = diff.classes(static_cast<int>(i));
-      table.AddRow({c.class_name(), ChangeName(c.change()), std::to_string(c.after_instances()),
+      table.AddRow({c.class_name(), ClassChangeName(c.change()), std::to_string(c.after_instances()),
                     Signed(c.delta_instances()), HumanBytes(D(c.after_shallow_bytes())),
                     SignedHumanBytes(D(c.delta_shallow_bytes())),
                     HumanBytes(D(c.after_retained_bytes())),
@@ -296,15 +281,6 @@ std::string GrowthText(const v1::DrillDownReport& report) {
 }
 
 // ---- commands ----
-
-int EmitJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
-  Status s = PrintJson(message, out);
-  if (!s.ok()) {
-    err << "heapwatchctl: " << s.message() << "\n";
-    return kExitError;
-  }
-  return kExitOk;
-}
 
 struct ReportArgs {
   std::string agent;

@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "ctl/output.h"
+
 namespace heapwatch::ctl {
 
 std::string StatusCodeName(grpc::StatusCode code) {
@@ -37,6 +39,30 @@ int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view
   err << "heapwatchctl: " << what << " on " << global.server
       << " failed: " << StatusCodeName(status.error_code()) << ": " << message << "\n";
   return kExitError;
+}
+
+std::string ClassChangeName(heapwatch::v1::ClassChange change) {
+  switch (change) {
+    case heapwatch::v1::CLASS_CHANGE_CHANGED:
+      return "changed";
+    case heapwatch::v1::CLASS_CHANGE_NEW:
+      return "new";
+    case heapwatch::v1::CLASS_CHANGE_VANISHED:
+      return "vanished";
+    case heapwatch::v1::CLASS_CHANGE_UNCHANGED:
+      return "unchanged";
+    default:
+      return "unknown";
+  }
+}
+
+int EmitJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
+  Status s = PrintJson(message, out);
+  if (!s.ok()) {
+    err << "heapwatchctl: " << s.message() << "\n";
+    return kExitError;
+  }
+  return kExitOk;
 }
 
 }  // namespace heapwatch::ctl

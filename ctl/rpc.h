@@ -58,6 +58,13 @@ std::string StatusCodeName(grpc::StatusCode code);
 int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view what,
                 const grpc::Status& status);
 
+// "changed", "new", "vanished", "unchanged" ("unknown" for anything else).
+std::string ClassChangeName(heapwatch::v1::ClassChange change);
+
+// Prints `message` as JSON (ctl/output.h PrintJson) on `out` and returns kExitOk; when it cannot be
+// printed, prints "heapwatchctl: <reason>" on `err` and returns kExitError.
+int EmitJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err);
+
 }  // namespace heapwatch::ctl
 
 #endif  // HEAPWATCH_CTL_RPC_H_
