@@ -175,22 +175,8 @@ StatusOr<DumpSummary> BuildDumpSummary(const HeapGraph& graph, const DominatorTr
     return absl::InvalidArgumentError("too many objects for the GC-root path search");
   }
   DumpSummary summary;
-  ReportTotals& totals = summary.totals;
-  totals.objects = graph.object_count();
-  totals.classes = graph.class_count();
-  totals.gc_roots = graph.root_objects().size();
-  for (uint32_t i = 0; i < graph.object_count(); ++i) {
-    const ObjectIndex v(i);
-    const uint64_t size = graph.shallow_size(v);
-    totals.shallow_bytes += size;
-    if (tree.reachable_from_gc_roots(v)) {
-      ++totals.reachable_objects;
-      totals.reachable_shallow_bytes += size;
-    } else {
-      ++totals.unreachable_objects;
-      totals.unreachable_shallow_bytes += size;
-    }
-  }
+  summary.totals = ComputeReportTotals(graph, tree);
+  const ReportTotals& totals = summary.totals;
 
   // Class histogram by name.
   HW_ASSIGN_OR_RETURN(std::vector<ClassRetained> per_class,

@@ -175,6 +175,26 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
 
 }  // namespace
 
+ReportTotals ComputeReportTotals(const HeapGraph& graph, const DominatorTree& tree) {
+  ReportTotals totals;
+  totals.objects = graph.object_count();
+  totals.classes = graph.class_count();
+  totals.gc_roots = graph.root_objects().size();
+  for (uint32_t i = 0; i < graph.object_count(); ++i) {
+    const ObjectIndex v(i);
+    const uint64_t size = graph.shallow_size(v);
+    totals.shallow_bytes += size;
+    if (tree.reachable_from_gc_roots(v)) {
+      ++totals.reachable_objects;
+      totals.reachable_shallow_bytes += size;
+    } else {
+      ++totals.unreachable_objects;
+      totals.unreachable_shallow_bytes += size;
+    }
+  }
+  return totals;
+}
+
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
                              const RetainedSizes& retained, const ReportOptions& options) {
   if (tree.object_count() != graph.object_count() ||
@@ -192,22 +212,7 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
   Describer describe(graph, retained);
 
   Progress(options, "aggregations", 0);
-  ReportTotals& totals = report.totals;
-  totals.objects = graph.object_count();
-  totals.classes = graph.class_count();
-  totals.gc_roots = graph.root_objects().size();
-  for (uint32_t i = 0; i < graph.object_count(); ++i) {
-    ObjectIndex v(i);
-    uint64_t size = graph.shallow_size(v);
-    totals.shallow_bytes += size;
-    if (tree.reachable_from_gc_roots(v)) {
-      ++totals.reachable_objects;
-      totals.reachable_shallow_bytes += size;
-    } else {
-      ++totals.unreachable_objects;
-      totals.unreachable_shallow_bytes += size;
-    }
-  }
+  report.totals = ComputeReportTotals(graph, tree);
 
   HW_ASSIGN_OR_RETURN(std::vector<ClassRetained> per_class,
                       ComputeClassRetainedSizes(graph, tree, retained));

@@ -170,6 +170,10 @@ struct ReportOptions {
   std::function<void(std::string_view stage, double fraction)> progress;
 };
 
+// Dump-wide counts of `graph`, reachability as in `tree` (ComputeDominatorTree of the graph).
+// O(objects).
+ReportTotals ComputeReportTotals(const HeapGraph& graph, const DominatorTree& tree);
+
 // Computes the dominator tree (over strong and weak references, unreachable objects left out), the
 // retained sizes and, for options.suspect_class, the suspect analysis and its paths from GC roots,
 // and builds the report. Fills every field but dump_path, dump_file_bytes, timings.parse_seconds
