@@ -195,8 +195,8 @@ ReportTotals ComputeReportTotals(const HeapGraph& graph, const DominatorTree& tr
   return totals;
 }
 
-StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
-                             const RetainedSizes& retained, const ReportOptions& options) {
+static Status CheckReportInputs(const HeapGraph& graph, const DominatorTree& tree,
+                                const RetainedSizes& retained, const ReportOptions& options) {
   if (tree.object_count() != graph.object_count() ||
       retained.size() != graph.object_count() + size_t{1}) {
     return absl::InvalidArgumentError(
@@ -205,6 +205,24 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
   if (options.exclude_patterns) {
     HW_RETURN_IF_ERROR(ClassNamePatterns::Compile(*options.exclude_patterns).status());
   }
+  return absl::OkStatus();
+}
+
+StatusOr<SuspectReport> BuildSuspectReport(const HeapGraph& graph, const DominatorTree& tree,
+                                           const RetainedSizes& retained,
+                                           const std::string& class_name,
+                                           const ReportOptions& options) {
+  HW_RETURN_IF_ERROR(CheckReportInputs(graph, tree, retained, options));
+  ReportOptions suspect_options = options;
+  suspect_options.suspect_class = class_name;
+  double paths_seconds = 0;
+  return AnalyzeSuspect(graph, tree, retained, Describer(graph, retained), suspect_options,
+                        &paths_seconds);
+}
+
+StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
+                             const RetainedSizes& retained, const ReportOptions& options) {
+  HW_RETURN_IF_ERROR(CheckReportInputs(graph, tree, retained, options));
   auto start = Clock::now();
   Report report;
   report.dump_format = graph.info().format;

@@ -193,6 +193,16 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const ReportOptions& option
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
                              const RetainedSizes& retained_sizes, const ReportOptions& options);
 
+// Only the suspect analysis of `class_name` (SuspectReport, as Report::suspect of BuildReport with
+// options.suspect_class = class_name), without the dump-wide histogram, totals and biggest objects:
+// for callers that analyse several classes of one dump. `tree` and `retained_sizes` as above;
+// options.suspect_class is ignored. Errors: as BuildReport. Cost: one simulated GC and a few
+// breadth-first searches; no pass over the whole graph for the histogram.
+StatusOr<SuspectReport> BuildSuspectReport(const HeapGraph& graph, const DominatorTree& tree,
+                                           const RetainedSizes& retained_sizes,
+                                           const std::string& class_name,
+                                           const ReportOptions& options);
+
 // The report as JSON (nlohmann::json, serialised with 2-space indent). Field names are the struct
 // members' names; sizes are integers in bytes, durations in seconds.
 std::string ReportToJson(const Report& report);

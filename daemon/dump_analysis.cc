@@ -79,8 +79,7 @@ StatusOr<DumpAnalysis> AnalyzeDumpFile(const std::string& path,
     const analysis::RetainedSizes retained = analysis::ComputeRetainedSizes(
         tree, [&graph](analysis::ObjectIndex v) { return graph.shallow_size(v); });
 
-    // Totals and the biggest objects once; then only the suspect part per class (BuildReport
-    // recomputes the class histogram each time, O(objects), less than the simulated GC it runs).
+    // Totals and the biggest objects once; then only the suspect analysis per class.
     analysis::ReportOptions report_options;
     report_options.top_objects = options.top_objects;
     report_options.histogram_rows = 1;
@@ -91,7 +90,6 @@ StatusOr<DumpAnalysis> AnalyzeDumpFile(const std::string& path,
     result.totals = overview.totals;
     result.top_objects = std::move(overview.top_objects);
 
-    report_options.top_objects = 0;
     std::set<std::string> seen;
     for (const std::string& name : classes) {
       if (!seen.insert(name).second) continue;
@@ -99,14 +97,14 @@ StatusOr<DumpAnalysis> AnalyzeDumpFile(const std::string& path,
         result.missing_classes.push_back(name);
         continue;
       }
-      report_options.suspect_class = name;
-      HW_ASSIGN_OR_RETURN(analysis::Report report,
-                          analysis::BuildReport(graph, tree, retained, report_options));
-      if (!report.suspect || report.suspect->instances == 0) {
+      HW_ASSIGN_OR_RETURN(
+          analysis::SuspectReport suspect,
+          analysis::BuildSuspectReport(graph, tree, retained, name, report_options));
+      if (suspect.instances == 0) {
         result.missing_classes.push_back(name);
         continue;
       }
-      result.suspects.push_back(std::move(*report.suspect));
+      result.suspects.push_back(std::move(suspect));
     }
 
     Progress(options, "summary", 0);
