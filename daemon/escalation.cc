@@ -122,6 +122,7 @@ struct Escalation::Impl {
   std::deque<std::shared_ptr<Job>> analysis_queue;   // guarded by mu: ANALYZING, not started
   int analyses_in_flight = 0;                        // guarded by mu
   uint64_t memory_in_flight = 0;                     // guarded by mu
+  uint64_t in_flight_disk = 0;                       // guarded by mu: estimated raw dumps on disk
   int live_threads = 0;                              // guarded by mu
   absl::Time last_id_time = absl::InfinitePast();    // guarded by mu: keeps dump ids unique
   std::map<std::string, std::string> unsaved;        // guarded by mu: records to write again
@@ -322,7 +323,6 @@ struct Escalation::Impl {
     }
     return nullptr;
   }
-  uint64_t in_flight_disk = 0;  // guarded by mu: estimates of the raw dumps on disk
 
   // Takes the dump of `job` (unlocking `lock` meanwhile) and hands it to the analysis queue.
   void TakeDump(const std::shared_ptr<Job>& job, std::unique_lock<std::mutex>& lock) {
