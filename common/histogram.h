@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "common/agent.h"
+#include "common/gc.h"
 
 namespace heapwatch {
 
@@ -44,6 +45,8 @@ struct Snapshot {
   AgentId agent;
   absl::Time time;  // when the histogram was taken (wall clock of the daemon), microsecond precision when stored
   ClassHistogram histogram;
+  // How the histogram was taken and what it cost the JVM; mode kUnknown when not recorded.
+  CollectionCost cost;
 };
 
 }  // namespace heapwatch

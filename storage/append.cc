@@ -247,6 +247,9 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
       write_record = true;
     }
     HW_RETURN_IF_ERROR(txn.Put(s.snapshots, key, value));
+    if (snapshot.cost.mode != HistogramMode::kUnknown) {
+      HW_RETURN_IF_ERROR(txn.Put(s.costs, key, detail::EncodeCollectionCost(snapshot.cost)));
+    }
     if (write_record) {
       HW_RETURN_IF_ERROR(txn.Put(s.agents, id.value, detail::EncodeAgentRecord(*record)));
     }

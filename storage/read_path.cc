@@ -215,6 +215,11 @@ StatusOr<std::vector<Snapshot>> SnapshotStore::Impl::Materialize(
     s.time = absl::FromUnixMicros(t);
     s.histogram.total_instances = h.total_instances;
     s.histogram.total_bytes = h.total_bytes;
+    HW_ASSIGN_OR_RETURN(auto cost, txn.Get(costs, detail::SnapshotKey(agent, t)));
+    if (cost.has_value()) {
+      HW_ASSIGN_OR_RETURN(s.cost,
+                          detail::DecodeCollectionCost(*cost, "costs[" + detail::DescribeSnapshot(id, t) + "]"));
+    }
     s.histogram.rows.reserve(rows.size());
     for (const Ranked& r : rows) {
       s.histogram.rows.push_back(

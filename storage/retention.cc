@@ -37,11 +37,33 @@ StatusOr<size_t> SnapshotStore::Impl::DeletePrefix(LmdbTxn& txn, MDB_dbi dbi,
   return keys.size();
 }
 
+StatusOr<size_t> SnapshotStore::Impl::DeleteOldLiveSet(LmdbTxn& txn, AgentNo agent,
+                                                       int64_t before_micros, size_t max_count) {
+  std::vector<std::string> keys;
+  {
+    HW_ASSIGN_OR_RETURN(LmdbCursor c, LmdbCursor::Open(&txn, live_set));
+    std::string_view k;
+    HW_ASSIGN_OR_RETURN(bool ok, c.Seek(detail::AgentPrefix(agent), &k, nullptr));
+    while (ok && keys.size() < max_count) {
+      AgentNo a;
+      int64_t t;
+      if (!detail::ParseSnapshotKey(k, &a, &t) || a != agent || t >= before_micros) break;
+      keys.emplace_back(k);
+      HW_ASSIGN_OR_RETURN(ok, c.Move(MDB_NEXT, &k, nullptr));
+    }
+  }
+  for (const std::string& k : keys) HW_RETURN_IF_ERROR(txn.Del(live_set, k).status());
+  return keys.size();
+}
+
 StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn, const AgentId& id,
                                                                     AgentNo agent,
                                                                     int64_t before_micros,
                                                                     size_t max_count) {
   PrefixDeletion d;
+  // Live-set points age out with the snapshots of the same time span (and all of them with the
+  // agent).
+  HW_RETURN_IF_ERROR(DeleteOldLiveSet(txn, agent, before_micros, max_count).status());
   std::vector<int64_t> times;
   std::optional<int64_t> remaining;
   {
@@ -91,8 +113,10 @@ StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn
     HW_ASSIGN_OR_RETURN(remaining, FirstAtOrAfter(txn, agent, *remaining + 1));
   }
   d.now_empty = !remaining.has_value();
-  for (int64_t t : times)
+  for (int64_t t : times) {
     HW_RETURN_IF_ERROR(txn.Del(snapshots, detail::SnapshotKey(agent, t)).status());
+    HW_RETURN_IF_ERROR(txn.Del(costs, detail::SnapshotKey(agent, t)).status());
+  }
   if (key_frame.has_value()) {
     HW_RETURN_IF_ERROR(txn.Put(snapshots, detail::SnapshotKey(agent, *remaining),
                                detail::EncodeFullSnapshot(*key_frame, options.compress_snapshots)));
@@ -275,6 +299,15 @@ Status SnapshotStore::DeleteAgent(const AgentId& id) {
       return absl::OkStatus();
     }));
     if (d.now_empty) break;
+  }
+  for (;;) {
+    size_t n = 0;
+    HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
+      HW_ASSIGN_OR_RETURN(n, s.DeleteOldLiveSet(txn, record.agent_no, detail::kMaxAbsMicros,
+                                                detail::kDeleteBatch));
+      return absl::OkStatus();
+    }));
+    if (n < detail::kDeleteBatch) break;
   }
   HW_RETURN_IF_ERROR(s.DeleteDictionary(record.agent_no));
   return s.Write([&](LmdbTxn& txn) { return txn.Del(s.agents, id.value).status(); });

@@ -272,7 +272,8 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
     };
     for (Table t : {Table{"meta", &s.meta}, Table{"agents", &s.agents},
                     Table{"classes", &s.classes}, Table{"class_names", &s.class_names},
-                    Table{"snapshots", &s.snapshots}, Table{"records", &s.records}}) {
+                    Table{"snapshots", &s.snapshots}, Table{"records", &s.records},
+                    Table{"costs", &s.costs}, Table{"live_set", &s.live_set}}) {
       if (int rc = mdb_dbi_open(txn.get(), t.name, MDB_CREATE, t.dbi); rc != 0) {
         if (rc == MDB_INCOMPATIBLE) {
           return absl::DataLossError(
@@ -284,7 +285,8 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
     }
     HW_ASSIGN_OR_RETURN(auto version, txn.Get(s.meta, kFormatVersionKey));
     if (!version.has_value()) {
-      for (MDB_dbi dbi : {s.agents, s.classes, s.class_names, s.snapshots, s.records}) {
+      for (MDB_dbi dbi : {s.agents, s.classes, s.class_names, s.snapshots, s.records, s.costs,
+                           s.live_set}) {
         HW_ASSIGN_OR_RETURN(MDB_stat st, txn.Stat(dbi));
         if (st.ms_entries != 0) {
           return absl::DataLossError(absl::StrFormat(
@@ -524,7 +526,12 @@ StatusOr<std::vector<ClassSample>> SnapshotStore::ClassHistory(const AgentId& ag
   if (lo > hi) return out;
   HW_RETURN_IF_ERROR(impl_->ForEachSnapshot(
       txn, agent, r.agent_no, lo, hi, [&](int64_t t, const NumberedHistogram& h) -> Status {
-        ClassSample sample{absl::FromUnixMicros(t), 0, 0};
+        ClassSample sample{absl::FromUnixMicros(t), 0, 0, {}};
+        HW_ASSIGN_OR_RETURN(auto cost, txn.Get(impl_->costs, detail::SnapshotKey(r.agent_no, t)));
+        if (cost.has_value()) {
+          HW_ASSIGN_OR_RETURN(sample.cost, detail::DecodeCollectionCost(
+                                               *cost, "costs[" + detail::DescribeSnapshot(agent, t) + "]"));
+        }
         auto it = h.rows.begin();
         for (detail::ClassNo cls : targets) {
           it = std::lower_bound(
@@ -603,7 +610,7 @@ Status SnapshotStore::DeleteRecord(std::string_view table, std::string_view key)
 
 StatusOr<uint64_t> SnapshotStore::Impl::UsedBytesIn(LmdbTxn& txn) const {
   uint64_t total = 0;
-  for (MDB_dbi dbi : {meta, agents, classes, class_names, snapshots, records}) {
+  for (MDB_dbi dbi : {meta, agents, classes, class_names, snapshots, records, costs, live_set}) {
     HW_ASSIGN_OR_RETURN(MDB_stat st, txn.Stat(dbi));
     total += (st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * uint64_t{st.ms_psize};
   }
@@ -652,6 +659,10 @@ StatusOr<StoreStats> SnapshotStore::Stats() const {
     stats.snapshots = s.ms_entries;
     stats.snapshot_bytes = bytes(s);
     stats.dictionary_bytes = bytes(c) + bytes(n);
+    HW_ASSIGN_OR_RETURN(MDB_stat l, txn.Stat(impl_->live_set));
+    HW_ASSIGN_OR_RETURN(MDB_stat k, txn.Stat(impl_->costs));
+    stats.live_set_points = l.ms_entries;
+    stats.live_set_bytes = bytes(l) + bytes(k);
     HW_ASSIGN_OR_RETURN(stats.used_bytes, impl_->UsedBytesIn(txn));
   }
   HW_ASSIGN_OR_RETURN(stats.disk_bytes, DiskBytes());

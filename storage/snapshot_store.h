@@ -111,6 +111,7 @@ struct ClassSample {
   absl::Time time;
   uint64_t instances = 0;
   uint64_t bytes = 0;  // shallow size, bytes
+  CollectionCost cost;  // how that snapshot was taken (mode kUnknown when not recorded)
   friend bool operator==(const ClassSample&, const ClassSample&) = default;
 };
 
@@ -122,6 +123,8 @@ struct StoreStats {
   uint64_t used_bytes = 0;        // UsedBytes()
   uint64_t snapshot_bytes = 0;    // pages of the snapshots table, bytes
   uint64_t dictionary_bytes = 0;  // pages of the class dictionaries (classes + class_names), bytes
+  uint64_t live_set_points = 0;   // live-set points of all agents
+  uint64_t live_set_bytes = 0;    // pages of the live_set and costs tables, bytes
   uint64_t disk_bytes = 0;        // DiskBytes()
   uint64_t map_bytes = 0;         // MapBytes()
 };
@@ -159,7 +162,7 @@ class SnapshotStore {
   // Errors: NotFound, InvalidArgument. O(its snapshots + classes).
   Status DeleteAgent(const AgentId& id);
 
-  // Stores one snapshot; durable when it returns OK. Unknown agents are created (a bare record).
+  // Stores one snapshot (with snapshot.cost when its mode is known); durable when it returns OK. Unknown agents are created (a bare record).
   // Snapshots may arrive in any time order (in order is the fast path).
   // Errors: InvalidArgument (malformed agent id, a time that is infinite or not within +-2^62 us of
   // the Unix epoch, an empty class name), AlreadyExists (a snapshot of this agent at the same
@@ -192,6 +195,18 @@ class SnapshotStore {
   // decode.
   StatusOr<std::vector<ClassSample>> ClassHistory(const AgentId& agent, std::string_view class_name,
                                                   absl::Time from, absl::Time to) const;
+
+  // Live-set series (common/gc.h): one point of the agent's live set, durable on OK. Points are
+  // deleted by retention with the snapshots of the same time span (age: older than
+  // retention_age; size: with the agent's oldest snapshots) and with their agent. Errors:
+  // NotFound (unknown agent: PutAgent or Append first), InvalidArgument (malformed id, time
+  // infinite or out of range), AlreadyExists (a point at the same microsecond). O(log n).
+  Status AppendLiveSet(const AgentId& agent, const LiveSetPoint& point);
+  // The agent's live-set points in [from, to], oldest first; the most recent max_count when more
+  // (0: no limit). Errors: NotFound (unknown agent), InvalidArgument, DataLoss (a corrupt point).
+  // O(log n + points in [from, to]).
+  StatusOr<std::vector<LiveSetPoint>> ReadLiveSet(const AgentId& agent, absl::Time from,
+                                                  absl::Time to, size_t max_count) const;
 
   // Generic records: bytes under (table, key). `table`: 1..255 bytes; table.size() + key.size() <=
   // 510 (LMDB's key limit); `value`: up to 2^32-1 bytes. Records are not subject to retention (they

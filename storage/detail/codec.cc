@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_format.h"
@@ -410,6 +411,65 @@ std::string EncodeRecordValue(std::string_view bytes) {
 StatusOr<std::string> DecodeRecordValue(std::string_view value, std::string_view what) {
   HW_ASSIGN_OR_RETURN(std::string_view payload, CheckCrc(value, what));
   return std::string(payload);
+}
+
+// ---- collection costs and live-set points
+
+std::string EncodeCollectionCost(const CollectionCost& cost) {
+  std::string p;
+  p.push_back(1);
+  p.push_back(static_cast<char>(cost.mode));
+  PutVarint64(&p, static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Microseconds(cost.pause))));
+  return WithCrc(p);
+}
+
+StatusOr<CollectionCost> DecodeCollectionCost(std::string_view value, std::string_view what) {
+  HW_ASSIGN_OR_RETURN(std::string_view in, CheckCrc(value, what));
+  if (in.size() < 2) return Corrupt(what, "truncated");
+  if (in[0] != 1) return Corrupt(what, absl::StrFormat("unknown version %d", in[0]));
+  const uint8_t mode = static_cast<uint8_t>(in[1]);
+  if (mode > static_cast<uint8_t>(HistogramMode::kAllAfterGc)) {
+    return Corrupt(what, absl::StrFormat("unknown histogram mode %d", mode));
+  }
+  in.remove_prefix(2);
+  uint64_t micros = 0;
+  if (!GetVarint64(&in, &micros) || micros > (uint64_t{1} << 62)) return Corrupt(what, "bad pause");
+  if (!in.empty()) return Corrupt(what, "trailing bytes");
+  CollectionCost cost;
+  cost.mode = static_cast<HistogramMode>(mode);
+  cost.pause = absl::Microseconds(static_cast<int64_t>(micros));
+  return cost;
+}
+
+std::string EncodeLiveSetPoint(const LiveSetPoint& point) {
+  std::string p;
+  p.push_back(1);
+  p.push_back(static_cast<char>(point.source));
+  PutVarint64(&p, point.live_bytes);
+  PutVarint64(&p, point.capacity_bytes);
+  PutVarint64(&p, point.max_bytes);
+  return WithCrc(p);
+}
+
+StatusOr<LiveSetPoint> DecodeLiveSetPoint(std::string_view value, int64_t micros,
+                                          std::string_view what) {
+  HW_ASSIGN_OR_RETURN(std::string_view in, CheckCrc(value, what));
+  if (in.size() < 2) return Corrupt(what, "truncated");
+  if (in[0] != 1) return Corrupt(what, absl::StrFormat("unknown version %d", in[0]));
+  const uint8_t source = static_cast<uint8_t>(in[1]);
+  if (source < 1 || source > static_cast<uint8_t>(LiveSetSource::kYoungUpperBound)) {
+    return Corrupt(what, absl::StrFormat("unknown live-set source %d", source));
+  }
+  in.remove_prefix(2);
+  LiveSetPoint p;
+  p.time = absl::FromUnixMicros(micros);
+  p.source = static_cast<LiveSetSource>(source);
+  if (!GetVarint64(&in, &p.live_bytes) || !GetVarint64(&in, &p.capacity_bytes) ||
+      !GetVarint64(&in, &p.max_bytes)) {
+    return Corrupt(what, "truncated sizes");
+  }
+  if (!in.empty()) return Corrupt(what, "trailing bytes");
+  return p;
 }
 
 // ---- snapshots

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/agent.h"
+#include "common/gc.h"
 #include "common/status.h"
 
 namespace heapwatch::storage::detail {
@@ -126,6 +127,18 @@ StatusOr<ClassEntry> DecodeClassEntry(std::string_view value, std::string_view w
 
 std::string EncodeRecordValue(std::string_view bytes);
 StatusOr<std::string> DecodeRecordValue(std::string_view value, std::string_view what);
+
+// ---- Values of the costs table (key: SnapshotKey of the snapshot they belong to):
+//   crc:u32BE version:u8(=1) mode:u8 pause_micros:varint                     DO NOT CHANGE
+std::string EncodeCollectionCost(const CollectionCost& cost);
+StatusOr<CollectionCost> DecodeCollectionCost(std::string_view value, std::string_view what);
+
+// ---- Values of the live_set table (key: SnapshotKey(agent, time of the point)):
+//   crc:u32BE version:u8(=1) source:u8 live:varint capacity:varint max:varint  DO NOT CHANGE
+std::string EncodeLiveSetPoint(const LiveSetPoint& point);
+// `micros` is the time from the key.
+StatusOr<LiveSetPoint> DecodeLiveSetPoint(std::string_view value, int64_t micros,
+                                          std::string_view what);
 
 // ---- Values of the snapshots table.
 

@@ -124,6 +124,7 @@ struct SnapshotStore::Impl {
   detail::UniqueFd lock_fd;  // flock'ed for the store's lifetime
   detail::LmdbEnv env;
   MDB_dbi meta = 0, agents = 0, classes = 0, class_names = 0, snapshots = 0, records = 0;
+  MDB_dbi costs = 0, live_set = 0;  // per-snapshot collection costs; live-set points
 
   // Shared by every transaction, exclusive while mdb_env_set_mapsize runs.
   mutable std::shared_mutex map_mu;
@@ -184,6 +185,10 @@ struct SnapshotStore::Impl {
   StatusOr<detail::PrefixDeletion> DeleteOldestSnapshots(detail::LmdbTxn& txn, const AgentId& id,
                                                          detail::AgentNo agent,
                                                          int64_t before_micros, size_t max_count);
+  // Deletes up to max_count of the agent's live-set points with time < before_micros; returns
+  // how many.
+  StatusOr<size_t> DeleteOldLiveSet(detail::LmdbTxn& txn, detail::AgentNo agent,
+                                    int64_t before_micros, size_t max_count);
   // Deletes up to max_count keys of `dbi` starting with `prefix`; returns how many.
   StatusOr<size_t> DeletePrefix(detail::LmdbTxn& txn, MDB_dbi dbi, std::string_view prefix,
                                 size_t max_count);
