@@ -153,6 +153,24 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
     i = SaturatingAdd(i, row.instances);
     if (b > 0 || i > 0) states_[slot].last_nonzero_seq = seq_;
   }
+  // Garbage in `-all` histograms (taken without a GC) only ever adds to a class: such a snapshot
+  // counts, per class, the smaller of its own value and the previous snapshot's raw value (a
+  // minimum over buckets of two snapshots), which removes most garbage spikes and lags a steady
+  // growth by one snapshot without changing its slope (docs/trend-detection.md).
+  const bool has_garbage = snapshot.cost.mode == HistogramMode::kAll;
+  for (size_t s = 0; s < states_.size(); ++s) {
+    ClassState& st = states_[s];
+    if (!st.in_use) continue;
+    uint64_t& b = bytes_[s * capacity_ + pos];
+    uint64_t& i = instances_[s * capacity_ + pos];
+    const uint64_t raw_b = b, raw_i = i;
+    if (has_garbage && seq_ > 0) {
+      b = std::min(b, st.previous_raw_bytes);
+      i = std::min(i, st.previous_raw_instances);
+    }
+    st.previous_raw_bytes = raw_b;
+    st.previous_raw_instances = raw_i;
+  }
   const int64_t current = seq_;
   ++seq_;
   last_time_ = snapshot.time;

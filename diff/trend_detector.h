@@ -205,6 +205,9 @@ class TrendDetector {
     std::string name;
     bool in_use = false;
     int64_t last_nonzero_seq = -1;  // latest snapshot in which the class had a row with objects
+    // The class's counts as the previous snapshot reported them (before the -all minimum below).
+    uint64_t previous_raw_bytes = 0;
+    uint64_t previous_raw_instances = 0;
     bool suspect = false;
     uint32_t pass_streak = 0;  // consecutive passing evaluations (while not a suspect)
     uint32_t fail_streak = 0;  // consecutive failing evaluations (while a suspect)
