@@ -1,6 +1,8 @@
 #include "ctl/query_commands.h"
 
+#include <cmath>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +55,48 @@ void CopyTime(bool has, const google::protobuf::Timestamp& from, M* msg,
 
 using Client = RpcClient;
 
+std::string ModeName(v1::HistogramMode mode) {
+  switch (mode) {
+    case v1::HISTOGRAM_MODE_LIVE:
+      return "live";
+    case v1::HISTOGRAM_MODE_ALL:
+      return "all";
+    case v1::HISTOGRAM_MODE_ALL_AFTER_GC:
+      return "all_after_gc";
+    default:
+      return "unknown";
+  }
+}
+
+std::string SourceName(v1::LiveSetSource source) {
+  switch (source) {
+    case v1::LIVE_SET_SOURCE_FULL_GC:
+      return "full_gc";
+    case v1::LIVE_SET_SOURCE_CONCURRENT_CYCLE:
+      return "concurrent_cycle";
+    case v1::LIVE_SET_SOURCE_YOUNG_UPPER_BOUND:
+      return "young_upper_bound";
+    default:
+      return "unknown";
+  }
+}
+
+double Seconds(const google::protobuf::Duration& d) {
+  return static_cast<double>(d.seconds()) + static_cast<double>(d.nanos()) * 1e-9;
+}
+
+// Pause heapwatch caused / wall time since it started watching the agent; 0 when unknown.
+double PausedFraction(const v1::Agent& a, absl::Time now) {
+  const absl::Time since = TimeOf(a.has_watched_since_time(), a.watched_since_time());
+  if (since == absl::InfinitePast() || now <= since) return 0;
+  return Seconds(a.total_pause()) / absl::ToDoubleSeconds(now - since);
+}
+
+std::string Interval(double seconds) {
+  if (seconds <= 0) return "-";
+  return absl::FormatDuration(absl::Seconds(std::round(seconds)));
+}
+
 // ---- agents ----
 
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
@@ -80,23 +124,46 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
       o->set_consecutive_failures(a.consecutive_failures());
       o->set_all_objects(a.all_objects());
       o->set_suspect_count(a.suspect_count());
+      if (a.state() != v1::AGENT_STATE_DOWN) {
+        o->set_histogram_mode(ModeName(a.last_histogram_mode()));
+        o->set_last_pause_seconds(Seconds(a.last_pause()));
+        o->set_total_pause_seconds(Seconds(a.total_pause()));
+        o->set_paused_fraction(PausedFraction(a, global.now));
+        o->set_planned_interval_seconds(Seconds(a.planned_interval()));
+        o->set_budget_note(a.budget_note());
+        o->set_over_budget(a.over_budget());
+      }
+      if (a.has_live_set()) {
+        o->set_live_bytes(static_cast<double>(a.live_set().live_bytes()));
+        o->set_heap_capacity_bytes(static_cast<double>(a.live_set().capacity_bytes()));
+        o->set_heap_max_bytes(static_cast<double>(a.live_set().max_bytes()));
+      }
     }
     return EmitJson(root, out, err);
   }
-  Table table({"AGENT", "STATE", "PID", "HOST", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS",
-               "LAST ERROR"},
-              {2, 7});
+  Table table({"AGENT", "STATE", "PID", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS", "MODE",
+               "LAST PAUSE", "PAUSED", "INTERVAL", "LIVE SET", "LAST ERROR"},
+              {2, 6, 8, 9, 10, 11});
+  std::vector<std::string> notes;
   for (const v1::Agent& a : response.agents()) {
-    table.AddRow({a.agent(), StateName(a.state()), std::to_string(a.pid()), a.host(),
-                  a.main_class(), a.jvm_version(),
-                  ShortTime(TimeOf(a.has_last_snapshot_time(), a.last_snapshot_time())),
-                  a.state() == v1::AGENT_STATE_DOWN ? "-" : std::to_string(a.suspect_count()),
-                  a.last_error()});
+    const bool down = a.state() == v1::AGENT_STATE_DOWN;
+    table.AddRow(
+        {a.agent(), StateName(a.state()), std::to_string(a.pid()), a.main_class(), a.jvm_version(),
+         ShortTime(TimeOf(a.has_last_snapshot_time(), a.last_snapshot_time())),
+         down ? "-" : std::to_string(a.suspect_count()),
+         down ? "-" : ModeName(a.last_histogram_mode()),
+         down ? "-" : absl::StrFormat("%.3fs", Seconds(a.last_pause())),
+         down ? "-" : absl::StrFormat("%.3f%%", 100 * PausedFraction(a, global.now)),
+         down ? "-" : Interval(Seconds(a.planned_interval())),
+         a.has_live_set() ? HumanBytes(static_cast<double>(a.live_set().live_bytes())) : "-",
+         a.last_error()});
+    if (!down && !a.budget_note().empty()) notes.push_back(a.agent() + ": " + a.budget_note());
   }
   if (table.rows() == 0) {
     out << "no agents\n";
   } else {
     table.Print(out);
+    for (const std::string& n : notes) out << n << "\n";
   }
   return kExitOk;
 }
@@ -193,21 +260,84 @@ int RunHistory(const HistoryArgs& args, const GlobalOptions& global, std::ostrea
       CopyTime(s.has_time(), s.time(), p, &json::History::Point::mutable_time);
       p->set_bytes(static_cast<double>(s.bytes()));
       p->set_instances(static_cast<double>(s.instances()));
+      p->set_mode(ModeName(s.mode()));
+      p->set_pause_seconds(Seconds(s.pause()));
     }
     return EmitJson(root, out, err);
   }
-  Table table({"TIME", "BYTES", "INSTANCES", "DELTA BYTES"}, {1, 2, 3});
+  Table table({"TIME", "BYTES", "INSTANCES", "DELTA BYTES", "MODE", "PAUSE"}, {1, 2, 3, 5});
   double previous = 0;
   bool first = true;
   for (const v1::ClassSample& s : response.samples()) {
     double bytes = static_cast<double>(s.bytes());
     table.AddRow({Rfc3339(TimeOf(s.has_time(), s.time())), std::to_string(s.bytes()),
-                  std::to_string(s.instances()), first ? "" : SignedHumanBytes(bytes - previous)});
+                  std::to_string(s.instances()), first ? "" : SignedHumanBytes(bytes - previous),
+                  ModeName(s.mode()),
+                  s.mode() == v1::HISTOGRAM_MODE_UNSPECIFIED
+                      ? "-"
+                      : absl::StrFormat("%.3fs", Seconds(s.pause()))});
     previous = bytes;
     first = false;
   }
   out << response.class_name() << " in " << response.agent() << ": " << table.rows()
       << " snapshots\n";
+  if (table.rows() > 0) table.Print(out);
+  return kExitOk;
+}
+
+// ---- liveset ----
+
+struct LiveSetArgs {
+  std::string agent;
+  std::string since;
+  std::string until;
+};
+
+int RunLiveSet(const LiveSetArgs& args, const GlobalOptions& global, std::ostream& out,
+               std::ostream& err) {
+  v1::GetLiveSetRequest request;
+  request.set_agent(args.agent);
+  if (!args.since.empty()) {
+    auto t = ParseTimeArg(args.since, global.now, /*bare_duration_means_ago=*/true);
+    if (!t.ok()) {
+      err << "heapwatchctl liveset: --since: " << t.status().message() << "\n";
+      return kExitUsage;
+    }
+    proto::ToTimestamp(*t, request.mutable_start_time());
+  }
+  if (!args.until.empty()) {
+    auto t = ParseTimeArg(args.until, global.now, /*bare_duration_means_ago=*/false);
+    if (!t.ok()) {
+      err << "heapwatchctl liveset: --until: " << t.status().message() << "\n";
+      return kExitUsage;
+    }
+    proto::ToTimestamp(*t, request.mutable_end_time());
+  }
+  Client client(global);
+  v1::GetLiveSetResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::GetLiveSet, request, &response);
+  if (!status.ok()) return ServerError(err, global, "GetLiveSet", status);
+  if (global.json) {
+    json::LiveSet root;
+    root.set_agent(response.agent());
+    for (const v1::LiveSetPoint& p : response.points()) {
+      json::LiveSet::Point* o = root.add_points();
+      CopyTime(p.has_time(), p.time(), o, &json::LiveSet::Point::mutable_time);
+      o->set_source(SourceName(p.source()));
+      o->set_live_bytes(static_cast<double>(p.live_bytes()));
+      o->set_capacity_bytes(static_cast<double>(p.capacity_bytes()));
+      o->set_max_bytes(static_cast<double>(p.max_bytes()));
+    }
+    return EmitJson(root, out, err);
+  }
+  Table table({"TIME", "SOURCE", "LIVE", "COMMITTED", "MAX"}, {2, 3, 4});
+  for (const v1::LiveSetPoint& p : response.points()) {
+    table.AddRow({Rfc3339(TimeOf(p.has_time(), p.time())), SourceName(p.source()),
+                  HumanBytes(static_cast<double>(p.live_bytes())),
+                  HumanBytes(static_cast<double>(p.capacity_bytes())),
+                  HumanBytes(static_cast<double>(p.max_bytes()))});
+  }
+  out << "live set of " << response.agent() << ": " << table.rows() << " points\n";
   if (table.rows() > 0) table.Print(out);
   return kExitOk;
 }
@@ -322,6 +452,20 @@ std::vector<Subcommand> AddQueryCommands(CLI::App& app) {
   commands.push_back(
       {history, [history_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
          return RunHistory(*history_args, g, o, e);
+       }});
+
+  auto liveset_args = std::make_shared<LiveSetArgs>();
+  CLI::App* liveset = app.add_subcommand(
+      "liveset", "An agent's live set over time (heap after old-generation collections)");
+  liveset->add_option("agent", liveset_args->agent, "Agent id (see `heapwatchctl agents`)")
+      ->required();
+  liveset->add_option("--since", liveset_args->since,
+                      "Start: RFC 3339 time, or a duration before now (10m, -10m)");
+  liveset->add_option("--until", liveset_args->until,
+                      "End: RFC 3339 time or -DURATION (default: now)");
+  commands.push_back(
+      {liveset, [liveset_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
+         return RunLiveSet(*liveset_args, g, o, e);
        }});
 
   auto diff_args = std::make_shared<DiffArgs>();

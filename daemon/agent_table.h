@@ -17,6 +17,7 @@
 
 #include "absl/time/time.h"
 #include "common/agent.h"
+#include "common/gc.h"
 #include "diff/trend_detector.h"
 
 namespace heapwatch::daemon {
@@ -37,6 +38,14 @@ struct AgentStatus {
   std::string last_error;  // empty after a success
   uint32_t consecutive_failures = 0;
   std::vector<diff::Suspect> suspects;  // sorted by score, highest first
+  // Cost of watching (daemon/pause_budget.h).
+  CollectionCost last_cost;                             // of the last stored histogram
+  absl::Duration total_pause = absl::ZeroDuration();    // histograms and extended dumps
+  absl::Time watched_since = absl::InfinitePast();      // start of total_pause's count
+  absl::Duration planned_interval = absl::ZeroDuration();
+  std::string budget_note;  // why the interval is stretched or the agent over budget
+  bool over_budget = false;
+  std::optional<LiveSetPoint> live_set;  // the newest live-set point
 };
 
 class AgentTable {

@@ -280,6 +280,10 @@ FieldMap TopLevelFields(Config* c) {
                          {"backoff_initial", DurationField(&col->backoff_initial)},
                          {"backoff_max", DurationField(&col->backoff_max)},
                          {"all_objects", FilterField(&col->all_objects)},
+                         {"pause_budget", DoubleField(&col->pause_budget, 1e-6, 1)},
+                         {"pause_budget_window", DurationField(&col->pause_budget_window)},
+                         {"max_interval", DurationField(&col->max_interval)},
+                         {"gc_sample_interval", DurationField(&col->gc_sample_interval)},
                      })},
       {"watch", Section({{"agents", FilterField(&c->watch.agents)}})},
       {"export", Section({{"top_classes", IntField(&c->exporter.top_classes, 0, 10000)}})},
@@ -363,6 +367,18 @@ Status ValidateConfig(const Config& c) {
   if (col.io_timeout <= absl::ZeroDuration())
     return fail("collection.io_timeout", "must be positive");
   if (col.max_reply_bytes < 4096) return fail("collection.max_reply_bytes", "must be >= 4096");
+  if (!(col.pause_budget > 0 && col.pause_budget <= 1)) {
+    return fail("collection.pause_budget", "must be in (0, 1]");
+  }
+  if (col.pause_budget_window < absl::Seconds(1)) {
+    return fail("collection.pause_budget_window", "must be >= 1s");
+  }
+  if (col.max_interval < absl::Seconds(1)) {
+    return fail("collection.max_interval", "must be >= 1s (below collection.interval it is raised to it)");
+  }
+  if (col.gc_sample_interval < absl::Milliseconds(100)) {
+    return fail("collection.gc_sample_interval", "must be >= 100ms");
+  }
   if (c.retention.max_age <= absl::ZeroDuration()) {
     return fail("retention.max_age", "must be positive");
   }
@@ -443,6 +459,10 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "backoff_initial" << YAML::Value << dur(col.backoff_initial);
   out << YAML::Key << "backoff_max" << YAML::Value << dur(col.backoff_max);
   EmitFilter(out, "all_objects", col.all_objects);
+  out << YAML::Key << "pause_budget" << YAML::Value << FormatDouble(col.pause_budget);
+  out << YAML::Key << "pause_budget_window" << YAML::Value << dur(col.pause_budget_window);
+  out << YAML::Key << "max_interval" << YAML::Value << dur(col.max_interval);
+  out << YAML::Key << "gc_sample_interval" << YAML::Value << dur(col.gc_sample_interval);
   out << YAML::EndMap;
 
   out << YAML::Key << "watch" << YAML::Value << YAML::BeginMap;

@@ -53,9 +53,21 @@ struct CollectionConfig {
   // max(interval, min(backoff_initial * 2^(n-1), backoff_max)).
   absl::Duration backoff_initial = absl::Seconds(10);
   absl::Duration backoff_max = absl::Minutes(10);
-  // Agents whose histograms count every object (`GC.class_histogram -all`: no full GC, includes
-  // garbage) instead of live objects only. Default: none.
+  // Agents whose histograms always count every object (`GC.class_histogram -all`: no full GC,
+  // includes garbage); the pause budget never takes a live histogram of them. Default: none.
   MainClassFilter all_objects;
+  // Pause budget (daemon/pause_budget.h, docs/collection-cost.md): the fraction of each JVM's wall
+  // time that heapwatch's histograms may pause it, on average (0.001: 60 ms per minute). The
+  // histogram mode is chosen per collection and the interval stretches to keep it.
+  double pause_budget = 0.001;
+  // Unused budget accrues for at most this long (so an idle stretch buys no burst of pauses).
+  absl::Duration pause_budget_window = absl::Minutes(10);
+  // Longest time between two histograms of one agent, even when that exceeds the budget (the agent
+  // is then reported as over budget).
+  absl::Duration max_interval = absl::Hours(1);
+  // How often every agent's GC counters (hsperfdata) are read for the live-set series and to take
+  // `-all` histograms right after the JVM's own old-generation collections. Costs the JVM nothing.
+  absl::Duration gc_sample_interval = absl::Seconds(2);
 };
 
 // Which local JVMs the daemon watches at all. Default: every JVM.

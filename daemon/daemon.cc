@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -26,11 +27,13 @@
 #include "collectors/agent_identity.h"
 #include "collectors/attach.h"
 #include "collectors/class_histogram.h"
+#include "collectors/gc_counters.h"
 #include "collectors/local_jvm.h"
 #include "daemon/agent_table.h"
 #include "daemon/escalation.h"
 #include "daemon/flags.h"
 #include "daemon/metrics.h"
+#include "daemon/pause_budget.h"
 #include "daemon/query_server.h"
 #include "daemon/scheduler.h"
 #include "diff/trend_detector.h"
@@ -94,6 +97,16 @@ struct Daemon::Impl {
     std::unique_ptr<diff::TrendDetector> detector;  // guarded by detector_mu
     std::set<std::string> suspect_names;            // guarded by detector_mu; for state-change logs
     bool failing = false;                           // guarded by detector_mu; for state-change logs
+
+    // Cost of watching (daemon/pause_budget.h) and the live-set series (collectors/gc_counters.h).
+    std::mutex cost_mu;
+    collectors::LiveSetTracker tracker;          // guarded by cost_mu
+    std::unique_ptr<PauseBudget> budget;         // guarded by cost_mu
+    absl::Time natural_gc_at = absl::InfinitePast();   // guarded by cost_mu
+    absl::Time last_start = absl::InfinitePast();      // guarded by cost_mu: last histogram's start
+    std::optional<LiveSetPoint> last_reclaim;    // guarded by cost_mu: newest old-gen reclaim point
+    bool counters_failing = false;               // guarded by cost_mu; for state-change logs
+    bool live_set_store_failing = false;         // guarded by cost_mu; for state-change logs
   };
 
   // Per discovered process: the agent it became, or why not.
@@ -129,6 +142,7 @@ struct Daemon::Impl {
   bool store_failing = false;                            // guarded by mu; for state-change logs
   std::vector<std::thread> workers;
   std::thread discovery;
+  std::thread gc_sampler;
   bool shut_down = false;
 
   explicit Impl(const Config& c)
@@ -229,10 +243,16 @@ struct Daemon::Impl {
     rt->jvm = jvm;
     rt->all_objects = config.collection.all_objects.Matches(info->main_class);
     rt->detector = std::make_unique<diff::TrendDetector>(config.trend, info->start_time);
+    rt->budget = std::make_unique<PauseBudget>(BudgetOptions(), absl::Now());
+    if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
+      rt->tracker.Observe(absl::Now(), *counters, /*forced=*/false);  // the baseline
+    }
 
     AgentStatus status;
     status.info = *info;
     status.all_objects = rt->all_objects;
+    status.watched_since = absl::Now();
+    status.planned_interval = config.collection.interval;
     size_t replayed = Replay(*rt, &status);
 
     std::lock_guard<std::mutex> lock(mu);
@@ -301,6 +321,7 @@ struct Daemon::Impl {
     while (true) {
       AgentId id;
       std::shared_ptr<Runtime> rt;
+      HistogramMode mode = HistogramMode::kLive;
       {
         std::unique_lock<std::mutex> lock(mu);
         while (true) {
@@ -315,7 +336,19 @@ struct Daemon::Impl {
             auto it = runtimes.find(id);
             if (it != runtimes.end()) {
               rt = it->second;
-              break;
+              PausePlan plan = PlanCollection(id, *rt);
+              if (plan.mode.has_value()) {
+                mode = *plan.mode;
+                break;
+              }
+              scheduler.Postpone(id, plan.retry_at);
+              agents.Update(id, [&](AgentStatus& s) {
+                s.next_collection = plan.retry_at;
+                if (!plan.note.empty()) s.budget_note = plan.note;
+                s.over_budget = plan.over_budget;
+              });
+              rt.reset();
+              continue;
             }
             scheduler.Remove(id);  // cannot happen: runtimes and scheduler change together under mu
             continue;
@@ -328,7 +361,7 @@ struct Daemon::Impl {
         }
         metrics.SetCollectionsInFlight(++in_flight);
       }
-      bool ok = Collect(id, *rt);
+      bool ok = Collect(id, *rt, mode);
       std::lock_guard<std::mutex> lock(mu);
       metrics.SetCollectionsInFlight(--in_flight);
       scheduler.Finish(id, ok);
@@ -340,11 +373,183 @@ struct Daemon::Impl {
     }
   }
 
-  // One collection. Returns true on success (snapshot stored).
-  bool Collect(const AgentId& id, Runtime& rt) {
+  PauseBudgetOptions BudgetOptions() const {
+    PauseBudgetOptions o;
+    o.fraction = config.collection.pause_budget;
+    o.credit_window = config.collection.pause_budget_window;
+    o.max_interval = std::max(config.collection.max_interval, config.collection.interval);
+    return o;
+  }
+
+  // What the pause budget allows for an agent the scheduler just handed out (REQUIRES: mu held).
+  PausePlan PlanCollection(const AgentId& id, Runtime& rt) {
+    const absl::Time now = absl::Now();
+    absl::Time due_since = now;
+    if (auto sched = scheduler.Get(id)) due_since = std::min(now, sched->due_since);
+    std::lock_guard<std::mutex> lock(rt.cost_mu);
+    const bool natural = rt.natural_gc_at > rt.last_start &&
+                         now - rt.natural_gc_at <= 2 * config.collection.gc_sample_interval;
+    uint64_t post = 0, used = 0;
+    if (const auto& c = rt.tracker.last_reading()) {
+      post = c->post_gc_used;
+      used = c->heap_used;
+    }
+    PausePlan plan =
+        rt.budget->Plan(now, due_since, config.collection.interval, natural, post, used);
+    if (plan.mode == HistogramMode::kLive && rt.all_objects) plan.mode = HistogramMode::kAll;
+    return plan;
+  }
+
+  // Feeds one reading of an agent's GC counters to its live-set tracker; stores and publishes the
+  // point it completes. After a natural old-generation reclaim, makes the agent due at once if its
+  // interval has (nearly) passed. `forced`: the reading follows heapwatch's own histogram.
+  void OnGcCounters(const AgentId& id, Runtime& rt, const collectors::GcCounters& counters,
+                    bool forced) {
+    const absl::Time now = absl::Now();
+    std::optional<LiveSetPoint> point, published;
+    bool natural = false;
+    absl::Time last_start;
+    {
+      std::lock_guard<std::mutex> lock(rt.cost_mu);
+      point = rt.tracker.Observe(now, counters, forced);
+      natural = rt.tracker.natural_old_gc();
+      if (natural) rt.natural_gc_at = now;
+      last_start = rt.last_start;
+      if (point.has_value()) {
+        published = point;
+        if (point->source != LiveSetSource::kYoungUpperBound) {
+          rt.last_reclaim = point;
+        } else if (rt.last_reclaim.has_value()) {
+          // The gauge shows the newest reclaim; the upper bound only refreshes the sizes.
+          published->live_bytes = rt.last_reclaim->live_bytes;
+        }
+      }
+    }
+    if (point.has_value()) {
+      Status stored = store->AppendLiveSet(id, *point);
+      {
+        std::lock_guard<std::mutex> lock(rt.cost_mu);
+        if (!stored.ok() && !rt.live_set_store_failing) {
+          spdlog::error("agent {}: cannot store a live-set point: {}", Describe(rt.info),
+                        stored.ToString());
+        }
+        rt.live_set_store_failing = !stored.ok();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(id);
+      if (it != runtimes.end() && it->second.get() == &rt) {
+        metrics.SetLiveSet(id, *published);
+        agents.Update(id, [&](AgentStatus& s) { s.live_set = published; });
+      }
+    }
+    if (natural && !forced) {
+      const absl::Duration early =
+          config.collection.interval * (1 - config.collection.jitter);
+      std::lock_guard<std::mutex> lock(mu);
+      if (runtimes.count(id) && scheduler.Expedite(id, last_start + early)) cv.notify_all();
+    }
+  }
+
+  // An extended dump paused the agent's JVM: it counts against the budget's accounting.
+  void OnDumpPause(const AgentId& id, absl::Duration pause) {
+    std::shared_ptr<Runtime> rt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(id);
+      if (it == runtimes.end()) return;
+      rt = it->second;
+    }
+    absl::Duration total;
+    {
+      std::lock_guard<std::mutex> lock(rt->cost_mu);
+      rt->budget->Spend(absl::Now(), HistogramMode::kUnknown, pause);
+      total = rt->budget->total();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    agents.Update(id, [&](AgentStatus& s) { s.total_pause = total; });
+  }
+
+  // ---- GC sampler thread: reads every agent's GC counters each gc_sample_interval ----
+
+  void GcSamplerLoop() {
+    while (true) {
+      std::vector<std::pair<AgentId, std::shared_ptr<Runtime>>> live;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, absl::ToChronoMilliseconds(config.collection.gc_sample_interval),
+                        [this] { return stopping; })) {
+          return;
+        }
+        live.assign(runtimes.begin(), runtimes.end());
+      }
+      for (auto& [id, rt] : live) {
+        auto counters = collectors::ReadGcCountersFile(rt->jvm.perfdata_path);
+        {
+          std::lock_guard<std::mutex> lock(rt->cost_mu);
+          if (!counters.ok() && !rt->counters_failing) {
+            spdlog::warn("agent {}: cannot read its GC counters (no live-set series): {}",
+                         Describe(rt->info), counters.status().ToString());
+          }
+          rt->counters_failing = !counters.ok();
+        }
+        if (counters.ok()) OnGcCounters(id, *rt, *counters, /*forced=*/false);
+      }
+    }
+  }
+
+  // One collection of `mode`. Returns true on success (snapshot stored).
+  bool Collect(const AgentId& id, Runtime& rt, HistogramMode mode) {
     const absl::Time start = absl::Now();
-    const char* command = rt.all_objects ? "GC.class_histogram -all" : "GC.class_histogram";
+    const char* command =
+        mode == HistogramMode::kLive ? "GC.class_histogram" : "GC.class_histogram -all";
+    // The pause the histogram caused, from the JVM's own safepoint counter around it.
+    auto before = collectors::ReadGcCountersFile(rt.jvm.perfdata_path);
     auto output = collectors::ExecuteJcmd(rt.jvm, command, attach);
+    auto after = collectors::ReadGcCountersFile(rt.jvm.perfdata_path);
+    CollectionCost cost{mode, absl::ZeroDuration()};
+    if (before.ok() && after.ok()) cost.pause = collectors::SafepointTimeBetween(*before, *after);
+    absl::Duration total_pause, planned;
+    bool over_budget = false;
+    {
+      std::lock_guard<std::mutex> lock(rt.cost_mu);
+      rt.budget->Spend(absl::Now(), mode, cost.pause);
+      rt.last_start = start;
+      total_pause = rt.budget->total();
+      const auto& reading = after.ok() ? std::optional<collectors::GcCounters>(*after)
+                                       : rt.tracker.last_reading();
+      const uint64_t post = reading ? reading->post_gc_used : 0;
+      const uint64_t used = reading ? reading->heap_used : 0;
+      planned = rt.budget->PlannedInterval(config.collection.interval, post, used);
+      over_budget = rt.budget->OverBudget(post, used);
+    }
+    metrics.RecordCollectionPause(id, mode, cost.pause);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      metrics.SetCollectionPlan(id, planned, over_budget);
+      const std::string planned_text =
+          FormatDurationText(absl::Seconds(std::round(absl::ToDoubleSeconds(planned))));
+      agents.Update(id, [&](AgentStatus& s) {
+        s.last_cost = cost;
+        s.total_pause = total_pause;
+        s.planned_interval = planned;
+        s.over_budget = over_budget;
+        if (over_budget) {
+          s.budget_note = absl::StrFormat(
+              "over budget: even the cheapest histogram every %s exceeds the %.3g%% pause "
+              "budget; collected every %s regardless",
+              planned_text, config.collection.pause_budget * 100, planned_text);
+        } else if (planned > config.collection.interval) {
+          s.budget_note = absl::StrFormat(
+              "interval stretched to %s by the %.3g%% pause budget (last %s histogram paused "
+              "the JVM %.3fs)",
+              planned_text, config.collection.pause_budget * 100, std::string(HistogramModeName(mode)),
+              absl::ToDoubleSeconds(cost.pause));
+        } else {
+          s.budget_note.clear();
+        }
+      });
+    }
+    if (after.ok()) OnGcCounters(id, rt, *after, /*forced=*/true);
     if (!output.ok()) {
       return Failed(id, rt, ClassifyAttachError(output.status()), output.status(), start);
     }
@@ -356,6 +561,7 @@ struct Daemon::Impl {
     snapshot.agent = id;
     snapshot.time = absl::Now();
     snapshot.histogram = *std::move(histogram);
+    snapshot.cost = cost;
     Status stored =
         store->Append(snapshot);  // durable once OK: before anything else sees the snapshot
     if (!stored.ok()) return Failed(id, rt, CollectionResult::kStoreError, stored, start);
@@ -502,6 +708,9 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   HW_ASSIGN_OR_RETURN(impl->escalation,
                       Escalation::Start(config.escalation, config.data_dir, impl->attach,
                                         impl->store.get(), &impl->metrics, Clock::Real()));
+  impl->escalation->SetDumpPauseListener([raw = impl.get()](const AgentId& id, absl::Duration pause) {
+    raw->OnDumpPause(id, pause);
+  });
   HW_ASSIGN_OR_RETURN(impl->grpc,
                       QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents,
                                          &impl->metrics, impl->escalation.get()));
@@ -518,6 +727,7 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     raw->workers.emplace_back([raw] { raw->WorkerLoop(); });
   }
   raw->discovery = std::thread([raw] { raw->DiscoveryLoop(); });
+  raw->gc_sampler = std::thread([raw] { raw->GcSamplerLoop(); });
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
 
@@ -531,6 +741,7 @@ bool Daemon::Shutdown() {
   }
   d.cv.notify_all();
   if (d.discovery.joinable()) d.discovery.join();
+  if (d.gc_sampler.joinable()) d.gc_sampler.join();
   bool finished;
   {
     std::unique_lock<std::mutex> lock(d.mu);

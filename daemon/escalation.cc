@@ -113,6 +113,7 @@ struct Escalation::Impl {
   storage::SnapshotStore* store;
   Metrics* metrics;
   const Clock* clock;
+  std::function<void(const AgentId&, absl::Duration)> dump_pause_listener;  // set before Start's threads use it
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -367,6 +368,10 @@ struct Escalation::Impl {
           collectors::PreparePrivateDumpDirectory(dir, target.jvm.uid, target.jvm.gid));
       return collectors::TakeHeapDump(target.jvm, path, options);
     }();
+    // Outside mu (the listener takes the daemon's locks); set before any dump, never changed.
+    if (dumped.ok() && dump_pause_listener) {
+      dump_pause_listener(target.info.id, absl::Seconds(dumped->pause_seconds));
+    }
     lock.lock();
     if (!dumped.ok() || stopping) {
       in_flight_disk -= j.estimate;
@@ -382,6 +387,7 @@ struct Escalation::Impl {
     proto::ToDuration(absl::Seconds(dumped->pause_seconds), j.record.mutable_dump_pause());
     proto::ToDuration(absl::Seconds(dumped->wall_seconds), j.record.mutable_dump_duration());
     metrics->ObserveExtendedDumpPause(absl::Seconds(dumped->pause_seconds));
+
     if (config.keep_raw_dumps) {
       j.record.set_raw_dump_kept(true);
       j.record.set_raw_dump_path(dumped->path);
@@ -774,6 +780,12 @@ void Escalation::OnCollection(const EscalationTarget& target,
                  absl::FormatTime(job->not_before, absl::UTCTimeZone()));
   }
   d.Enqueue(job, a);
+}
+
+void Escalation::SetDumpPauseListener(
+    std::function<void(const AgentId&, absl::Duration)> listener) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->dump_pause_listener = std::move(listener);
 }
 
 void Escalation::RemoveAgent(const AgentId& agent) {

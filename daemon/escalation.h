@@ -29,6 +29,7 @@
 #define HEAPWATCH_DAEMON_ESCALATION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -89,6 +90,11 @@ class Escalation {
   // The agent's JVM exited: its queued dumps fail ("agent exited"), a running dump fails on its
   // own.
   void RemoveAgent(const AgentId& agent);
+
+  // Called with the JVM's pause after every extended dump it wrote (for the pause budget's
+  // accounting, daemon/pause_budget.h). Set once, before any dump; called from the dump thread
+  // with no lock of the Escalation held, so it may take the caller's own locks.
+  void SetDumpPauseListener(std::function<void(const AgentId&, absl::Duration)> listener);
 
   // Requests an extended dump of a live agent now (TriggerExtendedDump). Returns the dump record:
   // a new QUEUED one, or the agent's dump that is already queued or being taken.

@@ -63,6 +63,25 @@ inline constexpr std::string_view kExtendedDumpAnalysesQueued =
 // Per (agent, class): precise retained size of a suspect's instances in its newest drill-down
 // report. Removed when the agent's JVM exits.
 inline constexpr std::string_view kSuspectRetained = "heapwatch_suspect_retained_bytes";
+// Cost of watching (docs/collection-cost.md).
+// Per agent: stop-the-world seconds the agent's class histograms caused, from the JVM's own
+// sun.rt.safepointTime and safepointSyncTime across each collection. Removed when the JVM exits.
+inline constexpr std::string_view kCollectionPause = "heapwatch_collection_pause_seconds_total";
+// Histogram over all agents, label mode (live | all | all_after_gc): pause of one histogram.
+inline constexpr std::string_view kCollectionPauseHistogram = "heapwatch_collection_pause_seconds";
+// Per agent: the time the pause budget currently allows between two histograms (>= the
+// configured interval; longer when the budget stretches it).
+inline constexpr std::string_view kCollectionInterval = "heapwatch_collection_interval_seconds";
+// Per agent: 1 when even the cheapest histogram at collection.max_interval exceeds the pause
+// budget (the agent is still collected every max_interval), else 0.
+inline constexpr std::string_view kPauseBudgetExceeded = "heapwatch_pause_budget_exceeded";
+// Live-set series (tier 0, from hsperfdata GC counters; no pause). Per agent: heap occupancy after
+// the newest collection that reclaimed the old generation (or, when none happened for a minute,
+// after a young collection: an upper bound).
+inline constexpr std::string_view kHeapLive = "heapwatch_heap_live_bytes";
+// Per agent: committed heap and maximum heap (-Xmx), bytes.
+inline constexpr std::string_view kHeapCapacity = "heapwatch_heap_capacity_bytes";
+inline constexpr std::string_view kHeapMax = "heapwatch_heap_max_bytes";
 // Build information. Labels: version. Value 1.
 inline constexpr std::string_view kBuildInfo = "heapwatch_build_info";
 
@@ -82,6 +101,9 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kClassGrowthInstances,
     metric_names::kClassInstances,
     metric_names::kCollectionDuration,
+    metric_names::kCollectionInterval,
+    metric_names::kCollectionPauseHistogram,
+    metric_names::kCollectionPause,
     metric_names::kCollectionsInFlight,
     metric_names::kCollections,
     metric_names::kExtendedDumpAnalysesInFlight,
@@ -90,8 +112,12 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kExtendedDumpPause,
     metric_names::kExtendedDumps,
     metric_names::kGrpcRequests,
+    metric_names::kHeapCapacity,
+    metric_names::kHeapLive,
+    metric_names::kHeapMax,
     metric_names::kLeakSuspect,
     metric_names::kLeakSuspectScore,
+    metric_names::kPauseBudgetExceeded,
     metric_names::kRetentionRuns,
     metric_names::kStoreSize,
     metric_names::kSuspectRetained,

@@ -91,6 +91,12 @@ struct AgentSeries {
   std::unordered_map<std::string, ClassSeries> classes;
   std::unordered_map<std::string, Gauge*> suspect_retained;
   std::map<ExtendedDumpResult, Counter*> extended_dumps;
+  Counter* pause = nullptr;
+  Gauge* interval = nullptr;
+  Gauge* over_budget = nullptr;
+  Gauge* live = nullptr;
+  Gauge* capacity = nullptr;
+  Gauge* max = nullptr;
 };
 
 }  // namespace
@@ -183,13 +189,49 @@ struct Metrics::Impl {
       "Precise retained size in bytes of a suspect class's instances, from its newest drill-down "
       "report.",
       *registry);
+  Family<Counter>& collection_pause = RegisterFamily(
+      prometheus::BuildCounter(), metric_names::kCollectionPause,
+      "Stop-the-world seconds the agent's class histograms caused, from the JVM's own "
+      "sun.rt.safepointTime and safepointSyncTime across each collection.",
+      *registry);
+  Family<Histogram>& collection_pause_histogram = RegisterFamily(
+      prometheus::BuildHistogram(), metric_names::kCollectionPauseHistogram,
+      "Pause in seconds one class histogram caused its JVM, by mode (live, all, all_after_gc).",
+      *registry);
+  std::map<HistogramMode, Histogram*> pause_by_mode;
+  Family<Gauge>& collection_interval = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kCollectionInterval,
+      "Seconds the pause budget currently allows between two histograms of the agent.", *registry);
+  Family<Gauge>& pause_budget_exceeded = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kPauseBudgetExceeded,
+      "1 when even the cheapest histogram every collection.max_interval exceeds the agent's "
+      "pause budget.",
+      *registry);
+  Family<Gauge>& heap_live = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kHeapLive,
+      "Heap occupancy in bytes after the agent's newest old-generation reclaim (live set), from "
+      "its GC counters.",
+      *registry);
+  Family<Gauge>& heap_capacity =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kHeapCapacity,
+                     "Committed heap of the agent in bytes.", *registry);
+  Family<Gauge>& heap_max = RegisterFamily(prometheus::BuildGauge(), metric_names::kHeapMax,
+                                           "Maximum heap (-Xmx) of the agent in bytes.", *registry);
   Family<Gauge>& build_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kBuildInfo,
                                              "heapwatchd build information; value 1.", *registry);
 
   std::mutex mu;
   std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu
 
-  Impl() { build_info.Add({{"version", HEAPWATCH_VERSION}}).Set(1); }
+  Impl() {
+    build_info.Add({{"version", HEAPWATCH_VERSION}}).Set(1);
+    for (HistogramMode m : {HistogramMode::kLive, HistogramMode::kAll, HistogramMode::kAllAfterGc}) {
+      pause_by_mode[m] = &collection_pause_histogram.Add(
+          {{"mode", std::string(HistogramModeName(m))}},
+          Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                      2.5, 5, 10, 30});
+    }
+  }
 
   void UpdateAgentCounts() {  // REQUIRES: mu held
     int up = 0;
@@ -242,6 +284,7 @@ void Metrics::AddAgent(const AgentInfo& info) {
           {{"agent", info.id.value}, {"result", std::string(CollectionResultName(r))}});
     }
   }
+  if (a.pause == nullptr) a.pause = &impl_->collection_pause.Add({{"agent", info.id.value}});
   for (ExtendedDumpResult r :
        {ExtendedDumpResult::kOk, ExtendedDumpResult::kError, ExtendedDumpResult::kRefused}) {
     if (!a.extended_dumps.count(r)) {
@@ -272,6 +315,12 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   for (auto& [r, counter] : a.collections) impl_->collections.Remove(counter);
   for (auto& [name, c] : a.classes) impl_->RemoveClassSeries(c);
   for (auto& [name, g] : a.suspect_retained) impl_->suspect_retained.Remove(g);
+  RemoveIfSet(&impl_->collection_pause, a.pause);
+  RemoveIfSet(&impl_->collection_interval, a.interval);
+  RemoveIfSet(&impl_->pause_budget_exceeded, a.over_budget);
+  RemoveIfSet(&impl_->heap_live, a.live);
+  RemoveIfSet(&impl_->heap_capacity, a.capacity);
+  RemoveIfSet(&impl_->heap_max, a.max);
   // Extended-dump counters stay when the agent had a dump (a failure must stay visible after the
   // JVM died); the zero series of agents never dumped go, so short-lived JVMs leave nothing.
   bool dumped = false;
@@ -395,6 +444,44 @@ void Metrics::SetSuspectRetained(const AgentId& agent, const std::string& class_
   Gauge*& g = it->second.suspect_retained[class_name];
   if (g == nullptr) g = &impl_->suspect_retained.Add({{"agent", agent.value}, {"class", class_name}});
   g->Set(static_cast<double>(bytes));
+}
+
+void Metrics::RecordCollectionPause(const AgentId& agent, HistogramMode mode,
+                                    absl::Duration pause) {
+  const double seconds = std::max(0.0, absl::ToDoubleSeconds(pause));
+  if (auto h = impl_->pause_by_mode.find(mode); h != impl_->pause_by_mode.end()) {
+    h->second->Observe(seconds);
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  it->second.pause->Increment(seconds);
+}
+
+void Metrics::SetCollectionPlan(const AgentId& agent, absl::Duration interval, bool over_budget) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  const Labels labels{{"agent", agent.value}};
+  if (a.interval == nullptr) a.interval = &impl_->collection_interval.Add(labels);
+  if (a.over_budget == nullptr) a.over_budget = &impl_->pause_budget_exceeded.Add(labels);
+  a.interval->Set(absl::ToDoubleSeconds(interval));
+  a.over_budget->Set(over_budget ? 1 : 0);
+}
+
+void Metrics::SetLiveSet(const AgentId& agent, const LiveSetPoint& point) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  const Labels labels{{"agent", agent.value}};
+  if (a.live == nullptr) a.live = &impl_->heap_live.Add(labels);
+  if (a.capacity == nullptr) a.capacity = &impl_->heap_capacity.Add(labels);
+  if (a.max == nullptr) a.max = &impl_->heap_max.Add(labels);
+  a.live->Set(static_cast<double>(point.live_bytes));
+  a.capacity->Set(static_cast<double>(point.capacity_bytes));
+  a.max->Set(static_cast<double>(point.max_bytes));
 }
 
 void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }

@@ -19,6 +19,7 @@
 
 #include "absl/time/time.h"
 #include "common/agent.h"
+#include "common/gc.h"
 #include "common/histogram.h"
 #include "diff/trend_detector.h"
 
@@ -97,6 +98,17 @@ class Metrics {
   // heapwatch_suspect_retained_bytes{agent, class}. No effect for an agent not added; removed by
   // RemoveAgent.
   void SetSuspectRetained(const AgentId& agent, const std::string& class_name, uint64_t bytes);
+
+  // Cost of watching: counts the pause (seconds) one histogram of `mode` caused the agent's JVM
+  // (heapwatch_collection_pause_seconds_total{agent} and the pause histogram by mode). Agents not
+  // added only feed the histogram.
+  void RecordCollectionPause(const AgentId& agent, HistogramMode mode, absl::Duration pause);
+  // heapwatch_collection_interval_seconds{agent} and heapwatch_pause_budget_exceeded{agent}. No
+  // effect for an agent not added.
+  void SetCollectionPlan(const AgentId& agent, absl::Duration interval, bool over_budget);
+  // heapwatch_heap_live_bytes / _capacity_bytes / _max_bytes{agent} from a live-set point. No
+  // effect for an agent not added.
+  void SetLiveSet(const AgentId& agent, const LiveSetPoint& point);
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);

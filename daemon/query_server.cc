@@ -93,6 +93,28 @@ void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time las
 
 namespace {
 
+v1::HistogramMode ToProto(HistogramMode mode) {
+  switch (mode) {
+    case HistogramMode::kLive: return v1::HISTOGRAM_MODE_LIVE;
+    case HistogramMode::kAll: return v1::HISTOGRAM_MODE_ALL;
+    case HistogramMode::kAllAfterGc: return v1::HISTOGRAM_MODE_ALL_AFTER_GC;
+    case HistogramMode::kUnknown: break;
+  }
+  return v1::HISTOGRAM_MODE_UNSPECIFIED;
+}
+
+void LiveSetToProto(const LiveSetPoint& p, v1::LiveSetPoint* out) {
+  proto::SetTimestamp(p.time, out, &v1::LiveSetPoint::mutable_time);
+  switch (p.source) {
+    case LiveSetSource::kFullGc: out->set_source(v1::LIVE_SET_SOURCE_FULL_GC); break;
+    case LiveSetSource::kConcurrentCycle: out->set_source(v1::LIVE_SET_SOURCE_CONCURRENT_CYCLE); break;
+    case LiveSetSource::kYoungUpperBound: out->set_source(v1::LIVE_SET_SOURCE_YOUNG_UPPER_BOUND); break;
+  }
+  out->set_live_bytes(p.live_bytes);
+  out->set_capacity_bytes(p.capacity_bytes);
+  out->set_max_bytes(p.max_bytes);
+}
+
 // Reads an optional Timestamp field; unset gives `absent`.
 StatusOr<absl::Time> TimeField(bool has, const google::protobuf::Timestamp& ts, absl::Time absent,
                                std::string_view name) {
@@ -143,6 +165,10 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                                  v1::DiffExtendedDumpsResponse* response) override {
     return Count("DiffExtendedDumps", DoDiffExtendedDumps(*request, response));
   }
+  grpc::Status GetLiveSet(grpc::ServerContext*, const v1::GetLiveSetRequest* request,
+                          v1::GetLiveSetResponse* response) override {
+    return Count("GetLiveSet", DoGetLiveSet(*request, response));
+  }
 
  private:
   grpc::Status Count(std::string_view method, grpc::Status status) {
@@ -164,6 +190,14 @@ class QueryServiceImpl final : public v1::QueryService::Service {
       proto::ToDuration(s.last_collection_duration, a.mutable_last_collection_duration());
       a.set_all_objects(s.all_objects);
       a.set_suspect_count(static_cast<uint32_t>(s.suspects.size()));
+      a.set_last_histogram_mode(ToProto(s.last_cost.mode));
+      proto::ToDuration(s.last_cost.pause, a.mutable_last_pause());
+      proto::ToDuration(s.total_pause, a.mutable_total_pause());
+      proto::SetTimestamp(s.watched_since, &a, &v1::Agent::mutable_watched_since_time);
+      proto::ToDuration(s.planned_interval, a.mutable_planned_interval());
+      a.set_budget_note(s.budget_note);
+      a.set_over_budget(s.over_budget);
+      if (s.live_set.has_value()) LiveSetToProto(*s.live_set, a.mutable_live_set());
     }
     auto stored = store_->ListAgents();
     if (!stored.ok()) return ToGrpc(stored.status());
@@ -232,7 +266,26 @@ class QueryServiceImpl final : public v1::QueryService::Service {
       proto::SetTimestamp(s.time, out, &v1::ClassSample::mutable_time);
       out->set_bytes(s.bytes);
       out->set_instances(s.instances);
+      out->set_mode(ToProto(s.cost.mode));
+      if (s.cost.mode != HistogramMode::kUnknown) proto::ToDuration(s.cost.pause, out->mutable_pause());
     }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoGetLiveSet(const v1::GetLiveSetRequest& request,
+                            v1::GetLiveSetResponse* response) {
+    if (request.agent().empty()) return InvalidArgument("agent is required");
+    auto from = TimeField(request.has_start_time(), request.start_time(), absl::InfinitePast(),
+                          "start_time");
+    if (!from.ok()) return ToGrpc(from.status());
+    auto to =
+        TimeField(request.has_end_time(), request.end_time(), absl::InfiniteFuture(), "end_time");
+    if (!to.ok()) return ToGrpc(to.status());
+    if (*from > *to) return InvalidArgument("start_time is after end_time");
+    auto points = store_->ReadLiveSet(AgentId(request.agent()), *from, *to, 0);
+    if (!points.ok()) return ToGrpc(points.status());
+    response->set_agent(request.agent());
+    for (const LiveSetPoint& p : *points) LiveSetToProto(p, response->add_points());
     return grpc::Status::OK;
   }
 

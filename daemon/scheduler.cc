@@ -55,6 +55,8 @@ std::vector<AgentId> Scheduler::TakeDue(size_t max) {
   for (size_t i = 0; i < due.size() && out.size() < max; ++i) {
     AgentSchedule& s = agents_.at(*due[i].second);
     s.in_flight = true;
+    if (s.due_since == absl::InfinitePast()) s.due_since = s.next_due;
+    s.previous_started = s.started;
     s.started = now;
     out.push_back(*due[i].second);
   }
@@ -68,6 +70,7 @@ void Scheduler::Finish(const AgentId& agent, bool ok) {
   AgentSchedule& s = it->second;
   const absl::Time now = clock_->Now();
   s.in_flight = false;
+  s.due_since = absl::InfinitePast();
   if (ok) {
     s.consecutive_failures = 0;
     s.next_due = std::max(now, s.started + Jittered(options_.interval));
@@ -75,6 +78,27 @@ void Scheduler::Finish(const AgentId& agent, bool ok) {
     ++s.consecutive_failures;
     s.next_due = now + Jittered(BackoffDelay(options_, s.consecutive_failures));
   }
+}
+
+void Scheduler::Postpone(const AgentId& agent, absl::Time until) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent);
+  if (it == agents_.end() || !it->second.in_flight) return;
+  AgentSchedule& s = it->second;
+  s.in_flight = false;
+  s.started = s.previous_started;
+  s.next_due = until;
+}
+
+bool Scheduler::Expedite(const AgentId& agent, absl::Time not_before) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent);
+  const absl::Time now = clock_->Now();
+  if (it == agents_.end() || it->second.in_flight || now < not_before || it->second.next_due <= now) {
+    return false;
+  }
+  it->second.next_due = now;
+  return true;
 }
 
 std::optional<absl::Time> Scheduler::NextDue() const {

@@ -46,6 +46,9 @@ struct AgentSchedule {
   uint32_t consecutive_failures = 0;
   bool in_flight = false;
   absl::Time started;  // start of the collection in flight (or of the last one)
+  // When the agent first became due in this cycle (kept across Postpone; reset by Finish).
+  absl::Time due_since = absl::InfinitePast();
+  absl::Time previous_started;  // `started` before the TakeDue in flight (restored by Postpone)
 };
 
 class Scheduler {
@@ -66,6 +69,13 @@ class Scheduler {
   // Reports the outcome of the collection of `agent` taken with TakeDue() and computes its next due
   // time.
   void Finish(const AgentId& agent, bool ok);
+
+  // Gives back an agent taken with TakeDue() without collecting it (the pause budget does not
+  // allow it yet): it is due again at `until`; failures, `started` and `due_since` are kept.
+  void Postpone(const AgentId& agent, absl::Time until);
+  // Makes an agent that is not in flight due now, if now >= not_before (the JVM just reclaimed its
+  // old generation: the moment for a cheap histogram). Returns whether it did.
+  bool Expedite(const AgentId& agent, absl::Time not_before);
 
   // Earliest next_due over agents not in flight; nullopt when there is none.
   std::optional<absl::Time> NextDue() const;

@@ -77,6 +77,10 @@ collection:
   all_objects:
     include: ["com.example.*", "*.jar"]
     exclude: [com.example.Batch]
+  pause_budget: 0.005
+  pause_budget_window: 30m
+  max_interval: 2h
+  gc_sample_interval: 500ms
 watch:
   agents:
     include: ["*"]
@@ -127,6 +131,10 @@ retention:
   EXPECT_TRUE(c.collection.all_objects.Matches("/opt/app/app.jar"));
   EXPECT_FALSE(c.collection.all_objects.Matches("com.example.Batch"));
   EXPECT_FALSE(c.collection.all_objects.Matches("org.other.Main"));
+  EXPECT_EQ(c.collection.pause_budget, 0.005);
+  EXPECT_EQ(c.collection.pause_budget_window, absl::Minutes(30));
+  EXPECT_EQ(c.collection.max_interval, absl::Hours(2));
+  EXPECT_EQ(c.collection.gc_sample_interval, absl::Milliseconds(500));
   EXPECT_FALSE(c.watch.agents.Matches("org.gradle.launcher.daemon.bootstrap.GradleDaemon"));
   EXPECT_TRUE(c.watch.agents.Matches("LeakyApp"));
   EXPECT_EQ(c.exporter.top_classes, 7);
@@ -210,6 +218,21 @@ TEST(Config, WrongTypesAndRangesAreErrors) {
 
 TEST(Config, ValidateRejectsInconsistentValues) {
   Config c;
+  c.collection.pause_budget = 0;
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.pause_budget"));
+  c = Config();
+  c.collection.pause_budget = 1.5;
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.pause_budget"));
+  c = Config();
+  c.collection.pause_budget_window = absl::Milliseconds(10);
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.pause_budget_window"));
+  c = Config();
+  c.collection.gc_sample_interval = absl::Milliseconds(10);
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.gc_sample_interval"));
+  c = Config();
+  c.collection.max_interval = absl::ZeroDuration();
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.max_interval"));
+  c = Config();
   c.collection.backoff_max = absl::Seconds(1);
   EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.backoff_max"));
   c = Config();

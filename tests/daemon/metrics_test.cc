@@ -85,8 +85,47 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.ObserveExtendedDumpAnalysis(absl::Seconds(2));
   m.SetExtendedDumpAnalyses(1, 0);
   m.SetSuspectRetained(AgentId("a1"), "Leak", 123456);
+  m.RecordCollectionPause(AgentId("a1"), HistogramMode::kLive, absl::Milliseconds(20));
+  m.SetCollectionPlan(AgentId("a1"), absl::Minutes(3), false);
+  m.SetLiveSet(AgentId("a1"), LiveSetPoint{absl::Now(), LiveSetSource::kFullGc, 1 << 20, 2 << 20,
+                                           4 << 20});
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
+}
+
+// The cost-of-watching series of an agent: the pause counter (at 0 from the start, so its first
+// increase is visible), its histogram by mode, the planned interval, the over-budget flag and the
+// live-set gauges; all removed when the JVM exits.
+TEST(Metrics, CostOfWatchingSeriesLiveAndDieWithTheAgent) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  const std::string zero = m.ExpositionText();
+  EXPECT_NE(zero.find(R"(heapwatch_collection_pause_seconds_total{agent="a1"} 0)"),
+            std::string::npos)
+      << zero;
+  m.RecordCollectionPause(AgentId("a1"), HistogramMode::kAllAfterGc, absl::Milliseconds(250));
+  m.RecordCollectionPause(AgentId("a1"), HistogramMode::kLive, absl::Milliseconds(500));
+  m.SetCollectionPlan(AgentId("a1"), absl::Seconds(170), true);
+  m.SetLiveSet(AgentId("a1"), LiveSetPoint{absl::Now(), LiveSetSource::kConcurrentCycle,
+                                           700 << 20, 900 << 20, 1024 << 20});
+  const std::string text = m.ExpositionText();
+  for (const char* series :
+       {R"(heapwatch_collection_pause_seconds_total{agent="a1"} 0.75)",
+        R"(heapwatch_collection_pause_seconds_count{mode="all_after_gc"} 1)",
+        R"(heapwatch_collection_pause_seconds_count{mode="live"} 1)",
+        R"(heapwatch_collection_interval_seconds{agent="a1"} 170)",
+        R"(heapwatch_pause_budget_exceeded{agent="a1"} 1)",
+        R"(heapwatch_heap_live_bytes{agent="a1"} 734003200)",
+        R"(heapwatch_heap_capacity_bytes{agent="a1"} 943718400)",
+        R"(heapwatch_heap_max_bytes{agent="a1"} 1073741824)"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
+  m.RemoveAgent(AgentId("a1"));
+  const std::string after = m.ExpositionText();
+  EXPECT_EQ(after.find(R"(agent="a1")"), std::string::npos) << after;
+  // The per-mode histogram is not per agent: it stays.
+  EXPECT_NE(after.find(R"(heapwatch_collection_pause_seconds_count{mode="live"} 1)"),
+            std::string::npos);
 }
 
 TEST(Metrics, NamesFollowPrometheusConventions) {

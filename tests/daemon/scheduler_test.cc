@@ -29,6 +29,47 @@ TEST(Scheduler, NewAgentIsDueAtOnceWithoutJitter) {
   EXPECT_EQ(s.NextDue(), std::nullopt);
 }
 
+// The pause budget gives an agent back without collecting it: it is due again when the budget says,
+// and the collection that follows is scheduled from the previous real start, not the postponed one.
+TEST(Scheduler, PostponeKeepsTheCycleAndTheLastStart) {
+  FakeClock clock;
+  Scheduler s(NoJitter(), &clock);
+  s.Add(kA);
+  const absl::Time first = clock.Now();
+  ASSERT_EQ(s.TakeDue(1).size(), 1u);
+  s.Finish(kA, true);
+  clock.Advance(absl::Seconds(60));
+  ASSERT_EQ(s.TakeDue(1).size(), 1u);
+  EXPECT_EQ(s.Get(kA)->due_since, first + absl::Seconds(60));
+  s.Postpone(kA, clock.Now() + absl::Seconds(100));
+  EXPECT_FALSE(s.Get(kA)->in_flight);
+  EXPECT_EQ(s.Get(kA)->started, first);
+  EXPECT_EQ(s.Get(kA)->next_due, clock.Now() + absl::Seconds(100));
+  clock.Advance(absl::Seconds(99));
+  EXPECT_TRUE(s.TakeDue(1).empty());
+  clock.Advance(absl::Seconds(1));
+  ASSERT_EQ(s.TakeDue(1).size(), 1u);
+  EXPECT_EQ(s.Get(kA)->due_since, first + absl::Seconds(60)) << "kept across the postponement";
+  s.Finish(kA, true);
+  EXPECT_EQ(s.Get(kA)->due_since, absl::InfinitePast());
+  EXPECT_EQ(s.Get(kA)->consecutive_failures, 0u);
+}
+
+TEST(Scheduler, ExpediteMakesAnIdleAgentDueOnlyAfterNotBefore) {
+  FakeClock clock;
+  Scheduler s(NoJitter(), &clock);
+  s.Add(kA);
+  ASSERT_EQ(s.TakeDue(1).size(), 1u);
+  EXPECT_FALSE(s.Expedite(kA, clock.Now())) << "in flight";
+  s.Finish(kA, true);
+  clock.Advance(absl::Seconds(30));
+  EXPECT_FALSE(s.Expedite(kA, clock.Now() + absl::Seconds(24)));  // too early
+  EXPECT_TRUE(s.TakeDue(1).empty());
+  EXPECT_TRUE(s.Expedite(kA, clock.Now() - absl::Seconds(1)));
+  EXPECT_EQ(s.TakeDue(1), std::vector<AgentId>{kA});
+  EXPECT_FALSE(s.Expedite(kB, clock.Now())) << "unknown agent";
+}
+
 TEST(Scheduler, SuccessSchedulesOneIntervalAfterTheStart) {
   FakeClock clock;
   Scheduler s(NoJitter(), &clock);

@@ -1,0 +1,149 @@
+#include "daemon/pause_budget.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace heapwatch::daemon {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Weight of a new measurement in the estimate (an increase is taken at once).
+constexpr double kEstimateWeight = 0.3;
+
+std::string Seconds(absl::Duration d) { return absl::StrFormat("%.3gs", absl::ToDoubleSeconds(d)); }
+
+}  // namespace
+
+PauseBudget::PauseBudget(const PauseBudgetOptions& options, absl::Time start)
+    : options_(options), credit_time_(start) {}
+
+absl::Duration PauseBudget::Cap() const { return options_.credit_window * options_.fraction; }
+
+absl::Duration PauseBudget::Credit(absl::Time now) const {
+  if (now <= credit_time_) return credit_;
+  return std::min(Cap(), credit_ + (now - credit_time_) * options_.fraction);
+}
+
+void PauseBudget::Spend(absl::Time now, HistogramMode mode, absl::Duration pause) {
+  credit_ = Credit(now) - pause;
+  credit_time_ = std::max(now, credit_time_);
+  total_ += pause;
+  if (mode == HistogramMode::kUnknown) return;  // an extended dump: counted, not estimated
+  collected_ = true;
+  const size_t i = static_cast<size_t>(mode);
+  if (!measured_[i] || pause > estimate_[i]) {
+    estimate_[i] = pause;
+  } else {
+    estimate_[i] = estimate_[i] * (1 - kEstimateWeight) + pause * kEstimateWeight;
+  }
+  measured_[i] = true;
+}
+
+bool PauseBudget::Measured(HistogramMode mode) const {
+  return measured_[static_cast<size_t>(mode)];
+}
+
+absl::Duration PauseBudget::EstimatedCost(HistogramMode mode, uint64_t post_gc_bytes,
+                                          uint64_t heap_used_bytes) const {
+  const size_t i = static_cast<size_t>(mode);
+  if (measured_[i]) return estimate_[i];
+  // -all after a natural GC and plain -all walk the same objects; share their measurements.
+  if (mode == HistogramMode::kAllAfterGc && measured_[static_cast<size_t>(HistogramMode::kAll)]) {
+    return estimate_[static_cast<size_t>(HistogramMode::kAll)];
+  }
+  if (mode == HistogramMode::kAll &&
+      measured_[static_cast<size_t>(HistogramMode::kAllAfterGc)]) {
+    return estimate_[static_cast<size_t>(HistogramMode::kAllAfterGc)];
+  }
+  if (mode == HistogramMode::kLive) {
+    return absl::Seconds(options_.live_seconds_per_gib * static_cast<double>(post_gc_bytes) / kGiB);
+  }
+  const uint64_t walked = mode == HistogramMode::kAllAfterGc ? post_gc_bytes : heap_used_bytes;
+  return absl::Seconds(options_.all_seconds_per_gib * static_cast<double>(walked) / kGiB);
+}
+
+absl::Time PauseBudget::FitsAt(absl::Time now, absl::Duration cost) const {
+  const absl::Duration need = std::min(cost, Cap());
+  const absl::Duration credit = Credit(now);
+  if (credit >= need) return now;
+  return now + (need - credit) / options_.fraction;
+}
+
+bool PauseBudget::OverBudget(uint64_t post_gc_bytes, uint64_t heap_used_bytes) const {
+  const absl::Duration cheapest =
+      std::min({EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes),
+                EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes),
+                EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes)});
+  return cheapest > options_.max_interval * options_.fraction;
+}
+
+absl::Duration PauseBudget::PlannedInterval(absl::Duration interval, uint64_t post_gc_bytes,
+                                            uint64_t heap_used_bytes) const {
+  const absl::Duration cheapest =
+      std::min({EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes),
+                EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes),
+                EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes)});
+  const absl::Duration needed = cheapest / options_.fraction;
+  return std::clamp(needed, interval, std::max(interval, options_.max_interval));
+}
+
+PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration interval,
+                            bool natural_gc, uint64_t post_gc_bytes,
+                            uint64_t heap_used_bytes) const {
+  PausePlan plan;
+  const absl::Duration all = EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes);
+  const absl::Duration after_gc =
+      EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes);
+  const absl::Duration live = EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes);
+  const absl::Duration cheapest = std::min({all, after_gc, live});
+  // Over budget: even one histogram per max_interval costs more than the budget allows.
+  if (cheapest > options_.max_interval * options_.fraction) {
+    plan.over_budget = true;
+    plan.note = absl::StrFormat(
+        "over budget: the cheapest histogram pauses %s, more than %.3g%% of the longest interval "
+        "(%s); collected every %s regardless",
+        Seconds(cheapest), options_.fraction * 100, absl::FormatDuration(options_.max_interval),
+        absl::FormatDuration(options_.max_interval));
+  }
+  if (!collected_) {
+    // The first histogram of an agent is always taken (it measures the cost of the next ones).
+    plan.mode = natural_gc ? HistogramMode::kAllAfterGc
+                : FitsAt(now, live) <= now ? HistogramMode::kLive
+                                           : HistogramMode::kAll;
+    return plan;
+  }
+  if (plan.over_budget) {
+    if (now - due_since + interval >= options_.max_interval) {
+      plan.mode = natural_gc ? HistogramMode::kAllAfterGc : HistogramMode::kAll;
+    } else {
+      plan.retry_at = due_since - interval + options_.max_interval;
+    }
+    return plan;
+  }
+  if (natural_gc && FitsAt(now, after_gc) <= now) {
+    plan.mode = HistogramMode::kAllAfterGc;
+    return plan;
+  }
+  if (FitsAt(now, live) <= now) {
+    plan.mode = HistogramMode::kLive;
+    return plan;
+  }
+  const absl::Time all_fits = FitsAt(now, all);
+  if (all_fits <= now) {
+    if (now - due_since >= interval) {
+      plan.mode = HistogramMode::kAll;  // no natural GC came within one more interval
+      return plan;
+    }
+    plan.retry_at = std::min(due_since + interval, FitsAt(now, live));
+    plan.note = "waiting for the JVM's own old-generation collection to take -all after it";
+    return plan;
+  }
+  plan.retry_at = all_fits;
+  plan.note = absl::StrFormat(
+      "interval stretched by the pause budget (%.3g%%): -all pauses about %s, live about %s",
+      options_.fraction * 100, Seconds(all), Seconds(live));
+  return plan;
+}
+
+}  // namespace heapwatch::daemon

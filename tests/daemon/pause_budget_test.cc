@@ -1,0 +1,163 @@
+// The pause budget: accounting (never more than one collection over fraction * elapsed), mode
+// choice (after a natural GC, live when it fits, -all otherwise, waiting for a natural GC), the
+// interval stretching, and over-budget agents. Time is simulated.
+#include "daemon/pause_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace heapwatch::daemon {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
+
+PauseBudgetOptions Options(double fraction = 0.001) {
+  PauseBudgetOptions o;
+  o.fraction = fraction;
+  o.credit_window = absl::Minutes(10);
+  o.max_interval = absl::Hours(1);
+  return o;
+}
+
+TEST(PauseBudget, CreditAccruesAtTheFractionUpToTheWindow) {
+  PauseBudget b(Options(), t0);
+  EXPECT_EQ(b.Credit(t0), absl::ZeroDuration());
+  EXPECT_EQ(b.Credit(t0 + absl::Minutes(1)), absl::Milliseconds(60));
+  EXPECT_EQ(b.Credit(t0 + absl::Hours(5)), absl::Milliseconds(600));  // capped at 10 min worth
+  b.Spend(t0 + absl::Minutes(1), HistogramMode::kAll, absl::Milliseconds(100));
+  EXPECT_EQ(b.Credit(t0 + absl::Minutes(1)), absl::Milliseconds(-40));
+  EXPECT_EQ(b.total(), absl::Milliseconds(100));
+}
+
+TEST(PauseBudget, FirstHistogramIsTakenAtOnceCheapestFirst) {
+  PauseBudget b(Options(), t0);
+  // A 2 GiB heap: a live histogram (prior 3 s) does not fit the empty budget; -all is taken.
+  PausePlan p = b.Plan(t0, t0, absl::Minutes(1), false, 2 * kGiB, 3 * kGiB);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kAll);
+  // A tiny heap: even the live prior is ~0, so live.
+  p = b.Plan(t0, t0, absl::Minutes(1), false, 0, 0);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kLive);
+}
+
+TEST(PauseBudget, ModesInOrderOfPreference) {
+  PauseBudget b(Options(), t0);
+  b.Spend(t0, HistogramMode::kLive, absl::Milliseconds(300));
+  b.Spend(t0, HistogramMode::kAll, absl::Milliseconds(100));
+  // Credit -400 ms at t0; at +10 min it is back at +200 ms (cap 600 ms).
+  const absl::Time now = t0 + absl::Minutes(10);
+  ASSERT_EQ(b.Credit(now), absl::Milliseconds(200));
+  // A natural old-generation GC just happened: -all after it.
+  PausePlan p = b.Plan(now, now, absl::Minutes(1), true, kGiB, kGiB);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kAllAfterGc);
+  // No natural GC: live does not fit (300 ms > 200 ms), -all does, so it waits for a natural GC
+  // for up to one interval...
+  p = b.Plan(now, now, absl::Minutes(1), false, kGiB, kGiB);
+  EXPECT_FALSE(p.mode.has_value());
+  EXPECT_GT(p.retry_at, now);
+  EXPECT_LE(p.retry_at, now + absl::Minutes(1));
+  EXPECT_NE(p.note, "");
+  // ... then takes it anyway.
+  p = b.Plan(now + absl::Minutes(1), now, absl::Minutes(1), false, kGiB, kGiB);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kAll);
+  // Once live fits, live.
+  p = b.Plan(t0 + absl::Minutes(12), t0 + absl::Minutes(12), absl::Minutes(1), false, kGiB, kGiB);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kLive);
+}
+
+TEST(PauseBudget, NothingFitsPostponesUntilTheCheapestDoes) {
+  PauseBudget b(Options(), t0);
+  b.Spend(t0, HistogramMode::kAll, absl::Milliseconds(170));  // a 0.7 GB heap's -all
+  b.Spend(t0, HistogramMode::kLive, absl::Milliseconds(560));
+  const absl::Time now = t0 + absl::Minutes(1);  // credit 60 - 730 ms
+  PausePlan p = b.Plan(now, now, absl::Minutes(1), false, kGiB, kGiB);
+  EXPECT_FALSE(p.mode.has_value());
+  // The credit must climb from -670 ms to +170 ms at 1 ms/s: 840 s.
+  EXPECT_EQ(p.retry_at, now + absl::Seconds(840));
+  EXPECT_NE(p.note.find("stretched"), std::string::npos) << p.note;
+  EXPECT_EQ(b.PlannedInterval(absl::Minutes(1), kGiB, kGiB), absl::Seconds(170));
+  EXPECT_FALSE(b.OverBudget(kGiB, kGiB));
+}
+
+TEST(PauseBudget, OverBudgetAgentsAreStillCollectedEveryMaxInterval) {
+  PauseBudget b(Options(), t0);
+  b.Spend(t0, HistogramMode::kAll, absl::Seconds(5));  // > 3.6 s = 0.1% of an hour
+  b.Spend(t0, HistogramMode::kLive, absl::Seconds(9));
+  EXPECT_TRUE(b.OverBudget(8 * kGiB, 8 * kGiB));
+  EXPECT_EQ(b.PlannedInterval(absl::Minutes(1), 8 * kGiB, 8 * kGiB), absl::Hours(1));
+  // Due (interval passed at t0 + 1 min): not before the hour is up.
+  PausePlan p = b.Plan(t0 + absl::Minutes(2), t0 + absl::Minutes(1), absl::Minutes(1), false,
+                       8 * kGiB, 8 * kGiB);
+  EXPECT_TRUE(p.over_budget);
+  EXPECT_FALSE(p.mode.has_value());
+  EXPECT_EQ(p.retry_at, t0 + absl::Hours(1));
+  p = b.Plan(t0 + absl::Hours(1), t0 + absl::Minutes(1), absl::Minutes(1), false, 8 * kGiB,
+             8 * kGiB);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kAll);
+  EXPECT_NE(p.note.find("over budget"), std::string::npos);
+}
+
+TEST(PauseBudget, EstimatesFollowIncreasesAtOnceAndDecreasesSlowly) {
+  PauseBudget b(Options(), t0);
+  EXPECT_FALSE(b.Measured(HistogramMode::kAll));
+  EXPECT_EQ(b.EstimatedCost(HistogramMode::kAll, kGiB, 4 * kGiB), absl::Milliseconds(1600));  // prior
+  b.Spend(t0, HistogramMode::kAll, absl::Milliseconds(100));
+  EXPECT_TRUE(b.Measured(HistogramMode::kAll));
+  EXPECT_EQ(b.EstimatedCost(HistogramMode::kAll, kGiB, 4 * kGiB), absl::Milliseconds(100));
+  // -all after a GC shares -all's measurement until it has its own.
+  EXPECT_EQ(b.EstimatedCost(HistogramMode::kAllAfterGc, kGiB, 4 * kGiB), absl::Milliseconds(100));
+  b.Spend(t0, HistogramMode::kAll, absl::Milliseconds(200));
+  EXPECT_EQ(b.EstimatedCost(HistogramMode::kAll, kGiB, 4 * kGiB), absl::Milliseconds(200));
+  b.Spend(t0, HistogramMode::kAll, absl::Milliseconds(100));
+  EXPECT_EQ(b.EstimatedCost(HistogramMode::kAll, kGiB, 4 * kGiB), absl::Milliseconds(170));
+  // An extended dump is spent but not an estimate.
+  b.Spend(t0, HistogramMode::kUnknown, absl::Seconds(2));
+  EXPECT_EQ(b.total(), absl::Milliseconds(2400));
+}
+
+// The guarantee of the header: simulated days of a JVM whose histogram pauses vary (and some
+// extended dumps), collected whenever the budget lets them; at every collection's start the pause
+// spent before it is at most fraction * elapsed, so the total never exceeds the budget by more
+// than the last collection.
+TEST(PauseBudget, NeverExceedsTheBudgetByMoreThanOneCollection) {
+  for (double fraction : {0.001, 0.01, 0.0001}) {
+    std::mt19937_64 rng(42);
+    std::uniform_real_distribution<double> jitter(0.5, 2.0);
+    std::bernoulli_distribution natural(0.2), dump(0.01);
+    PauseBudget b(Options(fraction), t0);
+    absl::Time now = t0, due_since = t0;
+    absl::Time first = absl::InfiniteFuture();
+    int collections = 0;
+    while (now < t0 + absl::Hours(72)) {
+      PausePlan p = b.Plan(now, due_since, absl::Minutes(1), natural(rng), kGiB, 2 * kGiB);
+      if (!p.mode.has_value()) {
+        ASSERT_GT(p.retry_at, now);
+        now = std::min(p.retry_at, now + absl::Minutes(1));
+        continue;
+      }
+      if (first == absl::InfiniteFuture()) first = now;
+      const absl::Duration spent_before = b.total();
+      ASSERT_LE(absl::ToDoubleSeconds(spent_before),
+                fraction * absl::ToDoubleSeconds(now - t0) + 1e-9)
+          << "fraction " << fraction << " at " << now;
+      const double base = *p.mode == HistogramMode::kLive ? 0.5 : 0.15;
+      b.Spend(now, *p.mode, absl::Seconds(base * jitter(rng)));
+      if (dump(rng)) b.Spend(now, HistogramMode::kUnknown, absl::Seconds(1));
+      ++collections;
+      now += absl::Minutes(1);
+      due_since = now;
+    }
+    // Sanity: it does collect, at about the rate the budget allows.
+    EXPECT_GT(collections, 10) << fraction;
+  }
+}
+
+}  // namespace
+}  // namespace heapwatch::daemon
