@@ -2,9 +2,10 @@
 // /metrics:
 //
 //  1. start LeakyApp (a static list that grows by ~300 KB/s of LeakyApp$Leak) and HealthyApp (a
-//  cache that
-//     fills then plateaus, a sawtooth buffer, flat churn), then heapwatchd on a temporary data dir
-//     with ephemeral ports and a 1 s interval, watching only those two JVMs;
+//     cache that fills then plateaus, a sawtooth buffer, flat churn), each from a copy of its jar in
+//     the test's own directory, then heapwatchd on a temporary data dir with ephemeral ports and a
+//     1 s interval, watching only the JVMs of those jar copies (tests running in parallel have their
+//     own); a decoy LeakyApp started the old way (`-cp classes LeakyApp`) must never be watched;
 //  2. within a bounded number of snapshots LeakyApp$Leak must be a suspect over gRPC, in
 //     `heapwatchctl suspects --json` and in /metrics; nothing of HealthyApp may ever be a suspect
 //     (checked by polling all three views and, for the moments between polls, the daemon's log of
@@ -48,8 +49,10 @@ namespace heapwatch {
 namespace {
 
 namespace v1 = ::heapwatch::v1;
+using testing::CopyJar;
 using testing::Field;
 using testing::MakeTempDir;
+using testing::OwnJarsWatchConfig;
 using testing::ParseJson;
 using testing::ReadFile;
 using testing::ReadPort;
@@ -87,11 +90,8 @@ class EndToEnd : public ::testing::Test {
                         }))
         << "the Java programs did not start:\n"
         << ReadFile(dir_ + "/LeakyApp.log") << ReadFile(dir_ + "/HealthyApp.log");
-    std::ofstream(dir_ + "/heapwatchd.yaml") << R"(# Only this test's JVMs are watched.
-watch:
-  agents:
-    include: [LeakyApp, HealthyApp]
-collection:
+    // Only this test's JVMs are watched.
+    std::ofstream(dir_ + "/heapwatchd.yaml") << OwnJarsWatchConfig(dir_) << R"(collection:
   discovery_interval: 1s
   backoff_initial: 2s
   backoff_max: 4s
@@ -102,14 +102,35 @@ collection:
     daemon_.reset();
     leaky_.reset();
     healthy_.reset();
+    decoy_.reset();
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<Subprocess> StartJava(const std::string& main_class) {
-    return std::make_unique<Subprocess>(
-        std::vector<std::string>{HEAPWATCH_JAVA, "-Xmx512m", "-XX:+UseSerialGC", "-cp",
-                                 HEAPWATCH_E2E_CLASSES, main_class, "--max-seconds", "900"},
-        dir_ + "/" + main_class + ".log");
+  // Starts `program` from a copy of its jar in the test's directory (see OwnJarsWatchConfig).
+  std::unique_ptr<Subprocess> StartJava(const std::string& program,
+                                        const std::vector<std::string>& args = {}) {
+    std::vector<std::string> argv{HEAPWATCH_JAVA,
+                                  "-Xmx512m",
+                                  "-XX:+UseSerialGC",
+                                  "-jar",
+                                  CopyJar(HEAPWATCH_E2E_JARS, program, dir_),
+                                  "--max-seconds",
+                                  "900"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return std::make_unique<Subprocess>(argv, dir_ + "/" + program + ".log");
+  }
+
+  // Every agent the daemon lists (up or down) must be one of this test's JVMs.
+  void ExpectOnlyOwnAgents() {
+    const v1::ListAgentsResponse response =
+        Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
+    for (const v1::Agent& a : response.agents()) {
+      EXPECT_TRUE(absl::StartsWith(a.main_class(), dir_ + "/"))
+          << "heapwatchd watches a JVM that is not this test's: " << a.DebugString();
+      if (decoy_) {
+        EXPECT_NE(a.pid(), decoy_->pid()) << "the decoy JVM is watched";
+      }
+    }
   }
 
   // Starts heapwatchd with <dir>/<config> and waits for its two ports.
@@ -198,12 +219,21 @@ collection:
   }
 
   std::string dir_;
-  std::unique_ptr<Subprocess> leaky_, healthy_, daemon_;
+  std::unique_ptr<Subprocess> leaky_, healthy_, decoy_, daemon_;
   std::string grpc_address_, metrics_url_;
   std::unique_ptr<v1::QueryService::Stub> stub_;
 };
 
 TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
+  // A LeakyApp started the way every e2e test used to start it: its main class is the bare
+  // "LeakyApp", which the old watch filters of all e2e tests matched.
+  decoy_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{HEAPWATCH_JAVA, "-Xmx256m", "-XX:+UseSerialGC", "-cp",
+                               HEAPWATCH_E2E_CLASSES, "LeakyApp", "--max-seconds", "900"},
+      dir_ + "/decoy.log");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60),
+                      [&] { return absl::StrContains(ReadFile(dir_ + "/decoy.log"), "ready"); }))
+      << ReadFile(dir_ + "/decoy.log");
   const absl::Time test_start = absl::Now();
   ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd-1.log"));
 
@@ -217,10 +247,13 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   })) << ReadFile(dir_ + "/heapwatchd-1.log");
   {
     auto agents = AgentsByPid();
-    EXPECT_EQ(agents[leaky_->pid()].main_class(), "LeakyApp");
-    EXPECT_EQ(agents[healthy_->pid()].main_class(), "HealthyApp");
+    EXPECT_EQ(agents[leaky_->pid()].main_class(), dir_ + "/LeakyApp.jar");
+    EXPECT_EQ(agents[healthy_->pid()].main_class(), dir_ + "/HealthyApp.jar");
     EXPECT_FALSE(agents[leaky_->pid()].jvm_version().empty());
   }
+  // Give the decoy a few discovery rounds (discovery_interval: 1s) to be wrongly picked up.
+  absl::SleepFor(absl::Seconds(3));
+  ExpectOnlyOwnAgents();
 
   // ---- 2. the leak is flagged over gRPC within a bounded number of snapshots; the healthy JVM
   // never ----
@@ -308,6 +341,7 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
                                    absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
     return SnapshotCount(healthy_agent, "HealthyApp$CacheEntry") >= kMinHealthySnapshots;
   }));
+  ExpectOnlyOwnAgents();
 
   // ---- 3. kill -9 and restart: the history is all there ----
   std::vector<HistoryPoint> leak_before = History(leaky_agent, kLeakClass);
@@ -401,10 +435,7 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
 // A JVM that stops answering (SIGSTOP) is retried with backoff and reported unreachable, while the
 // other JVM keeps being collected every interval; once it answers again it is back up.
 TEST_F(EndToEnd, UnresponsiveJvmDoesNotBlockTheOthers) {
-  std::ofstream(dir_ + "/stuck.yaml") << R"(watch:
-  agents:
-    include: [LeakyApp, HealthyApp]
-collection:
+  std::ofstream(dir_ + "/stuck.yaml") << OwnJarsWatchConfig(dir_) << R"(collection:
   discovery_interval: 1s
   concurrency: 2
   handshake_timeout: 1s
