@@ -6,6 +6,9 @@
 # (HEAPWATCH_CORPORA_DIR, default ../shared/corpora; generated in WORK_DIR, never copied into the repository)
 # and of a gzip-compressed dump, then runs the fuzzer on one core. Exits non-zero on any crash, leak, timeout
 # or sanitizer report; the reproducer is left in WORK_DIR/artifacts. Long run: scripts/fuzz.sh 3600.
+# Before fuzzing, every crash, leak, timeout and out-of-memory input left in WORK_DIR/artifacts by an earlier
+# run is replayed: a known crash fails the run at once, however long the fuzzing would take to find it again.
+# A fixed one passes and stays there as a regression input.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -30,6 +33,20 @@ if [ -d "$corpora" ]; then
   done < <(find "$corpora" -type f \( -name '*.hprof' -o -name '*.bin' -o -name '*.android-hprof' \) -print0)
   gz=$(find "$corpora" -type f -name '*.hprof.gz' | head -n 1)
   if [ -n "$gz" ]; then head -c 65536 "$gz" > "$work/seeds/gzip-prefix"; fi
+fi
+
+# Replay the earlier findings (libFuzzer runs each file given as an argument once and exits non-zero on the
+# first that still fails).
+known=()
+while IFS= read -r -d '' f; do known+=("$f"); done < <(find "$work/artifacts" -maxdepth 1 -type f \
+  \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) -print0 | sort -z)
+if ((${#known[@]} > 0)); then
+  echo "fuzz.sh: replaying ${#known[@]} earlier finding(s) from $work/artifacts"
+  if ! "$build/hprof_fuzzer" -timeout=30 -rss_limit_mb=2560 -artifact_prefix="$work/artifacts/replay-" \
+    "${known[@]}"; then
+    echo "fuzz.sh: FAIL: an earlier fuzz finding in $work/artifacts still fails (see above)" >&2
+    exit 1
+  fi
 fi
 
 "$build/hprof_fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=30 -rss_limit_mb=2560 \

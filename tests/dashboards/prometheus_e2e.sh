@@ -14,12 +14,17 @@
 #  3. start Prometheus on 127.0.0.1:<free port> with scrape_interval and evaluation_interval 1s, the
 #     rules copy and a temporary TSDB;
 #  4. poll /api/v1/alerts every second until HeapwatchLeakSuspect is firing for agent=<LeakyApp's agent>,
-#     class="LeakyApp$Leak", and at least HEAPWATCH_E2E_MIN_OBSERVE seconds (default 45) have passed,
-#     within HEAPWATCH_E2E_TIMEOUT seconds (default 120). Fails at once if a leak alert (pending or firing)
-#     ever names HealthyApp's agent, or HeapwatchAgentDown / HeapwatchCollectionsFailing fires for either JVM;
+#     class="LeakyApp$Leak", at least HEAPWATCH_E2E_MIN_OBSERVE seconds (default 45) have passed, and
+#     HealthyApp's cache fill (requested once the trend detector has evaluated the JVM, i.e. after
+#     warm-up + min_snapshots snapshots) has passed through two detector windows, within
+#     HEAPWATCH_E2E_TIMEOUT seconds (default 120). Fails at once if a leak alert (pending or firing) ever
+#     names HealthyApp's agent, or HeapwatchAgentDown / HeapwatchCollectionsFailing fires for either JVM;
 #  5. checks the firing alert: held at least the substituted `for`, description filled from real series
 #     (main class, a humanized growth rate); heapwatchctl suspects --json names the same agent and class;
-#     every PromQL query of the Grafana dashboard runs on this Prometheus, and the main panels return data.
+#     every PromQL query of the Grafana dashboard runs on this Prometheus, and the main panels return data;
+#  6. the healthy JVM was clean for the detector's statistical tests, not for its size gate: replaying the
+#     gate on the stored history (`heapwatchctl history --json`), HealthyApp's cache (empty until the first
+#     evaluation) and its sawtooth varied by at least trend.min_growth_bytes within the detector's windows.
 # Every process started here is killed on every exit path (trap). Prints the measured timeline.
 set -euo pipefail
 
@@ -120,10 +125,27 @@ metrics_port=$(wait_port_file "$tmp/metrics.port" 30) || fail "heapwatchd wrote 
 grpc_port=$(wait_port_file "$tmp/grpc.port" 30) || fail "heapwatchd wrote no gRPC port"
 log "heapwatchd up: metrics 127.0.0.1:$metrics_port, gRPC 127.0.0.1:$grpc_port"
 
+# The trend detector's options as this heapwatchd runs them (the configuration has no trend: section).
+trend_option() {
+  "$heapwatchd" --config "$tmp/heapwatchd.yml" --print-config |
+    awk -v key="$1:" '/^trend:/ { t = 1; next } /^[^ ]/ { t = 0 } t && $1 == key { print $2 }'
+}
+window=$(trend_option window_snapshots)
+min_snapshots=$(trend_option min_snapshots)
+warmup_snapshots=$(trend_option warmup_snapshots)
+min_growth=$(trend_option min_growth_bytes)
+for v in "$window" "$min_snapshots" "$warmup_snapshots" "$min_growth"; do
+  [[ $v =~ ^[0-9]+$ ]] || fail "cannot read the trend options from heapwatchd --print-config"
+done
+[[ $(trend_option warmup) =~ ^0s?$ ]] || fail "trend.warmup is not 0: the size-gate replay below assumes it"
+# HealthyApp's cache fills once its history has this many snapshots: after the detector's first evaluation.
+fill_after=$((warmup_snapshots + min_snapshots + 1))
+
 java -Xmx256m -jar "$tmp/LeakyApp.jar" --max-seconds $((timeout_s + 120)) >"$tmp/leaky.log" 2>&1 &
 leaky_pid=$!
 pids+=("$leaky_pid")
-java -Xmx256m -jar "$tmp/HealthyApp.jar" --max-seconds $((timeout_s + 120)) >"$tmp/healthy.log" 2>&1 &
+java -Xmx256m -jar "$tmp/HealthyApp.jar" --fill-cache-when "$tmp/fill-cache" --max-seconds $((timeout_s + 120)) \
+  >"$tmp/healthy.log" 2>&1 &
 healthy_pid=$!
 pids+=("$healthy_pid")
 log "LeakyApp pid $leaky_pid, HealthyApp pid $healthy_pid"
@@ -175,8 +197,14 @@ log "prometheus ready at $prom_url"
 # PromQL instant query; prints the API's JSON.
 query() { curl -sfG "$prom_url/api/v1/query" --data-urlencode "query=$1"; }
 
+# Number of stored snapshots of the healthy JVM (java.lang.String is in every histogram).
+healthy_snapshots() {
+  "$heapwatchctl" --server "127.0.0.1:$grpc_port" history "$healthy_agent" java.lang.String --json 2>/dev/null |
+    jq '.points | length' || echo 0
+}
+
 # ---- 4. poll the alerts --------------------------------------------------------------------------------
-leaky_agent= healthy_agent= t_agents= t_suspect= t_pending= t_firing= firing_alert=
+leaky_agent= healthy_agent= t_agents= t_suspect= t_pending= t_firing= firing_alert= fill_at= t_fill= n_healthy=0
 deadline=$(($(date +%s) + timeout_s))
 while :; do
   now=$(date +%s)
@@ -188,6 +216,14 @@ while :; do
     if [[ -n $leaky_agent && -n $healthy_agent ]]; then
       t_agents=$(elapsed)
       log "agents in Prometheus: LeakyApp=$leaky_agent HealthyApp=$healthy_agent"
+    fi
+  fi
+  if [[ -n $healthy_agent ]]; then
+    n_healthy=$(healthy_snapshots)
+    if [[ -z $fill_at ]] && ((n_healthy >= fill_after)); then
+      touch "$tmp/fill-cache"
+      fill_at=$n_healthy t_fill=$(elapsed)
+      log "HealthyApp's cache fill requested at its snapshot $fill_at"
     fi
   fi
   if [[ -n $leaky_agent && -z $t_suspect ]]; then
@@ -224,7 +260,10 @@ while :; do
       fail "HeapwatchLeakSuspect for $leak_class stopped firing while the JVM still leaks"
     fi
   fi
-  if [[ -n $t_firing ]] && ((($(date +%s%3N) - t_start_ms) / 1000 >= min_observe_s)); then break; fi
+  if [[ -n $t_firing && -n $fill_at ]] && ((($(date +%s%3N) - t_start_ms) / 1000 >= min_observe_s)) &&
+    ((n_healthy >= fill_at + 2 * window)); then
+    break
+  fi
   sleep 1
 done
 
@@ -262,11 +301,43 @@ done < <(jq -r '.panels[] | select(.targets) | .title as $t | .targets[] | [$t, 
 ((n_queries >= 20)) || fail "only $n_queries dashboard queries found"
 log "all $n_queries dashboard queries ran on Prometheus"
 
+# ---- 6. the healthy patterns reached the detector's statistical tests ------------------------------------
+grep -q "cache full" "$tmp/healthy.log" || fail "HealthyApp's cache did not fill"
+# Replays the trend detector's size gate (diff/trend_detector.cc) on a class's stored history, one point per
+# snapshot from the detector's first: warm-up ends at snapshot index warmup_snapshots; after snapshot j the
+# window is the last min(window, j + 1 - warmup_snapshots) snapshots, evaluated once it holds min_snapshots;
+# a class whose bytes vary by less than min_growth_bytes over the window is dropped there. Prints
+# "<evaluations> <windows reaching the tests> <smallest range> <largest range> <peak bytes>
+#  <largest bytes up to the first evaluation>".
+size_gate() {
+  "$heapwatchctl" --server "127.0.0.1:$grpc_port" history "$healthy_agent" "$1" --json |
+    jq -r --argjson w "$window" --argjson m "$min_snapshots" --argjson u "$warmup_snapshots" \
+      --argjson g "$min_growth" '
+      [.points[].bytes] as $b
+      | [range($u; $b | length) as $j
+         | ([$w, $j + 1 - $u] | min) as $n
+         | select($n >= $m)
+         | $b[($j + 1 - $n):($j + 1)] | (max - min)] as $r
+      | "\($r | length) \([$r[] | select(. >= $g)] | length) \($r | min) \($r | max) \($b | max)" +
+        " \($b[0:($u + $m)] | max)"'
+}
+read -r c_evals c_reached c_min c_max c_peak c_early < <(size_gate 'HealthyApp$CacheEntry')
+read -r s_evals s_reached s_min s_max s_peak _ < <(size_gate 'HealthyApp$Buffered')
+log "size gate (min_growth_bytes $min_growth): HealthyApp\$CacheEntry peak $c_peak bytes, window range" \
+  "$c_min..$c_max, reached the tests in $c_reached of $c_evals evaluations; HealthyApp\$Buffered peak" \
+  "$s_peak bytes, window range $s_min..$s_max, reached the tests in $s_reached of $s_evals evaluations"
+[[ $c_early == 0 ]] || fail "HealthyApp's cache was not empty until the detector's first evaluation ($c_early bytes)"
+# The fill is seen in at most 4 snapshots, so at least window - 5 windows hold both an empty and a full cache.
+((c_reached >= window / 2)) || fail "the size gate dropped HealthyApp's cache fill ($c_reached of $c_evals windows)"
+((s_evals > 0 && s_reached == s_evals)) ||
+  fail "the size gate dropped HealthyApp's sawtooth in $((s_evals - s_reached)) of $s_evals windows (smallest range $s_min)"
+
 echo "timeline (seconds since heapwatchd started; the JVMs start right after it):"
 echo "  both agents visible in Prometheus:        $t_agents"
 echo "  LeakyApp\$Leak suspect series scraped:     $t_suspect"
 echo "  HeapwatchLeakSuspect pending:              $t_pending"
 echo "  HeapwatchLeakSuspect firing (for: $for_override): $t_firing"
+echo "  HealthyApp's cache fill requested:       $t_fill (its snapshot $fill_at)"
 echo "  healthy JVM observed without a leak alert: $(elapsed)"
 ok=1
 echo "PASS"

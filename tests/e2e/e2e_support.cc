@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <filesystem>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +23,32 @@ std::string MakeTempDir(absl::string_view prefix) {
   std::string tmpl = absl::StrCat(base, prefix, "-XXXXXX");
   HW_CHECK(mkdtemp(tmpl.data()) != nullptr);
   return tmpl;
+}
+
+std::string CopyJar(const std::string& jar_dir, const std::string& program, const std::string& dir) {
+  const std::string to = absl::StrCat(dir, "/", program, ".jar");
+  std::error_code ec;
+  std::filesystem::copy_file(absl::StrCat(jar_dir, "/", program, ".jar"), to,
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  HW_CHECK(!ec);
+  return to;
+}
+
+std::string OwnJarsWatchConfig(const std::string& dir) {
+  // fnmatch(3) without FNM_NOESCAPE: a backslash makes the next character literal. In YAML single
+  // quotes a backslash is literal and a quote is doubled.
+  std::string pattern;
+  for (char c : dir) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  pattern += "/*.jar";
+  std::string quoted;
+  for (char c : pattern) {
+    quoted += c;
+    if (c == '\'') quoted += '\'';
+  }
+  return absl::StrCat("watch:\n  agents:\n    include: ['", quoted, "']\n");
 }
 
 bool WaitFor(absl::Duration timeout, const std::function<bool()>& done, absl::Duration poll) {

@@ -24,6 +24,17 @@ std::string MakeTempDir(absl::string_view prefix);
 bool WaitFor(absl::Duration timeout, const std::function<bool()>& done,
              absl::Duration poll = absl::Milliseconds(200));
 
+// Copies `<jar_dir>/<program>.jar` (built by tests/e2e/CMakeLists.txt) into `dir` and returns the
+// copy's path. Started with `java -jar <copy>`, the JVM's main class as heapwatchd sees it is that
+// path, so a test that copies its programs into its own temporary directory can watch exactly its own
+// JVMs with OwnJarsWatchConfig(dir). Aborts (HW_CHECK) when the copy fails.
+std::string CopyJar(const std::string& jar_dir, const std::string& program, const std::string& dir);
+
+// heapwatchd YAML that watches only the JVMs started from jars directly in `dir` (see CopyJar):
+// "watch:\n  agents:\n    include: ['<dir>/*.jar']\n", with the glob characters of `dir` escaped.
+// Other JVMs, including other tests' runs of the same programs, are never attached to.
+std::string OwnJarsWatchConfig(const std::string& dir);
+
 // The port number heapwatchd wrote to `path` (--grpc-port-file / --metrics-port-file), or nullopt
 // while the file is missing, empty or not a positive number.
 std::optional<int> ReadPort(const std::string& path);

@@ -2,13 +2,18 @@
 // /metrics:
 //
 //  1. start LeakyApp (a static list that grows by ~300 KB/s of LeakyApp$Leak) and HealthyApp (a
-//  cache that
-//     fills then plateaus, a sawtooth buffer, flat churn), then heapwatchd on a temporary data dir
-//     with ephemeral ports and a 1 s interval, watching only those two JVMs;
+//     cache that fills then plateaus, a sawtooth buffer, flat churn), each from a copy of its jar in
+//     the test's own directory, then heapwatchd on a temporary data dir with ephemeral ports and a
+//     1 s interval, watching only the JVMs of those jar copies (tests running in parallel have their
+//     own); a decoy LeakyApp started the old way (`-cp classes LeakyApp`) must never be watched;
 //  2. within a bounded number of snapshots LeakyApp$Leak must be a suspect over gRPC, in
 //     `heapwatchctl suspects --json` and in /metrics; nothing of HealthyApp may ever be a suspect
 //     (checked by polling all three views and, for the moments between polls, the daemon's log of
-//     suspect changes);
+//     suspect changes). HealthyApp's cache fills only after the trend detector has started
+//     evaluating it, and the stored history (`heapwatchctl history --json`) must show that the
+//     cache and the sawtooth moved by more than trend.min_growth_bytes within the detector's
+//     windows: the size gate could not have dropped them, so the statistical tests are what kept
+//     them clean;
 //  3. kill -9 the daemon, restart it on the same data dir: every history point seen before the kill
 //     (`heapwatchctl history --json`) is still there, and the agents are watched again under the
 //     same ids;
@@ -23,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -36,6 +42,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "diff/trend_detector.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -48,8 +55,10 @@ namespace heapwatch {
 namespace {
 
 namespace v1 = ::heapwatch::v1;
+using testing::CopyJar;
 using testing::Field;
 using testing::MakeTempDir;
+using testing::OwnJarsWatchConfig;
 using testing::ParseJson;
 using testing::ReadFile;
 using testing::ReadPort;
@@ -58,6 +67,10 @@ using testing::Subprocess;
 using testing::WaitFor;
 
 constexpr char kLeakClass[] = "LeakyApp$Leak";
+constexpr char kCacheClass[] = "HealthyApp$CacheEntry";
+constexpr char kSawtoothClass[] = "HealthyApp$Buffered";
+// A class that every JVM has in every histogram: its history has one point per snapshot.
+constexpr char kAlwaysPresentClass[] = "java.lang.String";
 constexpr absl::Duration kInterval = absl::Seconds(1);
 // The trend detector's defaults flag a steady leak after warm-up (3) + min_snapshots (8) snapshots;
 // allow for jitter and slow machines, but stay bounded.
@@ -65,6 +78,8 @@ constexpr int kMaxSnapshotsToFlag = 30;
 // HealthyApp must stay clean for at least this many of its snapshots (more than warm-up + two
 // windows).
 constexpr int kMinHealthySnapshots = 30;
+// The daemon runs the trend detector with its defaults (the test's configuration has no `trend:`).
+const diff::TrendOptions kTrend;
 
 struct HistoryPoint {
   std::string time;
@@ -73,13 +88,48 @@ struct HistoryPoint {
   friend bool operator<(const HistoryPoint& a, const HistoryPoint& b) { return a.time < b.time; }
 };
 
+// What the trend detector's size gate did with one class over its stored history.
+struct SizeGate {
+  int evaluations = 0;    // snapshots after which the detector evaluated the class
+  int reached_tests = 0;  // ... of which the class varied by at least min_growth_bytes
+  double min_range = 0;   // smallest and largest max - min of the bytes over an evaluated window
+  double max_range = 0;
+  double peak_bytes = 0;  // largest bytes of the class over the history
+};
+
+// Replays what TrendDetector::Observe and Evaluate (diff/trend_detector.cc) decide before any
+// statistical test, for a class whose history (one point per snapshot, 0 where absent) starts with
+// the detector's first snapshot of the agent: warm-up ends at snapshot index warmup_snapshots (the
+// `warmup` duration is 0); after snapshot j the window is the last min(window_snapshots, j + 1 -
+// warmup_snapshots) snapshots and the class is evaluated once that is at least min_snapshots; a class
+// whose bytes vary by less than min_growth_bytes over the window is dropped there.
+SizeGate ReplaySizeGate(const std::vector<HistoryPoint>& points, const diff::TrendOptions& o) {
+  SizeGate gate;
+  gate.min_range = std::numeric_limits<double>::infinity();
+  for (const HistoryPoint& p : points) gate.peak_bytes = std::max(gate.peak_bytes, p.bytes);
+  for (size_t j = o.warmup_snapshots; j < points.size(); ++j) {
+    const size_t n = std::min(o.window_snapshots, j + 1 - o.warmup_snapshots);
+    if (n < o.min_snapshots) continue;
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (size_t k = j + 1 - n; k <= j; ++k) {
+      lo = std::min(lo, points[k].bytes);
+      hi = std::max(hi, points[k].bytes);
+    }
+    ++gate.evaluations;
+    if (hi - lo >= static_cast<double>(o.min_growth_bytes)) ++gate.reached_tests;
+    gate.min_range = std::min(gate.min_range, hi - lo);
+    gate.max_range = std::max(gate.max_range, hi - lo);
+  }
+  return gate;
+}
+
 class EndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = MakeTempDir("heapwatch-e2e");
     std::cout << "e2e work directory: " << dir_ << std::endl;
     leaky_ = StartJava("LeakyApp");
-    healthy_ = StartJava("HealthyApp");
+    healthy_ = StartJava("HealthyApp", {"--fill-cache-when", FillCacheFile()});
     ASSERT_TRUE(WaitFor(absl::Seconds(60),
                         [&] {
                           return absl::StrContains(ReadFile(dir_ + "/LeakyApp.log"), "ready") &&
@@ -87,11 +137,8 @@ class EndToEnd : public ::testing::Test {
                         }))
         << "the Java programs did not start:\n"
         << ReadFile(dir_ + "/LeakyApp.log") << ReadFile(dir_ + "/HealthyApp.log");
-    std::ofstream(dir_ + "/heapwatchd.yaml") << R"(# Only this test's JVMs are watched.
-watch:
-  agents:
-    include: [LeakyApp, HealthyApp]
-collection:
+    // Only this test's JVMs are watched.
+    std::ofstream(dir_ + "/heapwatchd.yaml") << OwnJarsWatchConfig(dir_) << R"(collection:
   discovery_interval: 1s
   backoff_initial: 2s
   backoff_max: 4s
@@ -102,14 +149,38 @@ collection:
     daemon_.reset();
     leaky_.reset();
     healthy_.reset();
+    decoy_.reset();
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<Subprocess> StartJava(const std::string& main_class) {
-    return std::make_unique<Subprocess>(
-        std::vector<std::string>{HEAPWATCH_JAVA, "-Xmx512m", "-XX:+UseSerialGC", "-cp",
-                                 HEAPWATCH_E2E_CLASSES, main_class, "--max-seconds", "900"},
-        dir_ + "/" + main_class + ".log");
+  // Starts `program` from a copy of its jar in the test's directory (see OwnJarsWatchConfig).
+  std::unique_ptr<Subprocess> StartJava(const std::string& program,
+                                        const std::vector<std::string>& args = {}) {
+    std::vector<std::string> argv{HEAPWATCH_JAVA,
+                                  "-Xmx512m",
+                                  "-XX:+UseSerialGC",
+                                  "-jar",
+                                  CopyJar(HEAPWATCH_E2E_JARS, program, dir_),
+                                  "--max-seconds",
+                                  "900"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return std::make_unique<Subprocess>(argv, dir_ + "/" + program + ".log");
+  }
+
+  // HealthyApp fills its cache once this file exists.
+  std::string FillCacheFile() const { return dir_ + "/fill-cache"; }
+
+  // Every agent the daemon lists (up or down) must be one of this test's JVMs.
+  void ExpectOnlyOwnAgents() {
+    const v1::ListAgentsResponse response =
+        Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
+    for (const v1::Agent& a : response.agents()) {
+      EXPECT_TRUE(absl::StartsWith(a.main_class(), dir_ + "/"))
+          << "heapwatchd watches a JVM that is not this test's: " << a.DebugString();
+      if (decoy_) {
+        EXPECT_NE(a.pid(), decoy_->pid()) << "the decoy JVM is watched";
+      }
+    }
   }
 
   // Starts heapwatchd with <dir>/<config> and waits for its two ports.
@@ -198,12 +269,21 @@ collection:
   }
 
   std::string dir_;
-  std::unique_ptr<Subprocess> leaky_, healthy_, daemon_;
+  std::unique_ptr<Subprocess> leaky_, healthy_, decoy_, daemon_;
   std::string grpc_address_, metrics_url_;
   std::unique_ptr<v1::QueryService::Stub> stub_;
 };
 
 TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
+  // A LeakyApp started the way every e2e test used to start it: its main class is the bare
+  // "LeakyApp", which the old watch filters of all e2e tests matched.
+  decoy_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{HEAPWATCH_JAVA, "-Xmx256m", "-XX:+UseSerialGC", "-cp",
+                               HEAPWATCH_E2E_CLASSES, "LeakyApp", "--max-seconds", "900"},
+      dir_ + "/decoy.log");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60),
+                      [&] { return absl::StrContains(ReadFile(dir_ + "/decoy.log"), "ready"); }))
+      << ReadFile(dir_ + "/decoy.log");
   const absl::Time test_start = absl::Now();
   ASSERT_NO_FATAL_FAILURE(StartDaemon("heapwatchd-1.log"));
 
@@ -217,10 +297,27 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   })) << ReadFile(dir_ + "/heapwatchd-1.log");
   {
     auto agents = AgentsByPid();
-    EXPECT_EQ(agents[leaky_->pid()].main_class(), "LeakyApp");
-    EXPECT_EQ(agents[healthy_->pid()].main_class(), "HealthyApp");
+    EXPECT_EQ(agents[leaky_->pid()].main_class(), dir_ + "/LeakyApp.jar");
+    EXPECT_EQ(agents[healthy_->pid()].main_class(), dir_ + "/HealthyApp.jar");
     EXPECT_FALSE(agents[leaky_->pid()].jvm_version().empty());
   }
+  // Give the decoy a few discovery rounds (discovery_interval: 1s) to be wrongly picked up.
+  absl::SleepFor(absl::Seconds(3));
+  ExpectOnlyOwnAgents();
+
+  // HealthyApp's cache fills once the trend detector has evaluated the JVM at least once (after
+  // warm-up + min_snapshots snapshots), so that the fill happens inside the detector's windows.
+  ASSERT_EQ(kTrend.warmup, absl::ZeroDuration());
+  const int fill_after = static_cast<int>(kTrend.warmup_snapshots + kTrend.min_snapshots) + 1;
+  int fill_at = 0;  // the healthy JVM's snapshot count when the fill was requested
+  auto maybe_fill_cache = [&] {
+    if (fill_at > 0) return;
+    const int n = SnapshotCount(healthy_agent, kAlwaysPresentClass);
+    if (n < fill_after) return;
+    std::ofstream(FillCacheFile()) << "fill\n";
+    fill_at = n;
+    std::cout << "E2E: HealthyApp's cache fill requested at its snapshot " << n << std::endl;
+  };
 
   // ---- 2. the leak is flagged over gRPC within a bounded number of snapshots; the healthy JVM
   // never ----
@@ -240,6 +337,7 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
       if (s.agent() == leaky_agent && s.class_name() == kLeakClass) leak = true;
     }
     check_healthy_clean(healthy);
+    maybe_fill_cache();
     if (leak) {
       snapshots_at_flag = SnapshotCount(leaky_agent, kLeakClass);
       flagged_at = absl::Now();
@@ -297,23 +395,68 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
         absl::StrContains(metrics, absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
   }
 
-  // Keep watching the healthy JVM until it has had plenty of snapshots past warm-up.
-  ASSERT_TRUE(WaitFor(absl::Seconds(kMinHealthySnapshots * 3), [&] {
-    std::vector<v1::Suspect> healthy;
-    for (const v1::Suspect& s : Suspects()) {
-      if (s.agent() == healthy_agent) healthy.push_back(s);
+  // Keep watching the healthy JVM until it has had plenty of snapshots past warm-up, and until its
+  // cache fill has passed through the detector's window and the plateau after it has filled one.
+  ASSERT_TRUE(WaitFor(
+      absl::Seconds((kMinHealthySnapshots + 2 * kTrend.window_snapshots) * 3),
+      [&] {
+        std::vector<v1::Suspect> healthy;
+        for (const v1::Suspect& s : Suspects()) {
+          if (s.agent() == healthy_agent) healthy.push_back(s);
+        }
+        check_healthy_clean(healthy);
+        EXPECT_FALSE(absl::StrContains(
+            Metrics(), absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
+        maybe_fill_cache();
+        const int n = SnapshotCount(healthy_agent, kAlwaysPresentClass);
+        return fill_at > 0 && n >= kMinHealthySnapshots &&
+               n >= fill_at + 2 * static_cast<int>(kTrend.window_snapshots);
+      }))
+      << "fill requested at snapshot " << fill_at << "\n"
+      << ReadFile(dir_ + "/HealthyApp.log");
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/HealthyApp.log"), "cache full"))
+      << ReadFile(dir_ + "/HealthyApp.log");
+  ExpectOnlyOwnAgents();
+
+  // The healthy patterns reached the detector's statistical tests: replay its size gate on the
+  // stored history that it was fed.
+  std::vector<HistoryPoint> cache_before = History(healthy_agent, kCacheClass);
+  const std::vector<HistoryPoint> sawtooth = History(healthy_agent, kSawtoothClass);
+  ASSERT_EQ(cache_before.size(), sawtooth.size()) << "one point per snapshot in both";
+  ASSERT_GE(cache_before.size(), static_cast<size_t>(kMinHealthySnapshots));
+  {
+    // The cache was empty through warm-up and the first evaluation: it filled while watched.
+    const size_t first_evaluation = kTrend.warmup_snapshots + kTrend.min_snapshots - 1;
+    for (size_t j = 0; j <= first_evaluation; ++j) {
+      EXPECT_EQ(cache_before[j].bytes, 0) << "snapshot " << j << " at " << cache_before[j].time;
     }
-    check_healthy_clean(healthy);
-    EXPECT_FALSE(absl::StrContains(Metrics(),
-                                   absl::StrCat("heapwatch_leak_suspect{agent=\"", healthy_agent)));
-    return SnapshotCount(healthy_agent, "HealthyApp$CacheEntry") >= kMinHealthySnapshots;
-  }));
+    const SizeGate cache = ReplaySizeGate(cache_before, kTrend);
+    const SizeGate buffer = ReplaySizeGate(sawtooth, kTrend);
+    std::cout << "E2E: size gate (min_growth_bytes " << kTrend.min_growth_bytes << ") over "
+              << cache_before.size() << " snapshots of HealthyApp: " << kCacheClass << " peak "
+              << cache.peak_bytes << " bytes, window range " << cache.min_range << ".."
+              << cache.max_range << ", reached the tests in " << cache.reached_tests << " of "
+              << cache.evaluations << " evaluations; " << kSawtoothClass << " peak "
+              << buffer.peak_bytes << " bytes, window range " << buffer.min_range << ".."
+              << buffer.max_range << ", reached the tests in " << buffer.reached_tests << " of "
+              << buffer.evaluations << " evaluations" << std::endl;
+    RecordProperty("cache_peak_bytes", static_cast<int>(cache.peak_bytes));
+    RecordProperty("sawtooth_peak_bytes", static_cast<int>(buffer.peak_bytes));
+    RecordProperty("sawtooth_min_window_range_bytes", static_cast<int>(buffer.min_range));
+    // The fill is seen in at most 4 snapshots (3 s at intervals of at least 0.9 s), so at least
+    // window_snapshots - 5 windows hold both an empty and a full cache.
+    EXPECT_GE(cache.reached_tests, static_cast<int>(kTrend.window_snapshots) / 2)
+        << "the size gate dropped the cache fill";
+    // The sawtooth moves by more than the gate in every window.
+    EXPECT_GT(buffer.evaluations, 0);
+    EXPECT_EQ(buffer.reached_tests, buffer.evaluations)
+        << "the size gate dropped the sawtooth in some windows (smallest range " << buffer.min_range
+        << " bytes)";
+  }
 
   // ---- 3. kill -9 and restart: the history is all there ----
   std::vector<HistoryPoint> leak_before = History(leaky_agent, kLeakClass);
-  std::vector<HistoryPoint> cache_before = History(healthy_agent, "HealthyApp$CacheEntry");
   ASSERT_GE(leak_before.size(), static_cast<size_t>(snapshots_at_flag));
-  ASSERT_GE(cache_before.size(), static_cast<size_t>(kMinHealthySnapshots));
   EXPECT_LT(leak_before.front().bytes, leak_before.back().bytes);
   daemon_->Kill(SIGKILL);
   ASSERT_TRUE(daemon_->Wait(absl::Seconds(10)).has_value());
@@ -341,7 +484,7 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
   EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/heapwatchd-2.log"), "stored snapshots, 1 suspects"));
   for (auto [agent, class_name, before] :
        {std::tuple{leaky_agent, std::string(kLeakClass), &leak_before},
-        std::tuple{healthy_agent, std::string("HealthyApp$CacheEntry"), &cache_before}}) {
+        std::tuple{healthy_agent, std::string(kCacheClass), &cache_before}}) {
     std::vector<HistoryPoint> after = History(agent, class_name);
     std::map<std::string, HistoryPoint> by_time;
     for (const HistoryPoint& p : after) by_time[p.time] = p;
@@ -401,10 +544,7 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
 // A JVM that stops answering (SIGSTOP) is retried with backoff and reported unreachable, while the
 // other JVM keeps being collected every interval; once it answers again it is back up.
 TEST_F(EndToEnd, UnresponsiveJvmDoesNotBlockTheOthers) {
-  std::ofstream(dir_ + "/stuck.yaml") << R"(watch:
-  agents:
-    include: [LeakyApp, HealthyApp]
-collection:
+  std::ofstream(dir_ + "/stuck.yaml") << OwnJarsWatchConfig(dir_) << R"(collection:
   discovery_interval: 1s
   concurrency: 2
   handshake_timeout: 1s

@@ -22,7 +22,9 @@
 //    result="error" in /metrics, the partial file is deleted, and the daemon keeps answering and
 //    collecting HealthyApp.
 //
-// Every child process dies with the test (see subprocess.h).
+// Each test starts its JVMs from copies of their jars in its own directory and has heapwatchd watch
+// only those (OwnJarsWatchConfig), so tests running in parallel never watch or dump each other's
+// JVMs. Every child process dies with the test (see subprocess.h).
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -57,8 +59,10 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace v1 = ::heapwatch::v1;
+using testing::CopyJar;
 using testing::MakeTempDir;
 using testing::MetricValue;
+using testing::OwnJarsWatchConfig;
 using testing::ReadFile;
 using testing::ReadPort;
 using testing::RunCommand;
@@ -155,13 +159,18 @@ class EscalationEndToEnd : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
-  // Starts a test program and waits for its "ready" line.
+  // Starts a test program from a copy of its jar in the test's directory and waits for its "ready"
+  // line.
   Subprocess* StartJava(const std::string& main_class, const std::string& max_heap,
                         const std::vector<std::string>& args = {}) {
     const std::string log = dir_ + "/" + main_class + ".log";
-    std::vector<std::string> argv{
-        HEAPWATCH_JAVA,        "-Xmx" + max_heap, "-XX:+UseSerialGC", "-cp",
-        HEAPWATCH_E2E_CLASSES, main_class,        "--max-seconds",    "900"};
+    std::vector<std::string> argv{HEAPWATCH_JAVA,
+                                  "-Xmx" + max_heap,
+                                  "-XX:+UseSerialGC",
+                                  "-jar",
+                                  CopyJar(HEAPWATCH_E2E_JARS, main_class, dir_),
+                                  "--max-seconds",
+                                  "900"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto jvm = std::make_unique<Subprocess>(argv, log);
     Subprocess* raw = jvm.get();
@@ -229,7 +238,8 @@ class EscalationEndToEnd : public ::testing::Test {
     return response;
   }
 
-  // The agent id of the JVM with `pid` once the daemon lists it ("" after 30 s).
+  // The agent id of the JVM with `pid` once the daemon lists it ("" after 30 s). Every agent the
+  // daemon lists must be one of this test's JVMs (started from its directory).
   std::string AgentOf(pid_t pid) {
     std::string agent;
     WaitFor(absl::Seconds(30), [&] {
@@ -240,6 +250,12 @@ class EscalationEndToEnd : public ::testing::Test {
       }
       return !agent.empty();
     });
+    const v1::ListAgentsResponse r =
+        Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
+    for (const v1::Agent& a : r.agents()) {
+      EXPECT_TRUE(absl::StartsWith(a.main_class(), dir_ + "/"))
+          << "heapwatchd watches a JVM that is not this test's: " << a.DebugString();
+    }
     return agent;
   }
 
@@ -295,10 +311,7 @@ class EscalationEndToEnd : public ::testing::Test {
 
   // heapwatchd's configuration for DrillDownLeakApp with automatic escalation.
   std::string DrillDownConfig() const {
-    return absl::StrCat(R"(watch:
-  agents:
-    include: [DrillDownLeakApp]
-collection:
+    return absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
   discovery_interval: 1s
   backoff_initial: 2s
   backoff_max: 4s
@@ -705,10 +718,7 @@ TEST_F(EscalationEndToEnd, JvmKilledDuringDumpLeavesDaemonHealthy) {
   Subprocess* healthy = StartJava("HealthyApp", "512m");
   ASSERT_FALSE(HasFailure());
   // Only requested dumps: automatic escalation is off, so the one dump is the test's.
-  WriteConfig("killed.yaml", absl::StrCat(R"(watch:
-  agents:
-    include: [BigHeapApp, HealthyApp]
-collection:
+  WriteConfig("killed.yaml", absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
   discovery_interval: 1s
   backoff_initial: 2s
   backoff_max: 4s
