@@ -342,11 +342,20 @@ struct Daemon::Impl {
                 break;
               }
               scheduler.Postpone(id, plan.retry_at);
+              const absl::Time last_start = scheduler.Get(id) ? scheduler.Get(id)->started
+                                                              : absl::InfinitePast();
               agents.Update(id, [&](AgentStatus& s) {
                 s.next_collection = plan.retry_at;
                 if (!plan.note.empty()) s.budget_note = plan.note;
                 s.over_budget = plan.over_budget;
+                // What the budget allows now: at least until the postponed collection.
+                if (last_start != absl::InfinitePast() && plan.retry_at != absl::InfiniteFuture()) {
+                  s.planned_interval = std::max(s.planned_interval, plan.retry_at - last_start);
+                }
               });
+              metrics.SetCollectionPlan(id, agents.Get(id) ? agents.Get(id)->planned_interval
+                                                           : config.collection.interval,
+                                        plan.over_budget);
               rt.reset();
               continue;
             }

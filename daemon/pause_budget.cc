@@ -131,11 +131,15 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
   }
   const absl::Time all_fits = FitsAt(now, all);
   if (all_fits <= now) {
-    if (now - due_since >= interval) {
-      plan.mode = HistogramMode::kAll;  // no natural GC came within one more interval
+    // Wait for the JVM's own old-generation collection for up to one interval as the budget
+    // stretches it (at least the configured one): the histogram rate stays within a factor of 2.
+    const absl::Duration wait =
+        std::clamp(all / options_.fraction, interval, std::max(interval, options_.max_interval));
+    if (now - due_since >= wait) {
+      plan.mode = HistogramMode::kAll;  // no natural GC came in time
       return plan;
     }
-    plan.retry_at = std::min(due_since + interval, FitsAt(now, live));
+    plan.retry_at = std::min(due_since + wait, FitsAt(now, live));
     plan.note = "waiting for the JVM's own old-generation collection to take -all after it";
     return plan;
   }
