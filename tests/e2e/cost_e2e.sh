@@ -22,6 +22,9 @@
 #     (256 MiB live): the interval stretches (agents --json planned_interval_seconds >= 5 s, budget_note says
 #     why, heapwatch_collection_interval_seconds agrees), and at every poll the total pause heapwatch caused is
 #     at most budget x watched time + the largest single histogram pause.
+#  C. heapwatchd with a budget no histogram can keep (0.0001%) and max_interval 10s watches a small SteadyApp:
+#     it is still collected (at least 3 histograms), agents --json says over_budget with the reason, and
+#     heapwatch_pause_budget_exceeded is 1.
 # Every process started here is killed on every exit path (trap). Prints what it measured.
 set -euo pipefail
 
@@ -76,13 +79,14 @@ wait_port_file() {
 }
 
 # ---- JVMs and daemons --------------------------------------------------------------------------------
-mkdir -p "$tmp/classes" "$tmp/a" "$tmp/b"
+mkdir -p "$tmp/classes" "$tmp/a" "$tmp/b" "$tmp/c"
 javac -d "$tmp/classes" "$java_src/LeakyApp.java" "$java_src/SteadyApp.java" "$java_src/TestSupport.java"
 # Jars in this run's directories: each daemon's watch filter matches only its own JVMs.
 jar --create --file "$tmp/a/LeakyApp.jar" --main-class LeakyApp -C "$tmp/classes" .
 jar --create --file "$tmp/a/SteadyApp.jar" --main-class SteadyApp -C "$tmp/classes" .
 jar --create --file "$tmp/a/BusySteadyApp.jar" --main-class SteadyApp -C "$tmp/classes" .
 jar --create --file "$tmp/b/SteadyApp.jar" --main-class SteadyApp -C "$tmp/classes" .
+jar --create --file "$tmp/c/SteadyApp.jar" --main-class SteadyApp -C "$tmp/classes" .
 
 # start_daemon NAME CONFIG_BODY INTERVAL: prints "grpc_port metrics_port".
 start_daemon() {
@@ -112,6 +116,17 @@ collection:
   pause_budget: $low_budget
 escalation:
   enabled: false" 1s
+start_daemon c "watch:
+  agents:
+    include: [\"$tmp/c/*.jar\"]
+collection:
+  discovery_interval: 1s
+  pause_budget: 0.000001
+  max_interval: 10s
+escalation:
+  enabled: false" 1s
+grpc_c=$(wait_port_file "$tmp/c/grpc.port" 30) || fail "daemon C wrote no gRPC port"
+metrics_c=$(wait_port_file "$tmp/c/metrics.port" 30) || fail "daemon C wrote no metrics port"
 grpc_a=$(wait_port_file "$tmp/a/grpc.port" 30) || fail "daemon A wrote no gRPC port"
 metrics_a=$(wait_port_file "$tmp/a/metrics.port" 30) || fail "daemon A wrote no metrics port"
 grpc_b=$(wait_port_file "$tmp/b/grpc.port" 30) || fail "daemon B wrote no gRPC port"
@@ -131,22 +146,27 @@ java -Xmx512m -jar "$tmp/a/BusySteadyApp.jar" --live-mb 64 --garbage-kb-per-seco
 pids+=($!)
 java -Xmx1g -jar "$tmp/b/SteadyApp.jar" --live-mb 256 --max-seconds $max_s >"$tmp/steady-b.log" 2>&1 &
 pids+=($!)
+java -Xmx128m -jar "$tmp/c/SteadyApp.jar" --live-mb 16 --max-seconds $max_s >"$tmp/steady-c.log" 2>&1 &
+pids+=($!)
 
 ctl_a() { "$heapwatchctl" --server "127.0.0.1:$grpc_a" "$@"; }
 ctl_b() { "$heapwatchctl" --server "127.0.0.1:$grpc_b" "$@"; }
+ctl_c() { "$heapwatchctl" --server "127.0.0.1:$grpc_c" "$@"; }
 agent_of() {  # agent_of CTL MAIN_CLASS_SUFFIX
   "$1" --json agents | jq -r --arg s "$2" '.agents[] | select(.state == "up" and (.main_class | endswith($s))) | .agent' | head -1
 }
-leaky="" steady="" busy="" steady_b=""
+leaky="" steady="" busy="" steady_b="" steady_c=""
 for _ in $(seq 60); do
   [[ -z $leaky ]] && leaky=$(agent_of ctl_a /a/LeakyApp.jar)
   [[ -z $steady ]] && steady=$(agent_of ctl_a /a/SteadyApp.jar)
   [[ -z $busy ]] && busy=$(agent_of ctl_a /a/BusySteadyApp.jar)
   [[ -z $steady_b ]] && steady_b=$(agent_of ctl_b /b/SteadyApp.jar)
-  [[ -n $leaky && -n $steady && -n $busy && -n $steady_b ]] && break
+  [[ -z $steady_c ]] && steady_c=$(agent_of ctl_c /c/SteadyApp.jar)
+  [[ -n $leaky && -n $steady && -n $busy && -n $steady_b && -n $steady_c ]] && break
   sleep 1
 done
-[[ -n $leaky && -n $steady && -n $busy && -n $steady_b ]] || fail "the JVMs were not all watched within 60 s"
+[[ -n $leaky && -n $steady && -n $busy && -n $steady_b && -n $steady_c ]] ||
+  fail "the JVMs were not all watched within 60 s"
 log "watching LeakyApp $leaky, SteadyApp $steady, busy SteadyApp $busy (A), SteadyApp $steady_b (B)"
 
 # ---- B: the budget is kept, at every poll ----------------------------------------------------------------
@@ -181,6 +201,16 @@ metric_interval=$(curl -fsS "http://127.0.0.1:$metrics_b/metrics" |
 [[ -n $metric_interval ]] || fail "B: heapwatch_collection_interval_seconds missing"
 awk -v m="$metric_interval" -v p="$planned" 'BEGIN { exit !(m >= 5 && m == p) }' ||
   fail "B: heapwatch_collection_interval_seconds $metric_interval != planned $planned"
+
+# ---- C: over budget, still watched -------------------------------------------------------------------
+row=$(ctl_c --json agents | jq -c --arg a "$steady_c" '.agents[] | select(.agent == $a)')
+n_c=$(ctl_c --json history "$steady_c" 'long[]' | jq '.points | length')
+log "C: $n_c histograms; over_budget $(jq -r '.over_budget' <<<"$row"): $(jq -r '.budget_note' <<<"$row")"
+((n_c >= 3)) || fail "C: an over-budget agent must still be collected every max_interval (got $n_c histograms)"
+jq -e '.over_budget == true and (.budget_note | test("over budget"))' <<<"$row" >/dev/null ||
+  fail "C: agents does not report the agent as over budget: $row"
+curl -fsS "http://127.0.0.1:$metrics_c/metrics" | grep -q "^heapwatch_pause_budget_exceeded{agent=\"$steady_c\"} 1" ||
+  fail "C: heapwatch_pause_budget_exceeded is not 1"
 
 # ---- A: live-set series, pause counter against the safepoint log -----------------------------------------
 # Exact points only (full collections and concurrent reclaims; upper bounds are not the live set).
@@ -238,4 +268,4 @@ ctl_a history "$steady" 'long[]' | grep -qE ' (live|all|all_after_gc) +[0-9.]+s'
   fail "A: heapwatchctl history shows no mode and pause"
 
 ok=1
-echo "PASS: cost of watching (live set rises +$rise B over ${span}s and stays flat; pause counter ${counter}s vs safepoint log ${logged}s; low budget stretched the interval to ${planned}s)"
+echo "PASS: cost of watching (live set rises +$rise B over ${span}s and stays flat; pause counter ${counter}s vs safepoint log ${logged}s; low budget stretched the interval to ${planned}s; over-budget agent collected $n_c times)"
