@@ -112,6 +112,9 @@ watch:
     include: ["$tmp/*.jar"]
 collection:
   discovery_interval: 1s
+  # These tests are about detection at one histogram a second; the budget's own tests are
+  # tests/e2e/cost_e2e.sh and pause_budget_test. 1 = no budget limit.
+  pause_budget: 1
 retention:
   check_interval: 5s
 EOF

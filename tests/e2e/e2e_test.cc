@@ -140,6 +140,9 @@ class EndToEnd : public ::testing::Test {
     // Only this test's JVMs are watched.
     std::ofstream(dir_ + "/heapwatchd.yaml") << OwnJarsWatchConfig(dir_) << R"(collection:
   discovery_interval: 1s
+  # These tests are about detection at one histogram a second; the budget's own tests are
+  # tests/e2e/cost_e2e.sh and pause_budget_test. 1 = no budget limit.
+  pause_budget: 1
   backoff_initial: 2s
   backoff_max: 4s
 )";
@@ -546,6 +549,9 @@ TEST_F(EndToEnd, LeakIsFlaggedHealthyIsNotHistorySurvivesKill9) {
 TEST_F(EndToEnd, UnresponsiveJvmDoesNotBlockTheOthers) {
   std::ofstream(dir_ + "/stuck.yaml") << OwnJarsWatchConfig(dir_) << R"(collection:
   discovery_interval: 1s
+  # These tests are about detection at one histogram a second; the budget's own tests are
+  # tests/e2e/cost_e2e.sh and pause_budget_test. 1 = no budget limit.
+  pause_budget: 1
   concurrency: 2
   handshake_timeout: 1s
   connect_timeout: 1s

@@ -313,6 +313,9 @@ class EscalationEndToEnd : public ::testing::Test {
   std::string DrillDownConfig() const {
     return absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
   discovery_interval: 1s
+  # These tests are about detection at one histogram a second; the budget's own tests are
+  # tests/e2e/cost_e2e.sh and pause_budget_test. 1 = no budget limit.
+  pause_budget: 1
   backoff_initial: 2s
   backoff_max: 4s
 trend:
@@ -720,6 +723,9 @@ TEST_F(EscalationEndToEnd, JvmKilledDuringDumpLeavesDaemonHealthy) {
   // Only requested dumps: automatic escalation is off, so the one dump is the test's.
   WriteConfig("killed.yaml", absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
   discovery_interval: 1s
+  # These tests are about detection at one histogram a second; the budget's own tests are
+  # tests/e2e/cost_e2e.sh and pause_budget_test. 1 = no budget limit.
+  pause_budget: 1
   backoff_initial: 2s
   backoff_max: 4s
 escalation:
