@@ -271,7 +271,9 @@ struct Daemon::Impl {
     agents.Put(std::move(status));
     cv.notify_all();
     spdlog::info("watching agent {}: JVM {}, {}{}{}", Describe(*info), info->jvm_version,
-                 rt->all_objects ? "all objects (-all)" : "live objects",
+                 rt->all_objects ? "-all histograms only (collection.all_objects)"
+                                 : absl::StrFormat("histograms under a %.3g%% pause budget",
+                                                   config.collection.pause_budget * 100),
                  replayed > 0 ? absl::StrFormat(", replayed %d stored snapshots", replayed) : "",
                  suspect_count == 0 ? "" : absl::StrFormat(", %d suspects", suspect_count));
     return {Known::kWatched, info->id};
@@ -342,8 +344,11 @@ struct Daemon::Impl {
                 break;
               }
               scheduler.Postpone(id, plan.retry_at);
-              const absl::Time last_start = scheduler.Get(id) ? scheduler.Get(id)->started
-                                                              : absl::InfinitePast();
+              absl::Time last_start;
+              {
+                std::lock_guard<std::mutex> cost_lock(rt->cost_mu);
+                last_start = rt->last_start;  // InfinitePast before the first histogram
+              }
               agents.Update(id, [&](AgentStatus& s) {
                 s.next_collection = plan.retry_at;
                 if (!plan.note.empty()) s.budget_note = plan.note;

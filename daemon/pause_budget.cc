@@ -30,7 +30,6 @@ void PauseBudget::Spend(absl::Time now, HistogramMode mode, absl::Duration pause
   credit_time_ = std::max(now, credit_time_);
   total_ += pause;
   if (mode == HistogramMode::kUnknown) return;  // an extended dump: counted, not estimated
-  collected_ = true;
   const size_t i = static_cast<size_t>(mode);
   if (!measured_[i] || pause > estimate_[i]) {
     estimate_[i] = pause;
@@ -105,13 +104,6 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
         "(%s); collected every %s regardless",
         Seconds(cheapest), options_.fraction * 100, absl::FormatDuration(options_.max_interval),
         absl::FormatDuration(options_.max_interval));
-  }
-  if (!collected_) {
-    // The first histogram of an agent is always taken (it measures the cost of the next ones).
-    plan.mode = natural_gc ? HistogramMode::kAllAfterGc
-                : FitsAt(now, live) <= now ? HistogramMode::kLive
-                                           : HistogramMode::kAll;
-    return plan;
   }
   if (plan.over_budget) {
     if (now - due_since + interval >= options_.max_interval) {

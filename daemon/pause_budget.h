@@ -4,10 +4,10 @@
 // Accounting (a token bucket in seconds of pause): credit accrues at `fraction` seconds per second
 // of wall time, up to `fraction * credit_window`; every pause heapwatch causes (histograms and
 // extended dumps alike) is subtracted and may drive the credit negative. A histogram starts only
-// when the credit covers its estimated cost (or the whole cap, for a cost above the cap). Hence,
-// from the agent's first collection on, the pause heapwatch caused up to any time t is at most
-// fraction * elapsed + the pause of the last collection: the budget is never exceeded by more than
-// one collection. Extended dumps are not held back by the budget (they are rare and asked for), but
+// when the credit covers its estimated cost (or the whole cap, for a cost above the cap); the
+// credit starts at 0 when the agent is first seen. Hence the pause heapwatch caused up to any time
+// t is at most fraction * (t - start) + the pause of the last collection: the budget is never
+// exceeded by more than one collection (an over-budget agent, below, excepted). Extended dumps are not held back by the budget (they are rare and asked for), but
 // their pause is spent, so histograms wait longer after one.
 //
 // Mode choice when the agent is due (its interval has passed):
@@ -65,8 +65,8 @@ struct PausePlan {
 
 class PauseBudget {
  public:
-  // The budget starts empty at `start` (the first histogram waits until its cost has accrued,
-  // except that a first collection is always allowed once: see Plan).
+  // The budget starts empty at `start`: the first histogram too waits until its cost has accrued
+  // (seconds for a small JVM, at most `credit_window` for any).
   PauseBudget(const PauseBudgetOptions& options, absl::Time start);
 
   // Credit at `now` (negative after a pause larger than the credit). O(1).
@@ -107,7 +107,6 @@ class PauseBudget {
   absl::Duration credit_ = absl::ZeroDuration();
   absl::Time credit_time_;
   absl::Duration total_ = absl::ZeroDuration();
-  bool collected_ = false;
   // Per HistogramMode value: estimated pause, valid when measured_.
   std::array<absl::Duration, 4> estimate_{};
   std::array<bool, 4> measured_{};

@@ -157,7 +157,10 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
   // counts, per class, the smaller of its own value and the previous snapshot's raw value (a
   // minimum over buckets of two snapshots), which removes most garbage spikes and lags a steady
   // growth by one snapshot without changing its slope (docs/trend-detection.md).
-  const bool has_garbage = snapshot.cost.mode == HistogramMode::kAll;
+  // Both -all modes: right after the JVM's own old-generation collection the old generation is
+  // clean, but the young generation has refilled with garbage by the time the histogram runs.
+  const bool has_garbage = snapshot.cost.mode == HistogramMode::kAll ||
+                           snapshot.cost.mode == HistogramMode::kAllAfterGc;
   for (size_t s = 0; s < states_.size(); ++s) {
     ClassState& st = states_[s];
     if (!st.in_use) continue;

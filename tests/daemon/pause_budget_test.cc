@@ -31,14 +31,33 @@ TEST(PauseBudget, CreditAccruesAtTheFractionUpToTheWindow) {
   EXPECT_EQ(b.total(), absl::Milliseconds(100));
 }
 
-TEST(PauseBudget, FirstHistogramIsTakenAtOnceCheapestFirst) {
+TEST(PauseBudget, FirstHistogramWaitsForItsCostToAccrue) {
   PauseBudget b(Options(), t0);
-  // A 2 GiB heap: a live histogram (prior 3 s) does not fit the empty budget; -all is taken.
-  PausePlan p = b.Plan(t0, t0, absl::Minutes(1), false, 2 * kGiB, 3 * kGiB);
+  // A 256 MiB heap: -all is estimated (prior 0.4 s/GiB) at 100 ms, live (1.5 s/GiB) at 375 ms.
+  const uint64_t heap = kGiB / 4;
+  PausePlan p = b.Plan(t0, t0, absl::Minutes(1), false, heap, heap);
+  EXPECT_FALSE(p.mode.has_value());
+  EXPECT_EQ(p.retry_at, t0 + absl::Seconds(100));
+  EXPECT_NE(p.note.find("stretched"), std::string::npos) << p.note;
+  // A natural GC while it waits does not help: the credit is not there yet.
+  p = b.Plan(t0 + absl::Seconds(50), t0, absl::Minutes(1), true, heap, heap);
+  EXPECT_FALSE(p.mode.has_value());
+  // Once it is, the JVM's own GC is taken at once...
+  p = b.Plan(t0 + absl::Seconds(100), t0 + absl::Seconds(100), absl::Minutes(1), true, heap, heap);
+  ASSERT_TRUE(p.mode.has_value());
+  EXPECT_EQ(*p.mode, HistogramMode::kAllAfterGc);
+  // ... and without one, having waited one budget interval (100 s) since it became due, -all.
+  p = b.Plan(t0 + absl::Seconds(100), t0, absl::Minutes(1), false, heap, heap);
   ASSERT_TRUE(p.mode.has_value());
   EXPECT_EQ(*p.mode, HistogramMode::kAll);
-  // A tiny heap: even the live prior is ~0, so live.
-  p = b.Plan(t0, t0, absl::Minutes(1), false, 0, 0);
+  // An 8 GiB heap (-all 3.2 s, more than the 600 ms cap): after the whole window at most.
+  PauseBudget big(Options(), t0);
+  p = big.Plan(t0, t0, absl::Minutes(1), false, 8 * kGiB, 8 * kGiB);
+  EXPECT_FALSE(p.mode.has_value());
+  EXPECT_EQ(p.retry_at, t0 + absl::Minutes(10));
+  // A tiny heap: its estimates are ~0, so live at once.
+  PauseBudget tiny(Options(), t0);
+  p = tiny.Plan(t0, t0, absl::Minutes(1), false, 0, 0);
   ASSERT_TRUE(p.mode.has_value());
   EXPECT_EQ(*p.mode, HistogramMode::kLive);
 }

@@ -177,7 +177,9 @@ while (($(date +%s) < end)); do
   row=$(jq -c --arg a "$steady_b" '.agents[] | select(.agent == $a)' <<<"$json")
   [[ -n $row ]] || fail "agent $steady_b vanished from daemon B"
   # The largest single pause so far, from the stored snapshots' costs.
-  max_pause=$(ctl_b --json history "$steady_b" 'long[]' | jq '[.points[].pause_seconds // 0] | max // 0')
+  # (NOT_FOUND until the first histogram: the budget of a new JVM starts empty.)
+  max_pause=$({ ctl_b --json history "$steady_b" 'long[]' 2>/dev/null || echo '{"points": []}'; } |
+    jq '[.points[].pause_seconds // 0] | max // 0')
   read -r total since_frac <<<"$(jq -r '"\(.total_pause_seconds // 0) \(.paused_fraction // 0)"' <<<"$row")"
   # watched seconds = total / fraction (paused_fraction is total / watched time)
   check=$(awk -v t="$total" -v f="$since_frac" -v b="$low_budget" -v m="$max_pause" 'BEGIN {
