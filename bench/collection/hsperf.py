@@ -5,10 +5,6 @@ Used by bench/collection/run.sh, where a `jcmd PerfCounter.print` (a new JVM and
 cost a second of CPU on a 2-core machine and disturb what is measured.
 
   hsperf.py get PID NAME...        prints the counters' values, one a line, in the order asked
-  hsperf.py wait-old-gc PID SECS   waits for a natural old-generation collection (the old generation
-                                   shrinks in a pause that also empties eden: a Parallel full GC, a G1
-                                   mixed or full collection), polling every 10 ms; prints "old_gc SECONDS
-                                   OLD_BEFORE OLD_AFTER" and exits 0, or prints "timeout" and exits 1.
 
 The file format (PerfDataPrologue and PerfDataEntry, hotspot/share/runtime/perfMemory.hpp and
 perfData.hpp): a 32-byte prologue (magic 0xcafec0c0 big-endian, byte order, version, ..., entry offset at
@@ -21,7 +17,6 @@ import glob
 import os
 import struct
 import sys
-import time
 
 
 def perf_file(pid):
@@ -62,24 +57,6 @@ def main():
         c = read_counters(path)
         for name in sys.argv[3:]:
             print(c.get(name, "NA"))
-    elif cmd == "wait-old-gc":
-        deadline = time.monotonic() + float(sys.argv[3])
-        start = time.monotonic()
-        old, eden = "sun.gc.generation.1.space.0.used", "sun.gc.generation.0.space.0.used"
-        last = read_counters(path)
-        while time.monotonic() < deadline:
-            time.sleep(0.01)
-            now = read_counters(path)
-            # A young collection only promotes (old grows). The old generation shrinking by 1 % or more
-            # in a pause that also emptied eden is a collection of both generations: a Parallel full
-            # GC, a G1 mixed or full collection. (G1's remark frees empty old regions without touching
-            # eden; it is skipped so that the histogram sees a heap with as little garbage as it gets.)
-            if now[old] < last[old] * 0.99 and now[eden] < last[eden]:
-                print(f"old_gc {time.monotonic() - start:.2f} {last[old]} {now[old]}")
-                return
-            last = now
-        print("timeout")
-        sys.exit(1)
     else:
         sys.exit(__doc__)
 

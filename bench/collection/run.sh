@@ -2,7 +2,8 @@
 # The collection-cost benchmark of issue 8 ("Watching must cost (almost) nothing"); see README.md here.
 # For each live-set size and collector it runs one JVM with bench/collection/java/Workload.java and measures
 #   1. the pause of one class histogram in each mode: `-all`, `-all -parallel=N` (at an arbitrary moment,
-#      workload running), `-all` right after a natural old-generation collection, live (full GC) and live
+#      workload running), `-all` right after a natural old-generation collection (G1 mixed or Parallel full
+#      GC, seen in the JVM's -Xlog:gc; none is triggered), live (full GC) and live
 #      `-parallel=N`; the pause is the change of the JVM's sun.rt.safepointTime counter across the jcmd,
 #      with the workload paused so that no young collection falls in the same window, cross-checked
 #      against the operation's "Total" in -Xlog:safepoint;
@@ -131,6 +132,15 @@ measure() {
   log "$(tail -1 "$dir/pauses.txt" | awk -v f="$freq" '{printf "%-12s pause %.3f s (log %.3f s, %d safepoints), heap used %.0f MiB", $1, $2/f, $4/1e9, $3, $5/1048576}')"
 }
 
+# wait_natural_gc SECONDS: waits until the JVM logs a collection of its old generation that nobody asked
+# for: a G1 mixed collection, or a full GC caused neither by a histogram nor by System.gc(). Prints the log
+# line; fails after SECONDS. (The hsperfdata counters cannot tell a G1 mixed pause from a young one, and
+# the old generation's used bytes barely move in one mixed pause, which also promotes.)
+wait_natural_gc() {
+  grep -m1 -E 'Pause Young \(Mixed\)|Pause Full \((Ergonomics|Allocation Failure|G1 Compaction Pause)' \
+    <(timeout "$1" tail -n0 -F "$dir/gc.log" 2>/dev/null)
+}
+
 jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) until $2 (ms)
   local start=$1 end=$2 k=0 at
   while :; do
@@ -212,7 +222,7 @@ EOF
   done
   for ((i = 0; i < natural_reps; i++)); do
     local seen
-    if seen=$(hsperf wait-old-gc "$pid" "$natural_wait"); then
+    if seen=$(wait_natural_gc "$natural_wait"); then
       measure all-after-old-gc -all
       echo "$seen" >>"$dir/natural.txt"
     else
