@@ -72,6 +72,8 @@ echo "### Throughput of the workload per arm (same JVM, arms one after the other
 echo
 echo "ops/s ± its standard error over 10 s blocks; paused = change of sun.rt.safepointTime / wall time (all"
 echo "safepoints, the workload's own collections included); added = paused minus the no-watcher arm's;"
+echo "Other heapwatchd processes on the machine (other checkouts' tests) may attach to this JVM too: a histogram"
+echo "in the no-watcher arm, or more than one per minute, is theirs."
 echo "histograms = GC_HeapInspection safepoints in the arm (live: those with a 'Pause Full (Heap Inspection Initiated GC)')."
 echo
 echo "| collector | live set | arm | seconds | ops/s | ratio to none | paused | added | histograms (live + all) | histogram pause total | histograms / min |"
@@ -84,9 +86,9 @@ for c in $configs; do
   # One line per arm: arm seconds ops_per_s se paused_fraction hist live_hist hist_pause_s
   summary=$(for a in none jdk heapwatch; do
     grep -q "^$a " "$d/arms.txt" || continue
-    windows=$(awk -v a="$a" '$1 == a { print $3, $4, $5 }' "$d/arms.txt")
+    windows=$(awk -v a="$a" '$1 == a { print $3, $4, $5, $6 + 0 }' "$d/arms.txt")
     echo "$windows" | awk -v a="$a" -v f="$f" -v out="$d/workload.out" -v sp="$d/safepoint.log" -v gc="$d/gc.log" '
-      { t0[NR] = $1; t1[NR] = $2; ticks += $3; wall += ($2 - $1) / 1000; n = NR }
+      { t0[NR] = $1; t1[NR] = $2; ticks += $3; wall += ($2 - $1) / 1000; n = NR; if ($4 > foreign) foreign = $4 }
       END {
         while ((getline line < out) > 0) { split(line, w, " "); if (w[1] != "ops") continue
           for (i = 1; i <= n; i++) if (w[2] >= t0[i] && w[2] <= t1[i]) {
@@ -105,14 +107,15 @@ for c in $configs; do
         while ((getline line < gc) > 0) { if (line !~ /Pause Full \(Heap Inspection Initiated GC\)/) continue
           t = substr(line, 2) + 0
           for (i = 1; i <= n; i++) if (t >= t0[i] && t <= t1[i]) livehist++ }
-        printf "%s %.0f %.0f %.0f %.6f %d %d %.3f\n", a, wall, rate, se, ticks / f / wall, hist, livehist, hp }'
+        printf "%s %.0f %.0f %.0f %.6f %d %d %.3f %d\n", a, wall, rate, se, ticks / f / wall, hist, livehist, hp, foreign }'
   done)
   base_rate=$(echo "$summary" | awk '$1 == "none" { print $3 }')
   base_paused=$(echo "$summary" | awk '$1 == "none" { print $5 }')
   echo "$summary" | awk -v gc="${c%%-*}" -v live="$(gib "$live") GiB" -v br="$base_rate" -v bp="$base_paused" '
     { names["none"] = "no watcher"; names["jdk"] = "JDK default (jcmd every 60 s)"; names["heapwatch"] = "heapwatchd defaults"
-      printf "| %s | %s | %s | %d | %d ± %d | %.4f | %.4f %% | %+.4f %% | %d (%d + %d) | %.3f s | %.2f |\n",
-        gc, live, names[$1], $2, $3, $4, $3 / br, 100 * $5, 100 * ($5 - bp), $6, $7, $6 - $7, $8, $6 / ($2 / 60) }'
+      note = $9 > 0 ? sprintf(" (%d other heapwatchd running)", $9) : ""
+      printf "| %s | %s | %s%s | %d | %d ± %d | %.4f | %.4f %% | %+.4f %% | %d (%d + %d) | %.3f s | %.2f |\n",
+        gc, live, names[$1], note, $2, $3, $4, $3 / br, 100 * $5, 100 * ($5 - bp), $6, $7, $6 - $7, $8, $6 / ($2 / 60) }'
   if ! grep -q '^heapwatch ' "$d/arms.txt"; then
     echo "| ${c%%-*} | $(gib "$live") GiB | heapwatchd defaults | skipped: no heapwatchd binary | | | | | | | |"
   fi

@@ -89,6 +89,7 @@ cleanup() {
   exec 3>&- 2>/dev/null || true
 }
 trap cleanup EXIT
+trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
 
 # wait_line PATTERN N TIMEOUT: waits until the workload's output has more than N lines matching PATTERN.
 wait_line() {
@@ -113,7 +114,18 @@ counters() {  # safepoint ticks, safepoint count, heap used bytes (young + old),
 
 # measure MODE [OPTIONS...]: one histogram with the workload paused; appends to pauses.txt:
 # mode ticks safepoints log_total_ns heap_used_before old_used_before jcmd_wall_ms
+# Other heapwatchd's on the machine (tests of other checkouts) may attach to this JVM too: a window with
+# more than one GC_HeapInspection safepoint is thrown away and measured again (up to 3 times).
 measure() {
+  local attempt
+  for attempt in 1 2 3; do
+    measure_once "$@" && return 0
+    log "$1: another histogram ran in the same window (a foreign watcher?); measuring again"
+    sleep "$gap"
+  done
+  log "$1: three windows in a row had foreign histograms; keeping the last (see pauses-rejected.txt)"
+}
+measure_once() {
   local mode=$1; shift
   workload pause
   local before after lines t0 t1 logged
@@ -125,10 +137,16 @@ measure() {
   after=$(counters)
   workload resume
   head -c 300 "$dir/last-histogram.txt" | grep -q num || { log "jcmd failed: $(head -3 "$dir/last-histogram.txt")"; exit 1; }
-  logged=$(tail -n +$((lines + 1)) "$dir/safepoint.log" |
-    awk '/HeapInspection/ { for (i = 1; i < NF; i++) if ($i == "Total:") s += $(i + 1) } END { print s + 0 }')
+  set -- $(tail -n +$((lines + 1)) "$dir/safepoint.log" |
+    awk '/HeapInspection/ { n++; for (i = 1; i < NF; i++) if ($i == "Total:") s += $(i + 1) } END { print n + 0, s + 0 }')
+  local inspections=$1 logged=$2
   set -- $before $after
-  echo "$mode $(($5 - $1)) $(($6 - $2)) $logged $3 $4 $((t1 - t0))" >>"$dir/pauses.txt"
+  local row="$mode $(($5 - $1)) $(($6 - $2)) $logged $3 $4 $((t1 - t0))"
+  if (( inspections != 1 )); then
+    echo "$row inspections=$inspections" >>"$dir/pauses-rejected.txt"
+    return 1
+  fi
+  echo "$row" >>"$dir/pauses.txt"
   log "$(tail -1 "$dir/pauses.txt" | awk -v f="$freq" '{printf "%-12s pause %.3f s (log %.3f s, %d safepoints), heap used %.0f MiB", $1, $2/f, $4/1e9, $3, $5/1048576}')"
 }
 
@@ -153,7 +171,7 @@ jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) un
 }
 
 # arm NAME ROUND: runs the workload for arm_s seconds with that watcher; appends to arms.txt:
-# name round t0_ms t1_ms ticks
+# name round t0_ms t1_ms ticks other_heapwatchd_processes_at_mid_arm
 arm() {
   local name=$1 round=$2 t0 t1 before after
   if [[ $name == heapwatch ]]; then
@@ -168,7 +186,11 @@ arm() {
     jdk_default_loop "$t0" "$((t0 + arm_s * 1000))" &
     jdk_loop=$!
   fi
-  sleep "$arm_s"
+  # Other heapwatchd processes (not this arm's) that could watch this JVM; their configs are not checked.
+  local foreign
+  sleep "$((arm_s / 2))"
+  foreign=$(pgrep -x heapwatchd | grep -cvx "${hw_pid:-0}" || true)
+  sleep "$((arm_s - arm_s / 2))"
   t1=$(now_ms)
   after=$(counters)
   if [[ $name == jdk ]]; then wait "$jdk_loop" || true; jdk_loop=""; fi
@@ -178,7 +200,7 @@ arm() {
     hw_pid=""
   fi
   set -- $before $after
-  echo "$name $round $t0 $t1 $(($5 - $1))" >>"$dir/arms.txt"
+  echo "$name $round $t0 $t1 $(($5 - $1)) $foreign" >>"$dir/arms.txt"
   log "arm $name (round $round) done"
 }
 
