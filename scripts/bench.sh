@@ -14,8 +14,8 @@
 #      ratios against reading the file, Boost.Graph's Lengauer-Tarjan and VisualVM's heap library.
 #   6. collection: bench/collection/run.sh — what a class histogram costs the watched JVM (pause per mode
 #      per GiB of live set) and what watching costs a fixed workload in throughput (no watcher, jcmd every
-#      60 s, heapwatchd defaults), on JVMs with 0.5, 2 and 8 GiB live, G1 and Parallel. About 2.5 hours
-#      with its defaults; HEAPWATCH_BENCH_COLLECTION=quick runs its quick mode (0.5 GiB, ~15 min),
+#      60 s, heapwatchd defaults), on JVMs with 0.5, 2 and 8 GiB live, G1 and Parallel. Estimated 2-2.5 h
+#      with its defaults; HEAPWATCH_BENCH_COLLECTION=quick runs its quick mode (0.5 GiB, 11 min measured),
 #      HEAPWATCH_BENCH_COLLECTION=0 skips it. Its own settings: bench/collection/README.md.
 # Environment: HEAPWATCH_BENCH_SIZES="64 256 1024" (MiB of dump), HEAPWATCH_BENCH_SKIP_VISUALVM=1 to skip
 # the (slow) VisualVM baseline, HEAPWATCH_BENCH_SKIP_BOOST=1 to skip the Boost baseline.
