@@ -12,6 +12,11 @@
 #      about 1 GiB by default; cached in $HEAPWATCH_BENCH_CACHE, default /var/tmp/heapwatch-bench, never in
 #      the repo), then parse / dominators / retained sizes / GC-root paths (seconds, peak RSS) and the
 #      ratios against reading the file, Boost.Graph's Lengauer-Tarjan and VisualVM's heap library.
+#   6. collection: bench/collection/run.sh — what a class histogram costs the watched JVM (pause per mode
+#      per GiB of live set) and what watching costs a fixed workload in throughput (no watcher, jcmd every
+#      60 s, heapwatchd defaults), on JVMs with 0.5, 2 and 8 GiB live, G1 and Parallel. Estimated 2-2.5 h
+#      with its defaults; HEAPWATCH_BENCH_COLLECTION=quick runs its quick mode (0.5 GiB, 11 min measured),
+#      HEAPWATCH_BENCH_COLLECTION=0 skips it. Its own settings: bench/collection/README.md.
 # Environment: HEAPWATCH_BENCH_SIZES="64 256 1024" (MiB of dump), HEAPWATCH_BENCH_SKIP_VISUALVM=1 to skip
 # the (slow) VisualVM baseline, HEAPWATCH_BENCH_SKIP_BOOST=1 to skip the Boost baseline.
 set -euo pipefail
@@ -21,7 +26,7 @@ export HEAPWATCH_BENCH_CACHE=${HEAPWATCH_BENCH_CACHE:-/var/tmp/heapwatch-bench}
 
 step_deps() {
   bash "$root/scripts/deps.sh"
-  local extra=(visualvm openjdk-17-jdk-headless)
+  local extra=(visualvm openjdk-17-jdk-headless python3)
   local missing=()
   for p in "${extra[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,7 +40,7 @@ step_build() {
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEAPWATCH_BUILD_TESTS=OFF \
     -DHEAPWATCH_BUILD_BENCH=ON >/dev/null
   cmake --build "$build" -j2 --target heapwatch_analysis_bench heapwatch_storage_bench heapwatch_diff_bench \
-    heapwatch_trend_sweep
+    heapwatch_trend_sweep heapwatchd
 }
 
 step_storage() {
@@ -51,8 +56,17 @@ step_analysis() {
   bash "$root/bench/analysis/run.sh" "$build/bench/analysis/heapwatch_analysis_bench"
 }
 
+step_collection() {
+  case ${HEAPWATCH_BENCH_COLLECTION:-full} in
+    0) echo "collection benchmark skipped (HEAPWATCH_BENCH_COLLECTION=0)" ;;
+    quick) HEAPWATCHD=${HEAPWATCHD:-$build/daemon/heapwatchd} bash "$root/bench/collection/run.sh" --quick ;;
+    *) HEAPWATCHD=${HEAPWATCHD:-$build/daemon/heapwatchd} bash "$root/bench/collection/run.sh" ;;
+  esac
+}
+
 step_deps
 step_build
 step_storage
 step_diff
 step_analysis
+step_collection

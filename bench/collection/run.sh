@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# The collection-cost benchmark of issue 8 ("Watching must cost (almost) nothing"); see README.md here.
+# For each live-set size and collector it runs one JVM with bench/collection/java/Workload.java and measures
+#   1. the pause of one class histogram in each mode: `-all`, `-all -parallel=N` (at an arbitrary moment,
+#      workload running), `-all` right after a natural old-generation collection (G1 mixed or Parallel full
+#      GC, seen in the JVM's -Xlog:gc; none is triggered), live (full GC) and live
+#      `-parallel=N`; the pause is the change of the JVM's sun.rt.safepointTime counter across the jcmd,
+#      with the workload paused so that no young collection falls in the same window, cross-checked
+#      against the operation's "Total" in -Xlog:safepoint;
+#   2. the workload's throughput in three arms in the same JVM, one after the other: no watcher; the JDK's
+#      own default (jcmd GC.class_histogram every 60 s); heapwatchd with its defaults (only
+#      watch.agents.include set, to this JVM). Rounds alternate the order (none jdk heapwatch, then
+#      heapwatch jdk none). Per arm: ops/s, ratio to the no-watcher arm, and the paused fraction of wall
+#      time (change of sun.rt.safepointTime / wall time).
+# Prints two markdown tables and writes them to $run_dir/results.md (path printed at the end).
+#
+# Usage: bash bench/collection/run.sh [--quick]
+# Environment (defaults; --quick or HEAPWATCH_BENCH_QUICK=1 changes those marked q):
+#   HEAPWATCH_BENCH_LIVE_MB="512 2048 8192"   live sets (MiB) to build; -Xms = -Xmx = 2x       (q: 512)
+#   HEAPWATCH_BENCH_GCS="G1 Parallel"         collectors
+#   HEAPWATCH_BENCH_ARM_SECONDS=180           seconds per throughput arm and round            (q: 40)
+#   HEAPWATCH_BENCH_ROUNDS=1                  rounds of the three arms (order alternates)
+#   HEAPWATCH_BENCH_REPS=5                    repetitions of each histogram mode               (q: 2)
+#   HEAPWATCH_BENCH_NATURAL_REPS=3            histograms after a natural old GC                (q: 1)
+#   HEAPWATCH_BENCH_NATURAL_WAIT=300          seconds to wait for each natural old GC          (q: 120)
+#   HEAPWATCH_BENCH_WARMUP_SECONDS=30         workload warm-up before anything is measured     (q: 15)
+#   HEAPWATCH_BENCH_GAP_SECONDS=10            workload runs this long between two histograms   (q: 5)
+#   HEAPWATCH_BENCH_THREADS=$(nproc)          workload threads; -parallel=N uses N=$(nproc) too
+#   HEAPWATCH_BENCH_JDK_INTERVAL=60           the JDK-default arm's histogram interval (seconds)
+#   HEAPWATCHD=<repo>/build/daemon/heapwatchd the daemon of the third arm (skipped when missing)
+#   HEAPWATCH_BENCH_CACHE=/var/tmp/heapwatch-bench   compiled classes and run directories
+#   JAVA_HOME                                 the JDK (java, javac, jcmd) when not the one on PATH
+# Needs: java, javac, jcmd (JDK 17+), python3, curl. Only loopback is used.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[[ "${1:-}" == --quick ]] && HEAPWATCH_BENCH_QUICK=1
+quick=${HEAPWATCH_BENCH_QUICK:-0}
+q() { if [[ $quick == 1 ]]; then echo "$2"; else echo "$1"; fi; }
+lives=${HEAPWATCH_BENCH_LIVE_MB:-$(q "512 2048 8192" 512)}
+gcs=${HEAPWATCH_BENCH_GCS:-G1 Parallel}
+arm_s=${HEAPWATCH_BENCH_ARM_SECONDS:-$(q 180 40)}
+rounds=${HEAPWATCH_BENCH_ROUNDS:-1}
+reps=${HEAPWATCH_BENCH_REPS:-$(q 5 2)}
+natural_reps=${HEAPWATCH_BENCH_NATURAL_REPS:-$(q 3 1)}
+natural_wait=${HEAPWATCH_BENCH_NATURAL_WAIT:-$(q 300 120)}
+warmup=${HEAPWATCH_BENCH_WARMUP_SECONDS:-$(q 30 15)}
+gap=${HEAPWATCH_BENCH_GAP_SECONDS:-$(q 10 5)}
+threads=${HEAPWATCH_BENCH_THREADS:-$(nproc)}
+jdk_interval=${HEAPWATCH_BENCH_JDK_INTERVAL:-60}
+heapwatchd=${HEAPWATCHD:-$root/build/daemon/heapwatchd}
+heapwatchd_sum=""
+cache=${HEAPWATCH_BENCH_CACHE:-/var/tmp/heapwatch-bench}
+bin=${JAVA_HOME:+$JAVA_HOME/bin/}
+par=$(nproc)
+run_dir=$cache/collection/$(date -u +%Y%m%dT%H%M%SZ)
+classes=$cache/collection/classes
+mkdir -p "$run_dir" "$classes"
+"${bin}javac" -d "$classes" "$here/java/Workload.java"
+log() { echo "collection bench: $*" >&2; }
+now_ms() { date +%s%3N; }
+hsperf() { python3 "$here/hsperf.py" "$@"; }
+
+if [[ -x "$heapwatchd" ]]; then
+  arms_all="none jdk heapwatch"
+  # The binary may be rebuilt while the benchmark runs: every arm runs this copy.
+  cp "$heapwatchd" "$run_dir/heapwatchd"
+  heapwatchd_sum=$(sha256sum "$heapwatchd" | cut -c1-16)
+  heapwatchd=$run_dir/heapwatchd
+else
+  arms_all="none jdk"
+  log "no heapwatchd at $heapwatchd (set HEAPWATCHD): the heapwatch arm is SKIPPED"
+fi
+log "run directory $run_dir; live sets (MiB): $lives; collectors: $gcs; arms $arms_all, ${arm_s}s x $rounds round(s)"
+{
+  echo "# collection benchmark $(date -u +%FT%TZ)"
+  echo "host $(hostname) cpus $(nproc) load $(cut -d' ' -f1-3 /proc/loadavg) java $("${bin}java" -version 2>&1 | head -1)"
+  echo "heapwatchd ${HEAPWATCHD:-$root/build/daemon/heapwatchd} ${heapwatchd_sum:-missing}"
+  echo "settings lives=[$lives] gcs=[$gcs] arm_s=$arm_s rounds=$rounds reps=$reps natural_reps=$natural_reps" \
+    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads jdk_interval=$jdk_interval"
+} >"$run_dir/settings.txt"
+
+# --- One JVM at a time; everything it needs is in these globals while it runs. ---
+pid=""; dir=""; out=""; hw_pid=""; jdk_loop=""
+cleanup() {
+  [[ -n "$jdk_loop" ]] && kill "$jdk_loop" 2>/dev/null || true
+  [[ -n "$hw_pid" ]] && kill "$hw_pid" 2>/dev/null || true
+  [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
+  exec 3>&- 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
+
+# wait_line PATTERN N TIMEOUT: waits until the workload's output has more than N lines matching PATTERN.
+wait_line() {
+  local deadline=$((SECONDS + $3))
+  while (( $(grep -c "$1" "$out" || true) <= $2 )); do
+    kill -0 "$pid" 2>/dev/null || { log "workload exited; see $dir/workload.err"; exit 1; }
+    (( SECONDS < deadline )) || { log "timeout waiting for '$1' in $out"; exit 1; }
+    sleep 0.05
+  done
+}
+workload() {  # workload pause|resume: sends the command and waits for its acknowledgement
+  local ack=PAUSED; [[ $1 == resume ]] && ack=RESUMED
+  local n; n=$(grep -c "^$ack" "$out" || true)
+  echo "$1" >&3
+  wait_line "^$ack" "$n" 60
+}
+counters() {  # safepoint ticks, safepoint count, heap used bytes (young + old), old used
+  hsperf get "$pid" sun.rt.safepointTime sun.rt.safepoints sun.gc.generation.0.space.0.used \
+    sun.gc.generation.0.space.1.used sun.gc.generation.0.space.2.used sun.gc.generation.1.space.0.used |
+    paste -sd' ' | awk '{print $1, $2, $3+$4+$5+$6, $6}'
+}
+
+# measure MODE [OPTIONS...]: one histogram with the workload paused; appends to pauses.txt:
+# mode ticks safepoints log_total_ns heap_used_before old_used_before jcmd_wall_ms
+# Other heapwatchd's on the machine (tests of other checkouts) may attach to this JVM too: a window with
+# more than one GC_HeapInspection safepoint is thrown away and measured again (up to 3 times).
+measure() {
+  local attempt
+  for attempt in 1 2 3; do
+    measure_once "$@" && return 0
+    log "$1: another histogram ran in the same window (a foreign watcher?); measuring again"
+    sleep "$gap"
+  done
+  log "$1: three windows in a row had foreign histograms; keeping the last (see pauses-rejected.txt)"
+}
+measure_once() {
+  local mode=$1; shift
+  workload pause
+  local before after lines t0 t1 logged
+  lines=$(wc -l <"$dir/safepoint.log")
+  before=$(counters)
+  t0=$(now_ms)
+  "${bin}jcmd" "$pid" GC.class_histogram "$@" >"$dir/last-histogram.txt"
+  t1=$(now_ms)
+  after=$(counters)
+  workload resume
+  head -c 300 "$dir/last-histogram.txt" | grep -q num || { log "jcmd failed: $(head -3 "$dir/last-histogram.txt")"; exit 1; }
+  set -- $(tail -n +$((lines + 1)) "$dir/safepoint.log" |
+    awk '/HeapInspection/ { n++; for (i = 1; i < NF; i++) if ($i == "Total:") s += $(i + 1) } END { print n + 0, s + 0 }')
+  local inspections=$1 logged=$2
+  set -- $before $after
+  local row="$mode $(($5 - $1)) $(($6 - $2)) $logged $3 $4 $((t1 - t0))"
+  if (( inspections != 1 )); then
+    echo "$row inspections=$inspections" >>"$dir/pauses-rejected.txt"
+    return 1
+  fi
+  echo "$row" >>"$dir/pauses.txt"
+  log "$(tail -1 "$dir/pauses.txt" | awk -v f="$freq" '{printf "%-12s pause %.3f s (log %.3f s, %d safepoints), heap used %.0f MiB", $1, $2/f, $4/1e9, $3, $5/1048576}')"
+}
+
+# wait_natural_gc SECONDS: waits until the JVM logs a collection of its old generation that nobody asked
+# for: a G1 mixed collection, or a full GC caused neither by a histogram nor by System.gc(). Prints the log
+# line; fails after SECONDS. (The hsperfdata counters cannot tell a G1 mixed pause from a young one, and
+# the old generation's used bytes barely move in one mixed pause, which also promotes.)
+wait_natural_gc() {
+  grep -m1 -E 'Pause Young \(Mixed\)|Pause Full \((Ergonomics|Allocation Failure|G1 Compaction Pause)' \
+    <(timeout "$1" tail -n0 -F "$dir/gc.log" 2>/dev/null)
+}
+
+jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) until $2 (ms)
+  local start=$1 end=$2 k=0 at
+  while :; do
+    at=$((start + k * jdk_interval * 1000))
+    (( at < end )) || break
+    sleep "$(awk -v a="$at" -v n="$(now_ms)" 'BEGIN { d = (a - n) / 1000; print (d > 0 ? d : 0) }')"
+    "${bin}jcmd" "$pid" GC.class_histogram >/dev/null || echo "jcmd failed" >&2
+    k=$((k + 1))
+  done
+}
+
+# arm NAME ROUND: runs the workload for arm_s seconds with that watcher; appends to arms.txt:
+# name round t0_ms t1_ms ticks other_heapwatchd_processes_at_mid_arm
+arm() {
+  local name=$1 round=$2 t0 t1 before after
+  if [[ $name == heapwatch ]]; then
+    "$heapwatchd" --config "$dir/heapwatchd.yaml" --data-dir "$dir/heapwatchd-data" \
+      --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --metrics-port-file "$dir/metrics.port" \
+      >"$dir/heapwatchd-$round.log" 2>&1 &
+    hw_pid=$!
+  fi
+  before=$(counters)
+  t0=$(now_ms)
+  if [[ $name == jdk ]]; then
+    jdk_default_loop "$t0" "$((t0 + arm_s * 1000))" &
+    jdk_loop=$!
+  fi
+  # Other heapwatchd processes (not this arm's) that could watch this JVM; their configs are not checked.
+  local foreign
+  sleep "$((arm_s / 2))"
+  foreign=$(pgrep -x heapwatchd | grep -cvx "${hw_pid:-0}" || true)
+  sleep "$((arm_s - arm_s / 2))"
+  t1=$(now_ms)
+  after=$(counters)
+  if [[ $name == jdk ]]; then wait "$jdk_loop" || true; jdk_loop=""; fi
+  if [[ $name == heapwatch ]]; then
+    curl -s "http://127.0.0.1:$(cat "$dir/metrics.port")/metrics" >"$dir/heapwatchd-$round.metrics" || true
+    kill -TERM "$hw_pid"; wait "$hw_pid" || log "heapwatchd exited with $?; see $dir/heapwatchd-$round.log"
+    hw_pid=""
+  fi
+  set -- $before $after
+  echo "$name $round $t0 $t1 $(($5 - $1)) $foreign" >>"$dir/arms.txt"
+  log "arm $name (round $round) done"
+}
+
+run_config() {  # run_config LIVE_MB GC
+  local live_mb=$1 gc=$2
+  local xmx=$((2 * live_mb))
+  dir=$run_dir/$gc-$live_mb
+  out=$dir/workload.out
+  mkdir -p "$dir"
+  : >"$dir/pauses.txt"; : >"$dir/arms.txt"
+  cat >"$dir/heapwatchd.yaml" <<EOF
+# The only setting: watch the benchmark's JVM and no other one on this machine; the rest are defaults.
+watch:
+  agents:
+    include: ["heapwatch.bench.Workload"]
+EOF
+  [[ -x "$heapwatchd" ]] && "$heapwatchd" --config "$dir/heapwatchd.yaml" --print-config >"$dir/heapwatchd-config.yaml"
+  local fifo=$dir/control
+  mkfifo "$fifo"
+  log "$gc, ${live_mb} MiB live, -Xmx${xmx}m: building the live set"
+  # Parallel: old generation = 3/4 of the heap = 1.5x the live set. With its default NewRatio=2 (old =
+  # 1.33x live) the 512 MiB JVM ran back-to-back "Ergonomics" full GCs, 84 % of wall time paused.
+  local sizing=()
+  [[ $gc == Parallel ]] && sizing=(-XX:NewRatio=3)
+  "${bin}java" -Xms${xmx}m -Xmx${xmx}m -XX:+Use${gc}GC "${sizing[@]}" \
+    -Xlog:safepoint:file="$dir/safepoint.log":tm:filecount=0 -Xlog:gc:file="$dir/gc.log":tm:filecount=0 \
+    -cp "$classes" heapwatch.bench.Workload --live-mb "$live_mb" --threads "$threads" \
+    --warmup-seconds "$warmup" <"$fifo" >"$out" 2>"$dir/workload.err" &
+  pid=$!
+  exec 3>"$fifo"
+  wait_line '^READY' 0 3600
+  freq=$(hsperf get "$pid" sun.os.hrt.frequency)
+  log "$(grep '^READY' "$out"); warming up ${warmup}s"
+  wait_line '^CALIBRATED' 0 $((warmup + 120))
+  log "$(grep '^CALIBRATED' "$out")"
+
+  local i
+  for ((i = 0; i < reps; i++)); do
+    measure all -all; sleep "$gap"
+    measure all-parallel -all -parallel="$par"; sleep "$gap"
+  done
+  for ((i = 0; i < natural_reps; i++)); do
+    local seen
+    if seen=$(wait_natural_gc "$natural_wait"); then
+      measure all-after-old-gc -all
+      echo "$seen" >>"$dir/natural.txt"
+    else
+      log "no natural old-generation collection within ${natural_wait}s"
+      echo "none_within $natural_wait" >>"$dir/natural.txt"
+      break
+    fi
+  done
+  for ((i = 0; i < reps; i++)); do
+    sleep "$gap"; measure live
+    sleep "$gap"; measure live-parallel -parallel="$par"
+  done
+
+  local r a order
+  for ((r = 1; r <= rounds; r++)); do
+    order=$arms_all
+    (( r % 2 == 0 )) && order=$(echo "$order" | tr ' ' '\n' | tac | paste -sd' ')
+    for a in $order; do arm "$a" "$r"; done
+  done
+  echo stop >&3
+  exec 3>&-
+  wait "$pid" || true
+  pid=""
+  rm -f "$fifo"
+  echo "$freq" >"$dir/frequency"
+  grep '^READY' "$out" | awk '{print $3}' >"$dir/live_bytes"
+}
+
+for live_mb in $lives; do
+  for gc in $gcs; do
+    run_config "$live_mb" "$gc"
+  done
+done
+
+bash "$here/report.sh" "$run_dir" | tee "$run_dir/results.md"
+log "results: $run_dir/results.md"
