@@ -7,4 +7,8 @@ bash "$root/scripts/deps.sh"
 bash "$root/scripts/build.sh"
 build=${HEAPWATCH_BUILD_DIR:-$root/build}
 cd "$build"
-ctest --output-on-failure -j2 --timeout 1200 "$@"
+rc=0
+ctest --output-on-failure -j2 --timeout 1200 "$@" || rc=$?
+# Which tests did not run here, and why (e.g. no JDK 25 on this machine: docs/attach-protocol.md).
+bash "$root/scripts/skipped_tests.sh" "$build"
+exit "$rc"
