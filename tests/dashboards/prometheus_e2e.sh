@@ -38,51 +38,8 @@ timeout_s=${HEAPWATCH_E2E_TIMEOUT:-120}
 min_observe_s=${HEAPWATCH_E2E_MIN_OBSERVE:-45}
 leak_class='LeakyApp$Leak'
 
-tmp=$(mktemp -d -t heapwatch-prom-e2e.XXXXXX)
-pids=()
-ok=0
-cleanup() {
-  local rc=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if ((ok == 0)); then
-    for log in "$tmp"/*.log; do
-      [[ -f $log ]] || continue
-      echo "---- last lines of $(basename "$log")" >&2
-      tail -n 30 "$log" >&2
-    done
-  fi
-  if [[ ${HEAPWATCH_E2E_KEEP:-0} == 1 ]]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-t_start_ms=$(date +%s%3N)
-# Seconds since the start, with one decimal.
-elapsed() {
-  local ms=$(($(date +%s%3N) - t_start_ms))
-  printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100))
-}
-log() { echo "[$(elapsed)s] $*"; }
-
-# Waits up to $2 seconds for file $1 to hold a port number; prints it.
-wait_port_file() {
-  local file=$1 limit=$2
-  for _ in $(seq $((limit * 10))); do
-    if [[ -s $file ]] && grep -qE '^[0-9]+$' "$file"; then cat "$file"; return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
+# shellcheck source=../e2e/e2e_lib.sh
+source "$(dirname "$0")/../e2e/e2e_lib.sh" heapwatch-prom-e2e
 
 # A TCP port on 127.0.0.1 that nothing listens on right now (Prometheus cannot report an ephemeral port;
 # a lost race is retried below).
