@@ -55,6 +55,31 @@ void CopyTime(bool has, const google::protobuf::Timestamp& from, M* msg,
 
 using Client = RpcClient;
 
+// Sets request's start_time / end_time from --since / --until (empty: unset). Prints a usage error
+// naming `command` and returns false when one does not parse.
+template <typename Request>
+bool SetTimeRange(const char* command, const std::string& since, const std::string& until,
+                  const GlobalOptions& global, std::ostream& err, Request* request) {
+  // (mutable_*_time() would mark an unset end as set, so the field is only touched when given.)
+  const struct {
+    const std::string& text;
+    const char* flag;
+    bool bare_duration_means_ago;
+    google::protobuf::Timestamp* (Request::*field)();
+  } ends[] = {{since, "--since", true, &Request::mutable_start_time},
+              {until, "--until", false, &Request::mutable_end_time}};
+  for (const auto& end : ends) {
+    if (end.text.empty()) continue;
+    auto t = ParseTimeArg(end.text, global.now, end.bare_duration_means_ago);
+    if (!t.ok()) {
+      err << "heapwatchctl " << command << ": " << end.flag << ": " << t.status().message() << "\n";
+      return false;
+    }
+    proto::ToTimestamp(*t, (request->*end.field)());
+  }
+  return true;
+}
+
 std::string ModeName(v1::HistogramMode mode) {
   switch (mode) {
     case v1::HISTOGRAM_MODE_LIVE:
@@ -231,22 +256,7 @@ int RunHistory(const HistoryArgs& args, const GlobalOptions& global, std::ostrea
   v1::GetClassHistoryRequest request;
   request.set_agent(args.agent);
   request.set_class_name(args.class_name);
-  if (!args.since.empty()) {
-    auto t = ParseTimeArg(args.since, global.now, /*bare_duration_means_ago=*/true);
-    if (!t.ok()) {
-      err << "heapwatchctl history: --since: " << t.status().message() << "\n";
-      return kExitUsage;
-    }
-    proto::ToTimestamp(*t, request.mutable_start_time());
-  }
-  if (!args.until.empty()) {
-    auto t = ParseTimeArg(args.until, global.now, /*bare_duration_means_ago=*/false);
-    if (!t.ok()) {
-      err << "heapwatchctl history: --until: " << t.status().message() << "\n";
-      return kExitUsage;
-    }
-    proto::ToTimestamp(*t, request.mutable_end_time());
-  }
+  if (!SetTimeRange("history", args.since, args.until, global, err, &request)) return kExitUsage;
   Client client(global);
   v1::GetClassHistoryResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::GetClassHistory, request, &response);
@@ -297,22 +307,7 @@ int RunLiveSet(const LiveSetArgs& args, const GlobalOptions& global, std::ostrea
                std::ostream& err) {
   v1::GetLiveSetRequest request;
   request.set_agent(args.agent);
-  if (!args.since.empty()) {
-    auto t = ParseTimeArg(args.since, global.now, /*bare_duration_means_ago=*/true);
-    if (!t.ok()) {
-      err << "heapwatchctl liveset: --since: " << t.status().message() << "\n";
-      return kExitUsage;
-    }
-    proto::ToTimestamp(*t, request.mutable_start_time());
-  }
-  if (!args.until.empty()) {
-    auto t = ParseTimeArg(args.until, global.now, /*bare_duration_means_ago=*/false);
-    if (!t.ok()) {
-      err << "heapwatchctl liveset: --until: " << t.status().message() << "\n";
-      return kExitUsage;
-    }
-    proto::ToTimestamp(*t, request.mutable_end_time());
-  }
+  if (!SetTimeRange("liveset", args.since, args.until, global, err, &request)) return kExitUsage;
   Client client(global);
   v1::GetLiveSetResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::GetLiveSet, request, &response);

@@ -126,6 +126,18 @@ StatusOr<absl::Time> TimeField(bool has, const google::protobuf::Timestamp& ts, 
   return *t;
 }
 
+// The inclusive [start_time, end_time] range of a request; unset ends are open. InvalidArgument for
+// a malformed time or an inverted range.
+template <typename Request>
+StatusOr<std::pair<absl::Time, absl::Time>> TimeRange(const Request& request) {
+  HW_ASSIGN_OR_RETURN(absl::Time from, TimeField(request.has_start_time(), request.start_time(),
+                                                 absl::InfinitePast(), "start_time"));
+  HW_ASSIGN_OR_RETURN(absl::Time to, TimeField(request.has_end_time(), request.end_time(),
+                                               absl::InfiniteFuture(), "end_time"));
+  if (from > to) return absl::InvalidArgumentError("start_time is after end_time");
+  return std::make_pair(from, to);
+}
+
 class QueryServiceImpl final : public v1::QueryService::Service {
  public:
   QueryServiceImpl(storage::SnapshotStore* store, const AgentTable* agents, Metrics* metrics,
@@ -250,14 +262,10 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                                  v1::GetClassHistoryResponse* response) {
     if (request.agent().empty()) return InvalidArgument("agent is required");
     if (request.class_name().empty()) return InvalidArgument("class_name is required");
-    auto from = TimeField(request.has_start_time(), request.start_time(), absl::InfinitePast(),
-                          "start_time");
-    if (!from.ok()) return ToGrpc(from.status());
-    auto to =
-        TimeField(request.has_end_time(), request.end_time(), absl::InfiniteFuture(), "end_time");
-    if (!to.ok()) return ToGrpc(to.status());
-    if (*from > *to) return InvalidArgument("start_time is after end_time");
-    auto samples = store_->ClassHistory(AgentId(request.agent()), request.class_name(), *from, *to);
+    auto range = TimeRange(request);
+    if (!range.ok()) return ToGrpc(range.status());
+    auto samples = store_->ClassHistory(AgentId(request.agent()), request.class_name(),
+                                        range->first, range->second);
     if (!samples.ok()) return ToGrpc(samples.status());
     response->set_agent(request.agent());
     response->set_class_name(request.class_name());
@@ -275,14 +283,9 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   grpc::Status DoGetLiveSet(const v1::GetLiveSetRequest& request,
                             v1::GetLiveSetResponse* response) {
     if (request.agent().empty()) return InvalidArgument("agent is required");
-    auto from = TimeField(request.has_start_time(), request.start_time(), absl::InfinitePast(),
-                          "start_time");
-    if (!from.ok()) return ToGrpc(from.status());
-    auto to =
-        TimeField(request.has_end_time(), request.end_time(), absl::InfiniteFuture(), "end_time");
-    if (!to.ok()) return ToGrpc(to.status());
-    if (*from > *to) return InvalidArgument("start_time is after end_time");
-    auto points = store_->ReadLiveSet(AgentId(request.agent()), *from, *to, 0);
+    auto range = TimeRange(request);
+    if (!range.ok()) return ToGrpc(range.status());
+    auto points = store_->ReadLiveSet(AgentId(request.agent()), range->first, range->second, 0);
     if (!points.ok()) return ToGrpc(points.status());
     response->set_agent(request.agent());
     for (const LiveSetPoint& p : *points) LiveSetToProto(p, response->add_points());

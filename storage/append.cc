@@ -102,13 +102,7 @@ void SnapshotStore::Impl::EvictIfNeeded() {
 Status SnapshotStore::Append(const Snapshot& snapshot) {
   const AgentId& id = snapshot.agent;
   HW_RETURN_IF_ERROR(detail::ValidateAgentId(id));
-  if (snapshot.time == absl::InfinitePast() || snapshot.time == absl::InfiniteFuture()) {
-    return absl::InvalidArgumentError("snapshot time is infinite");
-  }
-  const int64_t micros = absl::ToUnixMicros(snapshot.time);
-  if (micros <= -detail::kMaxAbsMicros || micros >= detail::kMaxAbsMicros) {
-    return absl::InvalidArgumentError("snapshot time is out of range (|t| >= 2^62 us)");
-  }
+  HW_ASSIGN_OR_RETURN(const int64_t micros, detail::StorableMicros(snapshot.time, "snapshot"));
   const std::vector<ClassHistogramRow>& rows = snapshot.histogram.rows;
   for (const ClassHistogramRow& r : rows) {
     if (r.class_name.empty())

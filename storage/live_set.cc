@@ -13,13 +13,7 @@ using detail::LmdbTxn;
 
 Status SnapshotStore::AppendLiveSet(const AgentId& agent, const LiveSetPoint& point) {
   HW_RETURN_IF_ERROR(detail::ValidateAgentId(agent));
-  if (point.time == absl::InfinitePast() || point.time == absl::InfiniteFuture()) {
-    return absl::InvalidArgumentError("live-set point time is infinite");
-  }
-  const int64_t micros = absl::ToUnixMicros(point.time);
-  if (micros <= -detail::kMaxAbsMicros || micros >= detail::kMaxAbsMicros) {
-    return absl::InvalidArgumentError("live-set point time is out of range (|t| >= 2^62 us)");
-  }
+  HW_ASSIGN_OR_RETURN(const int64_t micros, detail::StorableMicros(point.time, "live-set point"));
   Impl& s = *impl_;
   const std::string value = detail::EncodeLiveSetPoint(point);
   std::lock_guard<std::mutex> lock(s.write_mu);

@@ -17,6 +17,7 @@
 #include <filesystem>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "storage/detail/store_impl.h"
 
@@ -72,6 +73,17 @@ Status ValidateRecordKey(std::string_view table, std::string_view key) {
                         table.size() + key.size()));
   }
   return absl::OkStatus();
+}
+
+StatusOr<int64_t> StorableMicros(absl::Time t, std::string_view what) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), " time is infinite"));
+  }
+  const int64_t micros = absl::ToUnixMicros(t);
+  if (micros <= -kMaxAbsMicros || micros >= kMaxAbsMicros) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), " time is out of range (|t| >= 2^62 us)"));
+  }
+  return micros;
 }
 
 StatusOr<AgentNo> AllocateAgentNo(LmdbTxn& txn, MDB_dbi meta) {

@@ -34,6 +34,9 @@ inline constexpr size_t kMaxAgentIdBytes = 128;
 // LMDB's compile-time MDB_MAXKEYSIZE (Debian's build keeps the default 511; checked at Open).
 inline constexpr size_t kMaxLmdbKeyBytes = 511;
 
+// The time as stored (Unix microseconds); InvalidArgument naming `what` ("snapshot", "live-set
+// point") for an infinite time or one not within +-2^62 us of the epoch.
+StatusOr<int64_t> StorableMicros(absl::Time t, std::string_view what);
 // InvalidArgument unless `id` is 1..128 bytes of [A-Za-z0-9._:-] (common/agent.h).
 Status ValidateAgentId(const AgentId& id);
 // InvalidArgument unless table is 1..255 bytes and the records key (1 + table + key) fits LMDB's
