@@ -9,6 +9,7 @@
 #include "ctl/command.h"
 #include "ctl/query_commands.h"
 #include "ctl/report_commands.h"
+#include "ctl/trend_command.h"
 
 namespace heapwatch::ctl {
 
@@ -27,6 +28,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   // Subcommands. Others (e.g. `analyze`) are added here with their own Add*Command function.
   std::vector<Subcommand> commands = AddQueryCommands(app);
   commands.push_back(AddAnalyzeCommand(app));
+  commands.push_back(AddTrendCommand(app));
   for (Subcommand& c : AddReportCommands(app)) commands.push_back(std::move(c));
 
   try {

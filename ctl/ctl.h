@@ -9,6 +9,7 @@
 //   heapwatchctl ... dump AGENT [--wait] [--timeout DUR]
 //   heapwatchctl ... dump-diff AGENT [A B] [--top N]
 //   heapwatchctl analyze FILE [...]
+//   heapwatchctl trend FILE|DIR... [...]
 //
 // Exit codes: 0 ok, 1 server error (or `dump --wait` ending in a failed dump), 2 usage error.
 #ifndef HEAPWATCH_CTL_CTL_H_

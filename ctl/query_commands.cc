@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "ctl/output.h"
 #include "ctl/rpc.h"
+#include "ctl/suspect_table.h"
 #include "ctl/time_arg.h"
 #include "heapwatch/ctl/v1/json.pb.h"
 #include "heapwatch/v1/heapwatch.pb.h"
@@ -23,12 +24,6 @@ absl::Time TimeOf(bool has, const google::protobuf::Timestamp& ts) {
   if (!has) return absl::InfinitePast();
   auto t = proto::FromTimestamp(ts);
   return t.ok() ? *t : absl::InfinitePast();
-}
-
-// A time for tables: "2026-11-21 23:51:42Z" (seconds), "-" when unknown.
-std::string ShortTime(absl::Time t) {
-  if (t == absl::InfinitePast()) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
 std::string StateName(v1::AgentState state) {
@@ -207,38 +202,22 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
   v1::ListSuspectsResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::ListSuspects, request, &response);
   if (!status.ok()) return ServerError(err, global, "ListSuspects", status);
-  if (global.json) {
-    json::SuspectList root;
-    for (const v1::Suspect& s : response.suspects()) {
-      json::Suspect* o = root.add_suspects();
-      o->set_agent(s.agent());
-      o->set_class_(s.class_name());
-      o->set_bytes(static_cast<double>(s.bytes()));
-      o->set_instances(static_cast<double>(s.instances()));
-      o->set_growth_bytes_per_second(s.growth_bytes_per_second());
-      o->set_growth_instances_per_second(s.growth_instances_per_second());
-      o->set_score(s.score());
-      CopyTime(s.has_first_seen(), s.first_seen(), o, &json::Suspect::mutable_first_seen);
-      CopyTime(s.has_last_snapshot_time(), s.last_snapshot_time(), o,
-               &json::Suspect::mutable_last_snapshot_time);
-    }
-    return EmitJson(root, out, err);
-  }
-  Table table(
-      {"AGENT", "CLASS", "BYTES", "INSTANCES", "GROWTH/S", "GROWTH/H", "SCORE", "FIRST SEEN"},
-      {2, 3, 4, 5, 6});
+  json::SuspectList root;
   for (const v1::Suspect& s : response.suspects()) {
-    table.AddRow({s.agent(), s.class_name(), HumanBytes(static_cast<double>(s.bytes())),
-                  std::to_string(s.instances()), SignedHumanBytes(s.growth_bytes_per_second()),
-                  SignedHumanBytes(s.growth_bytes_per_second() * 3600),
-                  absl::StrFormat("%.2f", s.score()),
-                  ShortTime(TimeOf(s.has_first_seen(), s.first_seen()))});
+    json::Suspect* o = root.add_suspects();
+    o->set_agent(s.agent());
+    o->set_class_(s.class_name());
+    o->set_bytes(static_cast<double>(s.bytes()));
+    o->set_instances(static_cast<double>(s.instances()));
+    o->set_growth_bytes_per_second(s.growth_bytes_per_second());
+    o->set_growth_instances_per_second(s.growth_instances_per_second());
+    o->set_score(s.score());
+    CopyTime(s.has_first_seen(), s.first_seen(), o, &json::Suspect::mutable_first_seen);
+    CopyTime(s.has_last_snapshot_time(), s.last_snapshot_time(), o,
+             &json::Suspect::mutable_last_snapshot_time);
   }
-  if (table.rows() == 0) {
-    out << "no leak suspects\n";
-  } else {
-    table.Print(out);
-  }
+  if (global.json) return EmitJson(root, out, err);
+  PrintSuspectTable(root.suspects(), out);
   return kExitOk;
 }
 

@@ -42,4 +42,9 @@ std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
 }
 
+std::string ShortTime(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%SZ", t, absl::UTCTimeZone());
+}
+
 }  // namespace heapwatch::ctl

@@ -21,6 +21,10 @@ StatusOr<absl::Time> ParseTimeArg(const std::string& text, absl::Time now,
 // RFC 3339 in UTC with as many fractional digits as needed: "2026-11-21T23:51:42.091234Z".
 std::string Rfc3339(absl::Time t);
 
+// A time for tables: "2026-11-21 23:51:42Z" (whole seconds, UTC), "-" for an unknown
+// (infinite) time.
+std::string ShortTime(absl::Time t);
+
 }  // namespace heapwatch::ctl
 
 #endif  // HEAPWATCH_CTL_TIME_ARG_H_
