@@ -232,4 +232,33 @@ StatusOr<ClassHistogram> CollectClassHistogram(const LocalJvm& jvm, bool all_obj
   return histogram;
 }
 
+int JavaFeatureVersion(std::string_view version) {
+  size_t i = 0;
+  int first = 0;
+  while (i < version.size() && version[i] >= '0' && version[i] <= '9' && first < 1000) {
+    first = first * 10 + (version[i++] - '0');
+  }
+  if (i == 0) return 0;
+  if (first == 1 && i < version.size() && version[i] == '.') {  // "1.8.0_392": the old scheme
+    int second = 0;
+    size_t j = i + 1;
+    while (j < version.size() && version[j] >= '0' && version[j] <= '9' && second < 1000) {
+      second = second * 10 + (version[j++] - '0');
+    }
+    return j > i + 1 ? second : 0;
+  }
+  // JDK 8's HotSpot reports its own VM version ("25.0-b70") as java.vm.version.
+  if (first == 25 && version.find("-b") != std::string_view::npos) return 8;
+  return first;
+}
+
+std::string ClassHistogramCommand(bool all_objects, int java_feature_version,
+                                  int parallel_threads) {
+  std::string command = all_objects ? "GC.class_histogram -all" : "GC.class_histogram";
+  if (java_feature_version >= 16 && parallel_threads > 0) {
+    command += " -parallel=" + std::to_string(parallel_threads);
+  }
+  return command;
+}
+
 }  // namespace heapwatch::collectors

@@ -514,8 +514,9 @@ struct Daemon::Impl {
   // One collection of `mode`. Returns true on success (snapshot stored).
   bool Collect(const AgentId& id, Runtime& rt, HistogramMode mode) {
     const absl::Time start = absl::Now();
-    const char* command =
-        mode == HistogramMode::kLive ? "GC.class_histogram" : "GC.class_histogram -all";
+    const std::string command = collectors::ClassHistogramCommand(
+        mode != HistogramMode::kLive, collectors::JavaFeatureVersion(rt.info.jvm_version),
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     // The pause the histogram caused, from the JVM's own safepoint counter around it.
     auto before = collectors::ReadGcCountersFile(rt.jvm.perfdata_path);
     auto output = collectors::ExecuteJcmd(rt.jvm, command, attach);

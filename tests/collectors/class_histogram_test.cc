@@ -328,3 +328,31 @@ TEST(ClassHistogramTest, CorruptedDigitsAreCaughtByTotals) {
 
 }  // namespace
 }  // namespace heapwatch::collectors
+
+namespace heapwatch::collectors {
+namespace {
+
+TEST(JavaFeatureVersionTest, EveryVersionScheme) {
+  EXPECT_EQ(JavaFeatureVersion("17.0.15+6-Debian-1deb12u1"), 17);
+  EXPECT_EQ(JavaFeatureVersion("25.0.3+9-LTS"), 25);
+  EXPECT_EQ(JavaFeatureVersion("21"), 21);
+  EXPECT_EQ(JavaFeatureVersion("9"), 9);
+  EXPECT_EQ(JavaFeatureVersion("11.0.21+9"), 11);
+  EXPECT_EQ(JavaFeatureVersion("1.8.0_392"), 8);
+  EXPECT_EQ(JavaFeatureVersion("25.392-b08"), 8);  // JDK 8's java.vm.version
+  EXPECT_EQ(JavaFeatureVersion(""), 0);
+  EXPECT_EQ(JavaFeatureVersion("unknown"), 0);
+}
+
+TEST(ClassHistogramCommandTest, ParallelOnlyWhereTheJvmHasIt) {
+  EXPECT_EQ(ClassHistogramCommand(false, 17, 2), "GC.class_histogram -parallel=2");
+  EXPECT_EQ(ClassHistogramCommand(true, 25, 8), "GC.class_histogram -all -parallel=8");
+  EXPECT_EQ(ClassHistogramCommand(true, 16, 4), "GC.class_histogram -all -parallel=4");
+  EXPECT_EQ(ClassHistogramCommand(true, 15, 4), "GC.class_histogram -all");
+  EXPECT_EQ(ClassHistogramCommand(false, 8, 4), "GC.class_histogram");
+  EXPECT_EQ(ClassHistogramCommand(false, 0, 4), "GC.class_histogram");  // unknown version
+  EXPECT_EQ(ClassHistogramCommand(true, 17, 0), "GC.class_histogram -all");
+}
+
+}  // namespace
+}  // namespace heapwatch::collectors
