@@ -17,6 +17,12 @@ using testing::T0;
 using testing::TempDir;
 using testing::TestOptions;
 
+AgentInfo Agent(const char* id) {
+  AgentInfo info;
+  info.id = AgentId(id);
+  return info;
+}
+
 LiveSetPoint Point(int minute, uint64_t live) {
   return LiveSetPoint{T0() + absl::Minutes(minute), LiveSetSource::kFullGc, live, 2 * live,
                       4 * live};
@@ -26,7 +32,7 @@ TEST(LiveSetTest, PointsRoundTripInTimeOrderAndSurviveReopen) {
   TempDir tmp;
   {
     auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
-    ASSERT_TRUE(store->PutAgent(AgentInfo{AgentId("a")}).ok());
+    ASSERT_TRUE(store->PutAgent(Agent("a")).ok());
     // Out of order on purpose: reads come back by time.
     for (int m : {5, 1, 3, 2, 4}) {
       LiveSetPoint p = Point(m, 1000 * m);
@@ -69,7 +75,7 @@ TEST(LiveSetTest, UnknownAgentsAndBadInput) {
       store->ReadLiveSet(AgentId("nobody"), absl::InfinitePast(), absl::InfiniteFuture(), 0)
           .status()));
   EXPECT_TRUE(absl::IsInvalidArgument(store->AppendLiveSet(AgentId("bad id!"), Point(1, 1))));
-  ASSERT_TRUE(store->PutAgent(AgentInfo{AgentId("a")}).ok());
+  ASSERT_TRUE(store->PutAgent(Agent("a")).ok());
   LiveSetPoint p = Point(1, 1);
   p.time = absl::InfiniteFuture();
   EXPECT_TRUE(absl::IsInvalidArgument(store->AppendLiveSet(AgentId("a"), p)));
