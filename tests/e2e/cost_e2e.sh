@@ -171,8 +171,10 @@ log "C: $n_c histograms; over_budget $(jq -r '.over_budget' <<<"$row"): $(jq -r 
 ((n_c >= 3)) || fail "C: an over-budget agent must still be collected every max_interval (got $n_c histograms)"
 jq -e '.over_budget == true and (.budget_note | test("over budget"))' <<<"$row" >/dev/null ||
   fail "C: agents does not report the agent as over budget: $row"
-curl -fsS "http://127.0.0.1:$metrics_c/metrics" | grep -q "^heapwatch_pause_budget_exceeded{agent=\"$steady_c\"} 1" ||
-  fail "C: heapwatch_pause_budget_exceeded is not 1"
+# (Read the whole page first: `curl | grep -q` fails under pipefail when grep stops reading early.)
+metrics_c_text=$(curl -fsS "http://127.0.0.1:$metrics_c/metrics")
+grep -q "^heapwatch_pause_budget_exceeded{agent=\"$steady_c\"} 1" <<<"$metrics_c_text" ||
+  fail "C: heapwatch_pause_budget_exceeded is not 1: $(grep pause_budget_exceeded <<<"$metrics_c_text")"
 
 # ---- A: live-set series, pause counter against the safepoint log -----------------------------------------
 # Exact points only (full collections and concurrent reclaims; upper bounds are not the live set).
