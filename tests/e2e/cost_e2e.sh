@@ -156,7 +156,8 @@ note=$(jq -r '.budget_note // ""' <<<"$row")
 log "B: planned interval ${planned}s, note: $note; total pause / allowed peaked at $max_budget_ratio"
 awk -v p="$planned" 'BEGIN { exit !(p >= 5) }' || fail "B: the interval did not stretch (planned ${planned}s)"
 [[ $note == *"pause budget"* || $note == *"waiting"* ]] || fail "B: agents gives no reason for the stretched interval: '$note'"
-ctl_b agents | grep -F "$steady_b" | grep -q "pause budget\|waiting" || fail "B: the agents table does not say why"
+agents_table=$(ctl_b agents)
+grep -F "$steady_b" <<<"$agents_table" | grep -q "pause budget\|waiting" || fail "B: the agents table does not say why"
 metric_interval=$(curl -fsS "http://127.0.0.1:$metrics_b/metrics" |
   awk -v a="$steady_b" '$1 ~ "^heapwatch_collection_interval_seconds" && index($1, a) { print $2 }')
 [[ -n $metric_interval ]] || fail "B: heapwatch_collection_interval_seconds missing"
@@ -228,7 +229,8 @@ jq -e '[.points[] | select(.mode == "unknown")] | length == 0' <<<"$histories" >
   fail "A: a stored histogram has no mode"
 awk -v c="$counter" -v l="$logged" 'BEGIN { exit !(l > 0 && c >= 0.9 * l && c <= 1.1 * l) }' ||
   fail "A: pause counter ${counter}s is not within 10% of the safepoint log's ${logged}s"
-ctl_a history "$steady" 'long[]' | grep -qE ' (live|all|all_after_gc) +[0-9.]+s' ||
+history_table=$(ctl_a history "$steady" 'long[]')
+grep -qE ' (live|all|all_after_gc) +[0-9.]+s' <<<"$history_table" ||
   fail "A: heapwatchctl history shows no mode and pause"
 
 ok=1
