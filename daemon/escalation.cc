@@ -114,6 +114,7 @@ struct Escalation::Impl {
   Metrics* metrics;
   const Clock* clock;
   std::function<void(const AgentId&, absl::Duration)> dump_pause_listener;  // set before Start's threads use it
+  std::function<void(const AgentId&, std::string_view)> analysis_start_listener;  // likewise
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -465,6 +466,7 @@ struct Escalation::Impl {
     std::map<std::string, diff::Suspect> suspects = j.suspects;
     v1::ExtendedDump record = j.record;
     lock.unlock();
+    if (analysis_start_listener) analysis_start_listener(id, record.dump_id());
 
     DumpAnalysisOptions options;
     options.exclude_patterns = config.exclude_patterns;
@@ -786,6 +788,12 @@ void Escalation::SetDumpPauseListener(
     std::function<void(const AgentId&, absl::Duration)> listener) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->dump_pause_listener = std::move(listener);
+}
+
+void Escalation::SetAnalysisStartListener(
+    std::function<void(const AgentId&, std::string_view)> listener) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->analysis_start_listener = std::move(listener);
 }
 
 void Escalation::RemoveAgent(const AgentId& agent) {

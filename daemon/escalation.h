@@ -96,6 +96,14 @@ class Escalation {
   // with no lock of the Escalation held, so it may take the caller's own locks.
   void SetDumpPauseListener(std::function<void(const AgentId&, absl::Duration)> listener);
 
+  // Test seam: called on an analysis thread when the analysis of a dump starts, i.e. once it holds
+  // a worker and its share of max_analysis_memory_bytes, before the raw dump is read; the analysis
+  // runs when the listener returns. No lock of the Escalation is held. Tests block in it to keep an
+  // analysis running while they check what waits behind it (the memory, disk and worker budgets).
+  // Set once, before any dump; the daemon does not set it.
+  void SetAnalysisStartListener(
+      std::function<void(const AgentId&, std::string_view dump_id)> listener);
+
   // Requests an extended dump of a live agent now (TriggerExtendedDump). Returns the dump record:
   // a new QUEUED one, or the agent's dump that is already queued or being taken.
   // Errors: FailedPrecondition (escalation disabled), NotFound (agent not live),

@@ -106,6 +106,21 @@ retention:
   max_age: 168h
   max_bytes: 1GiB
   check_interval: 1m
+escalation:
+  enabled: false
+  auto: false
+  min_dump_interval: 2h
+  join_window: 30s
+  max_concurrent_analyses: 3
+  max_queued: 5
+  max_analysis_memory_bytes: 2GiB
+  max_dump_disk_bytes: 8GiB
+  dump_dir: /var/tmp/dumps
+  gzip: false
+  keep_raw_dumps: true
+  dump_timeout: 10m
+  exclude_patterns: ["org\\.example\\..*", "java.*"]
+  top_objects: 7
 )";
   auto parsed = ParseConfigYaml(yaml, Config(), "test.yaml");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -155,7 +170,39 @@ retention:
   EXPECT_EQ(c.retention.max_age, absl::Hours(168));
   EXPECT_EQ(c.retention.max_bytes, uint64_t{1} << 30);
   EXPECT_EQ(c.retention.check_interval, absl::Minutes(1));
+  const EscalationConfig& e = c.escalation;
+  EXPECT_FALSE(e.enabled);
+  EXPECT_FALSE(e.automatic);
+  EXPECT_EQ(e.min_dump_interval, absl::Hours(2));
+  EXPECT_EQ(e.join_window, absl::Seconds(30));
+  EXPECT_EQ(e.max_concurrent_analyses, 3);
+  EXPECT_EQ(e.max_queued, 5);
+  EXPECT_EQ(e.max_analysis_memory_bytes, uint64_t{2} << 30);
+  EXPECT_EQ(e.max_dump_disk_bytes, uint64_t{8} << 30);
+  EXPECT_EQ(e.dump_dir, "/var/tmp/dumps");
+  EXPECT_FALSE(e.gzip);
+  EXPECT_TRUE(e.keep_raw_dumps);
+  EXPECT_EQ(e.dump_timeout, absl::Minutes(10));
+  EXPECT_EQ(e.exclude_patterns, (std::vector<std::string>{"org\\.example\\..*", "java.*"}));
+  EXPECT_EQ(e.top_objects, 7);
   EXPECT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c);
+}
+
+TEST(Config, EscalationDefaultsAreTheDocumentedOnes) {
+  const EscalationConfig e = Config().escalation;
+  EXPECT_TRUE(e.enabled);
+  EXPECT_TRUE(e.automatic);
+  EXPECT_EQ(e.min_dump_interval, absl::Hours(1));
+  EXPECT_EQ(e.join_window, absl::Minutes(1));
+  EXPECT_EQ(e.max_concurrent_analyses, 1);
+  EXPECT_EQ(e.max_queued, 8);
+  EXPECT_EQ(e.max_analysis_memory_bytes, uint64_t{4} << 30);
+  EXPECT_EQ(e.max_dump_disk_bytes, uint64_t{16} << 30);
+  EXPECT_EQ(e.dump_dir, "");
+  EXPECT_TRUE(e.gzip);
+  EXPECT_FALSE(e.keep_raw_dumps);
+  EXPECT_EQ(e.dump_timeout, absl::Minutes(30));
+  EXPECT_EQ(e.top_objects, 20);
 }
 
 TEST(Config, AbsentKeysKeepTheBase) {
@@ -203,6 +250,11 @@ TEST(Config, WrongTypesAndRangesAreErrors) {
       {"collection:\n  concurrency: 0\n", "collection.concurrency"},
       {"export:\n  top_classes: -1\n", "export.top_classes"},
       {"retention:\n  max_bytes: 10GB\n", "retention.max_bytes"},
+      {"escalation:\n  max_concurrent_analyses: 17\n", "escalation.max_concurrent_analyses"},
+      {"escalation:\n  max_queued: 0\n", "escalation.max_queued"},
+      {"escalation:\n  dump_timeout: 5\n", "escalation.dump_timeout"},
+      {"escalation:\n  max_dump_disk_bytes: lots\n", "escalation.max_dump_disk_bytes"},
+      {"escalation:\n  keep_raw_dumps: maybe\n", "escalation.keep_raw_dumps"},
       {"watch:\n  agents:\n    include: a\n", "watch.agents.include"},
       {"collection: 3\n", "collection"},
       {"- a\n- b\n", "mapping"},

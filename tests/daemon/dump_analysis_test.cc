@@ -4,8 +4,6 @@
 // the secrets reaches the stored messages.
 #include "daemon/dump_analysis.h"
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +16,7 @@
 #include "daemon/report_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/daemon/test_jvm.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -127,46 +126,9 @@ TEST(DumpAnalysisTest, BadFilesGiveErrors) {
 
 // ---- A real JVM.
 
-// Starts `java -cp classes HwSecretHolder count` and waits for its "ready" line.
-class JavaProcess {
- public:
-  explicit JavaProcess(int count) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], STDOUT_FILENO);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      const std::string n = std::to_string(count);
-      ::execl(HEAPWATCH_JAVA, "java", "-Xmx256m", "-XX:+UseSerialGC", "-cp",
-              HEAPWATCH_TEST_JAVA_CLASSES, "HwSecretHolder", n.c_str(), nullptr);
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    FILE* out = ::fdopen(fds[0], "r");
-    char line[64];
-    ready_ = out != nullptr && std::fgets(line, sizeof line, out) != nullptr &&
-             std::string(line).rfind("ready", 0) == 0;
-    if (out) std::fclose(out);
-  }
-  ~JavaProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  bool ready() const { return ready_; }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  bool ready_ = false;
-};
-
 TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
   TempDir dir;
-  JavaProcess java(2000);
+  TestJvm java(2000);
   ASSERT_TRUE(java.ready());
   const std::string dump = dir.path() + "/jvm.hprof.gz";
   const std::string command = std::string(HEAPWATCH_JCMD) + " " + std::to_string(java.pid()) +

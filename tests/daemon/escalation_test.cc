@@ -1,15 +1,25 @@
 // Escalation policy against a real store in a temporary directory, with a fake clock: restart
-// recovery, suspects joining one dump, the per-agent interval, budget refusals, a failed dump, and
-// the queries over stored records. Dumps of real JVMs are covered by tests/e2e.
+// recovery, suspects joining one dump, the per-agent interval, every budget of docs/escalation.md
+// (refusals, and dumps and analyses waiting for memory, disk or a worker), dump_timeout,
+// keep_raw_dumps, shutdown, a failed dump, and the queries over stored records. Where a dump must
+// really be written, it is taken of a real JVM (tests/daemon/java); an analysis is held running
+// through the analysis start listener (AnalysisGate) while a test checks what waits behind it.
 #include "daemon/escalation.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -19,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "heapwatch/records/v1/records.pb.h"
 #include "proto/time_util.h"
+#include "tests/daemon/test_jvm.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -28,7 +39,57 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const AgentId kAgent{"host-42-x"};
+const AgentId kOther{"host-43-y"};
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+// heap_bytes of a target whose dump is estimated at 12 MiB (1.2 x), the unit of the budget tests.
+constexpr uint64_t kHeap10MiB = uint64_t{10} << 20;
+constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
+
+// Polls `done` every 50 ms for up to `timeout` (real time: the escalation's threads run on their
+// own); returns its last value.
+bool WaitFor(const std::function<bool()>& done, absl::Duration timeout = absl::Seconds(60)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// Holds every analysis at its start (Escalation::SetAnalysisStartListener) until the test releases
+// its agent, so that a test can look at what waits while an analysis runs.
+class AnalysisGate {
+ public:
+  void Enter(const AgentId& agent) {
+    std::unique_lock<std::mutex> lock(mu_);
+    started_.insert(agent.value);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return all_released_ || released_.count(agent.value) > 0; });
+  }
+  bool Started(const AgentId& agent) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return started_.count(agent.value) > 0;
+  }
+  bool WaitStarted(const AgentId& agent) {
+    return WaitFor([&] { return Started(agent); });
+  }
+  void Release(const AgentId& agent) {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_.insert(agent.value);
+    cv_.notify_all();
+  }
+  void ReleaseAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    all_released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> started_, released_;
+  bool all_released_ = false;
+};
 
 diff::Suspect SuspectOf(const std::string& name, absl::Time first_seen) {
   diff::Suspect s;
@@ -58,6 +119,7 @@ class EscalationTest : public ::testing::Test {
     ASSERT_TRUE(store_->PutAgent(info).ok());
   }
   void TearDown() override {
+    gate_.ReleaseAll();
     escalation_.reset();
     store_.reset();
     std::error_code ec;
@@ -68,6 +130,8 @@ class EscalationTest : public ::testing::Test {
     auto e = Escalation::Start(config, dir_ + "/data", {}, store_.get(), &metrics_, &clock_);
     ASSERT_TRUE(e.ok()) << e.status();
     escalation_ = *std::move(e);
+    escalation_->SetAnalysisStartListener(
+        [this](const AgentId& agent, std::string_view) { gate_.Enter(agent); });
   }
 
   // A live agent whose "JVM" is this test process (not a JVM: a dump of it fails).
@@ -82,6 +146,38 @@ class EscalationTest : public ::testing::Test {
     t.jvm.root_tmp_dir = "/tmp";
     t.heap_bytes = heap_bytes;
     return t;
+  }
+
+  // `agent` backed by a real JVM, its last histogram `heap_bytes` large.
+  EscalationTarget JvmTarget(const AgentId& agent, const collectors::LocalJvm& jvm,
+                             uint64_t heap_bytes = kHeap10MiB) {
+    EscalationTarget t;
+    t.info.id = agent;
+    t.info.pid = jvm.pid;
+    t.jvm = jvm;
+    t.heap_bytes = heap_bytes;
+    return t;
+  }
+
+  // The agent's only dump record (a default one when there is none).
+  v1::ExtendedDump OnlyDump(const AgentId& agent = kAgent) {
+    std::vector<v1::ExtendedDump> dumps = Dumps(agent);
+    EXPECT_LE(dumps.size(), 1u);
+    return dumps.empty() ? v1::ExtendedDump() : dumps[0];
+  }
+  bool StateIs(const AgentId& agent, v1::ExtendedDumpState state) {
+    return OnlyDump(agent).state() == state;
+  }
+
+  // Raw dump files in the dump directory (any user).
+  std::vector<std::string> RawFiles() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir_ + "/data/dumps", ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file()) out.push_back(it->path().string());
+    }
+    return out;
   }
 
   void PutDump(const std::string& dump_id, v1::ExtendedDumpState state, absl::Time dump_time,
@@ -102,8 +198,8 @@ class EscalationTest : public ::testing::Test {
                     .ok());
   }
 
-  std::vector<v1::ExtendedDump> Dumps() {
-    auto dumps = escalation_->ListDumps(kAgent);
+  std::vector<v1::ExtendedDump> Dumps(const AgentId& agent = kAgent) {
+    auto dumps = escalation_->ListDumps(agent);
     EXPECT_TRUE(dumps.ok()) << dumps.status();
     return dumps.ok() ? *dumps : std::vector<v1::ExtendedDump>{};
   }
@@ -116,6 +212,7 @@ class EscalationTest : public ::testing::Test {
   std::unique_ptr<storage::SnapshotStore> store_;
   Metrics metrics_;
   FakeClock clock_{kT0};
+  AnalysisGate gate_;  // outlives escalation_, whose threads call it
   std::unique_ptr<Escalation> escalation_;
 };
 
@@ -210,6 +307,232 @@ TEST_F(EscalationTest, OverTheMemoryBudgetIsRefusedBeforeTheJvmIsPaused) {
   EXPECT_THAT(manual.status().message(), HasSubstr("max_analysis_memory_bytes"));
   EXPECT_TRUE(HasMetric(absl::StrCat("heapwatch_extended_dumps_total{agent=\"", kAgent.value,
                                      "\",result=\"refused\"} 2")));
+}
+
+TEST_F(EscalationTest, OverTheDiskBudgetIsRefusedBeforeTheJvmIsPaused) {
+  EscalationConfig config;
+  config.max_dump_disk_bytes = 1 << 20;
+  Start(config);
+  escalation_->OnCollection(Target(100 << 20), {SuspectOf("A", kT0)});
+  v1::ExtendedDump d = OnlyDump();
+  EXPECT_EQ(d.state(), v1::EXTENDED_DUMP_STATE_FAILED);
+  EXPECT_THAT(d.error(), HasSubstr("refused: "));
+  EXPECT_THAT(d.error(), HasSubstr("escalation.max_dump_disk_bytes"));
+  EXPECT_FALSE(d.has_dump_time());
+  auto manual = escalation_->Trigger(kAgent);
+  EXPECT_EQ(manual.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(manual.status().message(), HasSubstr("max_dump_disk_bytes"));
+}
+
+// The file system's free space is read when the dump is about to start: a 1 EiB heap fits every
+// budget here but no disk.
+TEST_F(EscalationTest, MoreThanTheFreeDiskSpaceIsRefusedBeforeTheJvmIsPaused) {
+  EscalationConfig config;
+  config.join_window = absl::ZeroDuration();
+  config.max_analysis_memory_bytes = kUnlimited;
+  config.max_dump_disk_bytes = kUnlimited;
+  Start(config);
+  escalation_->OnCollection(Target(uint64_t{1} << 60), {SuspectOf("A", kT0)});
+  ASSERT_TRUE(WaitFor([&] { return StateIs(kAgent, v1::EXTENDED_DUMP_STATE_FAILED); }));
+  v1::ExtendedDump d = OnlyDump();
+  EXPECT_THAT(d.error(), HasSubstr("refused: "));
+  EXPECT_THAT(d.error(), HasSubstr(" free"));
+  EXPECT_FALSE(d.has_dump_time());
+  EXPECT_TRUE(HasMetric(absl::StrCat("heapwatch_extended_dumps_total{agent=\"", kAgent.value,
+                                     "\",result=\"refused\"} 1")));
+}
+
+TEST_F(EscalationTest, BeyondMaxQueuedADumpIsRefused) {
+  EscalationConfig config;
+  config.max_queued = 1;
+  Start(config);  // join_window 1m on a fake clock: the first dump stays queued
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0)});
+  EscalationTarget other = Target();
+  other.info.id = kOther;
+  escalation_->OnCollection(other, {SuspectOf("B", kT0)});
+  EXPECT_EQ(OnlyDump(kAgent).state(), v1::EXTENDED_DUMP_STATE_QUEUED);
+  v1::ExtendedDump refused = OnlyDump(kOther);
+  EXPECT_EQ(refused.state(), v1::EXTENDED_DUMP_STATE_FAILED);
+  EXPECT_THAT(refused.error(),
+              HasSubstr("refused: 1 dumps are already waiting (escalation.max_queued)"));
+  auto manual = escalation_->Trigger(kOther);
+  EXPECT_EQ(manual.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(manual.status().message(), HasSubstr("escalation.max_queued"));
+}
+
+TEST_F(EscalationTest, QueuedDumpsFailWhenTheDaemonStops) {
+  Start();  // join_window 1m on a fake clock: the dump stays queued
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0)});
+  ASSERT_EQ(OnlyDump().state(), v1::EXTENDED_DUMP_STATE_QUEUED);
+  EXPECT_TRUE(escalation_->Stop(absl::Seconds(30)));
+  v1::ExtendedDump d = OnlyDump();
+  EXPECT_EQ(d.state(), v1::EXTENDED_DUMP_STATE_FAILED);
+  EXPECT_THAT(d.error(), HasSubstr("the daemon stopped before the dump was taken"));
+  EXPECT_TRUE(HasMetric(absl::StrCat("heapwatch_extended_dumps_total{agent=\"", kAgent.value,
+                                     "\",result=\"error\"} 1")));
+  EXPECT_TRUE(HasMetric("heapwatch_extended_dump_analyses_queued 0"));
+}
+
+// ---- Budgets that make dumps wait, with dumps of a real JVM (two agents, one JVM) and the first
+// analysis held running by the gate. "Does not start" is checked after a second: the escalation's
+// threads are woken when work arrives and poll every 0.5 s besides.
+
+class EscalationJvmTest : public EscalationTest {
+ protected:
+  void SetUp() override {
+    EscalationTest::SetUp();
+    ASSERT_TRUE(java_.ready());
+    auto jvm = java_.Discover();
+    ASSERT_TRUE(jvm.has_value()) << "the test JVM " << java_.pid() << " is not discovered";
+    jvm_ = *jvm;
+  }
+  // A collection of `agent` (backed by the test JVM, 12 MiB estimate) that flags HwSession, a
+  // second after the previous one. (Two dumps requested in the same microsecond get ids a
+  // microsecond apart, and the later one waits for that microsecond, which a still fake clock
+  // never reaches.)
+  void Flag(const AgentId& agent) {
+    clock_.Advance(absl::Seconds(1));
+    escalation_->OnCollection(JvmTarget(agent, jvm_), {SuspectOf("HwSession", kT0)});
+  }
+  static EscalationConfig JvmConfig() {
+    EscalationConfig config;
+    config.join_window = absl::ZeroDuration();
+    return config;
+  }
+  void ExpectBothDone() {
+    EXPECT_TRUE(WaitFor([&] {
+      return StateIs(kAgent, v1::EXTENDED_DUMP_STATE_DONE) &&
+             StateIs(kOther, v1::EXTENDED_DUMP_STATE_DONE);
+    })) << OnlyDump(kAgent).error() << " / " << OnlyDump(kOther).error();
+  }
+
+  TestJvm java_{200};
+  collectors::LocalJvm jvm_;
+};
+
+// Two 12 MiB analyses, 20 MiB of analysis memory and two workers: the second waits for the first.
+TEST_F(EscalationJvmTest, AnAnalysisWaitsUntilRunningAnalysesFreeMemory) {
+  EscalationConfig config = JvmConfig();
+  config.max_concurrent_analyses = 2;
+  config.max_analysis_memory_bytes = 20 << 20;
+  Start(config);
+  Flag(kAgent);
+  ASSERT_TRUE(gate_.WaitStarted(kAgent));
+  Flag(kOther);
+  ASSERT_TRUE(WaitFor([&] { return StateIs(kOther, v1::EXTENDED_DUMP_STATE_ANALYZING); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(gate_.Started(kOther));
+  gate_.Release(kAgent);
+  EXPECT_TRUE(gate_.WaitStarted(kOther));
+  gate_.Release(kOther);
+  ExpectBothDone();
+}
+
+// Two 12 MiB dumps and 20 MiB of disk: the second is not taken until the first is analysed and
+// its raw dump deleted.
+TEST_F(EscalationJvmTest, ADumpWaitsUntilEarlierDumpsAreAnalysedAndDeleted) {
+  EscalationConfig config = JvmConfig();
+  config.max_concurrent_analyses = 2;
+  config.max_dump_disk_bytes = 20 << 20;
+  Start(config);
+  Flag(kAgent);
+  ASSERT_TRUE(gate_.WaitStarted(kAgent));
+  Flag(kOther);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(OnlyDump(kOther).state(), v1::EXTENDED_DUMP_STATE_QUEUED);
+  EXPECT_FALSE(OnlyDump(kOther).has_dump_time());
+  gate_.Release(kAgent);
+  ASSERT_TRUE(gate_.WaitStarted(kOther));
+  EXPECT_EQ(RawFiles().size(), 1u);  // the first raw dump is gone
+  gate_.Release(kOther);
+  ExpectBothDone();
+}
+
+TEST_F(EscalationJvmTest, AtMostMaxConcurrentAnalysesRunAtOnce) {
+  EscalationConfig config = JvmConfig();
+  config.max_concurrent_analyses = 1;
+  Start(config);
+  Flag(kAgent);
+  ASSERT_TRUE(gate_.WaitStarted(kAgent));
+  Flag(kOther);
+  ASSERT_TRUE(WaitFor([&] { return StateIs(kOther, v1::EXTENDED_DUMP_STATE_ANALYZING); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(gate_.Started(kOther));
+  EXPECT_TRUE(HasMetric("heapwatch_extended_dump_analyses_in_flight 1"));
+  EXPECT_TRUE(HasMetric("heapwatch_extended_dump_analyses_queued 1"));
+  gate_.Release(kAgent);
+  EXPECT_TRUE(gate_.WaitStarted(kOther));
+  gate_.Release(kOther);
+  ExpectBothDone();
+}
+
+TEST_F(EscalationJvmTest, DumpsWaitingForAnalysisAreDeletedWhenTheDaemonStops) {
+  EscalationConfig config = JvmConfig();
+  config.max_concurrent_analyses = 1;
+  Start(config);
+  Flag(kAgent);
+  ASSERT_TRUE(gate_.WaitStarted(kAgent));
+  Flag(kOther);
+  ASSERT_TRUE(WaitFor([&] { return StateIs(kOther, v1::EXTENDED_DUMP_STATE_ANALYZING); }));
+  ASSERT_EQ(RawFiles().size(), 2u);
+  bool stopped = false;
+  std::thread stopper([&] { stopped = escalation_->Stop(absl::Seconds(60)); });
+  EXPECT_TRUE(WaitFor([&] { return StateIs(kOther, v1::EXTENDED_DUMP_STATE_FAILED); }));
+  EXPECT_THAT(OnlyDump(kOther).error(),
+              HasSubstr("the daemon stopped before the dump was analysed"));
+  EXPECT_EQ(RawFiles().size(), 1u);  // only the dump being analysed
+  gate_.Release(kAgent);
+  stopper.join();
+  EXPECT_TRUE(stopped);
+  EXPECT_TRUE(RawFiles().empty());
+}
+
+// The JVM's attach listener is up (jcmd answered), then the JVM is stopped: it accepts the dump
+// request on its socket and never replies.
+TEST_F(EscalationJvmTest, ADumpNotWrittenWithinDumpTimeoutFails) {
+  const std::string jcmd =
+      absl::StrCat(HEAPWATCH_JCMD, " ", java_.pid(), " VM.version > /dev/null");
+  ASSERT_EQ(std::system(jcmd.c_str()), 0);
+  ASSERT_EQ(::kill(java_.pid(), SIGSTOP), 0);
+  EscalationConfig config = JvmConfig();
+  config.dump_timeout = absl::Seconds(2);
+  Start(config);
+  const absl::Time start = absl::Now();
+  Flag(kAgent);
+  const bool failed =
+      WaitFor([&] { return StateIs(kAgent, v1::EXTENDED_DUMP_STATE_FAILED); }, absl::Seconds(30));
+  const absl::Duration took = absl::Now() - start;
+  ::kill(java_.pid(), SIGKILL);  // a dump still waiting (the test failed) ends before TearDown
+  ASSERT_TRUE(failed);
+  EXPECT_LT(took, absl::Seconds(15));
+  EXPECT_THAT(OnlyDump().error(), HasSubstr("dump failed: DEADLINE_EXCEEDED"));
+  EXPECT_TRUE(RawFiles().empty());
+}
+
+TEST_F(EscalationJvmTest, AnalysedRawDumpsAreDeletedUnlessKeepRawDumps) {
+  gate_.ReleaseAll();
+  EscalationConfig config = JvmConfig();
+  Start(config);
+  Flag(kAgent);
+  ASSERT_TRUE(WaitFor([&] { return StateIs(kAgent, v1::EXTENDED_DUMP_STATE_DONE); }))
+      << OnlyDump().error();
+  EXPECT_FALSE(OnlyDump().raw_dump_kept());
+  EXPECT_TRUE(RawFiles().empty());
+
+  escalation_.reset();
+  config.keep_raw_dumps = true;
+  Start(config);
+  Flag(kOther);
+  ASSERT_TRUE(WaitFor([&] { return StateIs(kOther, v1::EXTENDED_DUMP_STATE_DONE); }))
+      << OnlyDump(kOther).error();
+  const v1::ExtendedDump kept = OnlyDump(kOther);
+  EXPECT_TRUE(kept.raw_dump_kept());
+  EXPECT_TRUE(fs::is_regular_file(kept.raw_dump_path())) << kept.raw_dump_path();
+  EXPECT_EQ(RawFiles().size(), 1u);
+  // A restart keeps it too: a record names it.
+  escalation_.reset();
+  Start(config);
+  EXPECT_TRUE(fs::is_regular_file(kept.raw_dump_path()));
 }
 
 TEST_F(EscalationTest, ADumpThatFailsIsRecordedWithItsErrorAndCounted) {
