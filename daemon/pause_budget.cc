@@ -69,22 +69,24 @@ absl::Time PauseBudget::FitsAt(absl::Time now, absl::Duration cost) const {
   return now + (need - credit) / options_.fraction;
 }
 
+absl::Duration PauseBudget::CheapestCost(uint64_t post_gc_bytes, uint64_t heap_used_bytes) const {
+  return std::min({EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes),
+                   EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes),
+                   EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes)});
+}
+
+absl::Duration PauseBudget::IntervalFor(absl::Duration cost, absl::Duration interval) const {
+  return std::clamp(cost / options_.fraction, interval,
+                    std::max(interval, options_.max_interval));
+}
+
 bool PauseBudget::OverBudget(uint64_t post_gc_bytes, uint64_t heap_used_bytes) const {
-  const absl::Duration cheapest =
-      std::min({EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes),
-                EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes),
-                EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes)});
-  return cheapest > options_.max_interval * options_.fraction;
+  return CheapestCost(post_gc_bytes, heap_used_bytes) > options_.max_interval * options_.fraction;
 }
 
 absl::Duration PauseBudget::PlannedInterval(absl::Duration interval, uint64_t post_gc_bytes,
                                             uint64_t heap_used_bytes) const {
-  const absl::Duration cheapest =
-      std::min({EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes),
-                EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes),
-                EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes)});
-  const absl::Duration needed = cheapest / options_.fraction;
-  return std::clamp(needed, interval, std::max(interval, options_.max_interval));
+  return IntervalFor(CheapestCost(post_gc_bytes, heap_used_bytes), interval);
 }
 
 PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration interval,
@@ -95,17 +97,14 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
   const absl::Duration after_gc =
       EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes);
   const absl::Duration live = EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes);
-  const absl::Duration cheapest = std::min({all, after_gc, live});
   // Over budget: even one histogram per max_interval costs more than the budget allows.
-  if (cheapest > options_.max_interval * options_.fraction) {
+  if (OverBudget(post_gc_bytes, heap_used_bytes)) {
     plan.over_budget = true;
     plan.note = absl::StrFormat(
         "over budget: the cheapest histogram pauses %s, more than %.3g%% of the longest interval "
         "(%s); collected every %s regardless",
-        Seconds(cheapest), options_.fraction * 100, absl::FormatDuration(options_.max_interval),
-        absl::FormatDuration(options_.max_interval));
-  }
-  if (plan.over_budget) {
+        Seconds(std::min({all, after_gc, live})), options_.fraction * 100,
+        absl::FormatDuration(options_.max_interval), absl::FormatDuration(options_.max_interval));
     if (now - due_since + interval >= options_.max_interval) {
       plan.mode = natural_gc ? HistogramMode::kAllAfterGc : HistogramMode::kAll;
     } else {
@@ -125,8 +124,7 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
   if (all_fits <= now) {
     // Wait for the JVM's own old-generation collection for up to one interval as the budget
     // stretches it (at least the configured one): the histogram rate stays within a factor of 2.
-    const absl::Duration wait =
-        std::clamp(all / options_.fraction, interval, std::max(interval, options_.max_interval));
+    const absl::Duration wait = IntervalFor(all, interval);
     if (now - due_since >= wait) {
       plan.mode = HistogramMode::kAll;  // no natural GC came in time
       return plan;

@@ -100,6 +100,11 @@ class PauseBudget {
 
  private:
   absl::Duration Cap() const;
+  // The smallest estimated pause over the modes.
+  absl::Duration CheapestCost(uint64_t post_gc_bytes, uint64_t heap_used_bytes) const;
+  // The interval at which one pause of `cost` a time keeps the budget, within [interval,
+  // max(interval, max_interval)].
+  absl::Duration IntervalFor(absl::Duration cost, absl::Duration interval) const;
   // Earliest time at which the credit reaches min(cost, cap).
   absl::Time FitsAt(absl::Time now, absl::Duration cost) const;
 
