@@ -33,6 +33,7 @@
 #include "daemon/escalation.h"
 #include "daemon/flags.h"
 #include "daemon/metrics.h"
+#include "daemon/agent_cost.h"
 #include "daemon/pause_budget.h"
 #include "daemon/query_server.h"
 #include "daemon/scheduler.h"
@@ -98,15 +99,8 @@ struct Daemon::Impl {
     std::set<std::string> suspect_names;            // guarded by detector_mu; for state-change logs
     bool failing = false;                           // guarded by detector_mu; for state-change logs
 
-    // Cost of watching (daemon/pause_budget.h) and the live-set series (collectors/gc_counters.h).
-    std::mutex cost_mu;
-    collectors::LiveSetTracker tracker;          // guarded by cost_mu
-    std::unique_ptr<PauseBudget> budget;         // guarded by cost_mu
-    absl::Time natural_gc_at = absl::InfinitePast();   // guarded by cost_mu
-    absl::Time last_start = absl::InfinitePast();      // guarded by cost_mu: last histogram's start
-    std::optional<LiveSetPoint> last_reclaim;    // guarded by cost_mu: newest old-gen reclaim point
-    bool counters_failing = false;               // guarded by cost_mu; for state-change logs
-    bool live_set_store_failing = false;         // guarded by cost_mu; for state-change logs
+    // Cost of watching and the live-set series (daemon/agent_cost.h); thread-safe on its own.
+    std::unique_ptr<AgentCost> cost;
   };
 
   // Per discovered process: the agent it became, or why not.
@@ -243,9 +237,10 @@ struct Daemon::Impl {
     rt->jvm = jvm;
     rt->all_objects = config.collection.all_objects.Matches(info->main_class);
     rt->detector = std::make_unique<diff::TrendDetector>(config.trend, info->start_time);
-    rt->budget = std::make_unique<PauseBudget>(BudgetOptions(), absl::Now());
+    rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
+                                           absl::Now());
     if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
-      rt->tracker.Observe(absl::Now(), *counters, /*forced=*/false);  // the baseline
+      rt->cost->Observe(absl::Now(), *counters, /*forced=*/false);  // the baseline
     }
 
     AgentStatus status;
@@ -344,11 +339,8 @@ struct Daemon::Impl {
                 break;
               }
               scheduler.Postpone(id, plan.retry_at);
-              absl::Time last_start;
-              {
-                std::lock_guard<std::mutex> cost_lock(rt->cost_mu);
-                last_start = rt->last_start;  // InfinitePast before the first histogram
-              }
+              const absl::Time last_start = rt->cost->last_start();  // InfinitePast at first
+              absl::Duration planned = config.collection.interval;
               agents.Update(id, [&](AgentStatus& s) {
                 s.next_collection = plan.retry_at;
                 if (!plan.note.empty()) s.budget_note = plan.note;
@@ -357,10 +349,9 @@ struct Daemon::Impl {
                 if (last_start != absl::InfinitePast() && plan.retry_at != absl::InfiniteFuture()) {
                   s.planned_interval = std::max(s.planned_interval, plan.retry_at - last_start);
                 }
+                planned = s.planned_interval;
               });
-              metrics.SetCollectionPlan(id, agents.Get(id) ? agents.Get(id)->planned_interval
-                                                           : config.collection.interval,
-                                        plan.over_budget);
+              metrics.SetCollectionPlan(id, planned, plan.over_budget);
               rt.reset();
               continue;
             }
@@ -400,16 +391,7 @@ struct Daemon::Impl {
     const absl::Time now = absl::Now();
     absl::Time due_since = now;
     if (auto sched = scheduler.Get(id)) due_since = std::min(now, sched->due_since);
-    std::lock_guard<std::mutex> lock(rt.cost_mu);
-    const bool natural = rt.natural_gc_at > rt.last_start &&
-                         now - rt.natural_gc_at <= 2 * config.collection.gc_sample_interval;
-    uint64_t post = 0, used = 0;
-    if (const auto& c = rt.tracker.last_reading()) {
-      post = c->post_gc_used;
-      used = c->heap_used;
-    }
-    PausePlan plan =
-        rt.budget->Plan(now, due_since, config.collection.interval, natural, post, used);
+    PausePlan plan = rt.cost->Plan(now, due_since, config.collection.interval);
     if (plan.mode == HistogramMode::kLive && rt.all_objects) plan.mode = HistogramMode::kAll;
     return plan;
   }
@@ -419,48 +401,25 @@ struct Daemon::Impl {
   // interval has (nearly) passed. `forced`: the reading follows heapwatch's own histogram.
   void OnGcCounters(const AgentId& id, Runtime& rt, const collectors::GcCounters& counters,
                     bool forced) {
-    const absl::Time now = absl::Now();
-    std::optional<LiveSetPoint> point, published;
-    bool natural = false;
-    absl::Time last_start;
-    {
-      std::lock_guard<std::mutex> lock(rt.cost_mu);
-      point = rt.tracker.Observe(now, counters, forced);
-      natural = rt.tracker.natural_old_gc();
-      if (natural) rt.natural_gc_at = now;
-      last_start = rt.last_start;
-      if (point.has_value()) {
-        published = point;
-        if (point->source != LiveSetSource::kYoungUpperBound) {
-          rt.last_reclaim = point;
-        } else if (rt.last_reclaim.has_value()) {
-          // The gauge shows the newest reclaim; the upper bound only refreshes the sizes.
-          published->live_bytes = rt.last_reclaim->live_bytes;
-        }
-      }
-    }
-    if (point.has_value()) {
-      Status stored = store->AppendLiveSet(id, *point);
-      {
-        std::lock_guard<std::mutex> lock(rt.cost_mu);
-        if (!stored.ok() && !rt.live_set_store_failing) {
-          spdlog::error("agent {}: cannot store a live-set point: {}", Describe(rt.info),
-                        stored.ToString());
-        }
-        rt.live_set_store_failing = !stored.ok();
+    const AgentCost::Observation o = rt.cost->Observe(absl::Now(), counters, forced);
+    if (o.point.has_value()) {
+      Status stored = store->AppendLiveSet(id, *o.point);
+      if (!rt.cost->ExchangeLiveSetStoreFailing(!stored.ok()) && !stored.ok()) {
+        spdlog::error("agent {}: cannot store a live-set point: {}", Describe(rt.info),
+                      stored.ToString());
       }
       std::lock_guard<std::mutex> lock(mu);
       auto it = runtimes.find(id);
       if (it != runtimes.end() && it->second.get() == &rt) {
-        metrics.SetLiveSet(id, *published);
-        agents.Update(id, [&](AgentStatus& s) { s.live_set = published; });
+        metrics.SetLiveSet(id, *o.published);
+        agents.Update(id, [&](AgentStatus& s) { s.live_set = o.published; });
       }
     }
-    if (natural && !forced) {
+    if (o.natural_old_gc && !forced) {
       const absl::Duration early =
           config.collection.interval * (1 - config.collection.jitter);
       std::lock_guard<std::mutex> lock(mu);
-      if (runtimes.count(id) && scheduler.Expedite(id, last_start + early)) cv.notify_all();
+      if (runtimes.count(id) && scheduler.Expedite(id, o.last_start + early)) cv.notify_all();
     }
   }
 
@@ -473,12 +432,7 @@ struct Daemon::Impl {
       if (it == runtimes.end()) return;
       rt = it->second;
     }
-    absl::Duration total;
-    {
-      std::lock_guard<std::mutex> lock(rt->cost_mu);
-      rt->budget->Spend(absl::Now(), HistogramMode::kUnknown, pause);
-      total = rt->budget->total();
-    }
+    const absl::Duration total = rt->cost->RecordDump(absl::Now(), pause);
     std::lock_guard<std::mutex> lock(mu);
     agents.Update(id, [&](AgentStatus& s) { s.total_pause = total; });
   }
@@ -498,13 +452,9 @@ struct Daemon::Impl {
       }
       for (auto& [id, rt] : live) {
         auto counters = collectors::ReadGcCountersFile(rt->jvm.perfdata_path);
-        {
-          std::lock_guard<std::mutex> lock(rt->cost_mu);
-          if (!counters.ok() && !rt->counters_failing) {
-            spdlog::warn("agent {}: cannot read its GC counters (no live-set series): {}",
-                         Describe(rt->info), counters.status().ToString());
-          }
-          rt->counters_failing = !counters.ok();
+        if (!rt->cost->ExchangeCountersFailing(!counters.ok()) && !counters.ok()) {
+          spdlog::warn("agent {}: cannot read its GC counters (no live-set series): {}",
+                       Describe(rt->info), counters.status().ToString());
         }
         if (counters.ok()) OnGcCounters(id, *rt, *counters, /*forced=*/false);
       }
@@ -523,20 +473,11 @@ struct Daemon::Impl {
     auto after = collectors::ReadGcCountersFile(rt.jvm.perfdata_path);
     CollectionCost cost{mode, absl::ZeroDuration()};
     if (before.ok() && after.ok()) cost.pause = collectors::SafepointTimeBetween(*before, *after);
-    absl::Duration total_pause, planned;
-    bool over_budget = false;
-    {
-      std::lock_guard<std::mutex> lock(rt.cost_mu);
-      rt.budget->Spend(absl::Now(), mode, cost.pause);
-      rt.last_start = start;
-      total_pause = rt.budget->total();
-      const auto& reading = after.ok() ? std::optional<collectors::GcCounters>(*after)
-                                       : rt.tracker.last_reading();
-      const uint64_t post = reading ? reading->post_gc_used : 0;
-      const uint64_t used = reading ? reading->heap_used : 0;
-      planned = rt.budget->PlannedInterval(config.collection.interval, post, used);
-      over_budget = rt.budget->OverBudget(post, used);
-    }
+    const AgentCost::Spent spent =
+        rt.cost->RecordHistogram(absl::Now(), start, mode, cost.pause,
+                                 after.ok() ? &*after : nullptr, config.collection.interval);
+    const absl::Duration total_pause = spent.total, planned = spent.planned_interval;
+    const bool over_budget = spent.over_budget;
     metrics.RecordCollectionPause(id, mode, cost.pause);
     {
       std::lock_guard<std::mutex> lock(mu);
