@@ -148,6 +148,11 @@ struct Suspect {
   // Growth over the window in bytes, min(slope * window span, window max - window min), as used by
   // test B.
   double window_growth_bytes = 0;
+  // Set by LeakDetector (diff/leak_detector.h), empty/zero from a bare TrendDetector: the time scale
+  // whose figures these are (0 = every snapshot, else the bucket width) and the id of the leak the
+  // class is grouped into.
+  absl::Duration time_scale;
+  std::string leak;
 
   friend bool operator==(const Suspect&, const Suspect&) = default;
 };
