@@ -27,6 +27,12 @@ constexpr double kMinSnapshotsPerBucket = 1.5;
 // Grouping: two series whose increments have a median absolute deviation of at most this fraction
 // of their median increment grow "evenly" (their increments cannot tell them apart).
 constexpr double kEvenGrowthDispersion = 0.2;
+// Bucketed scales' recent-trend test (TrendOptions::recent_max_p_value): rejects one-time steps
+// inside their long windows.
+constexpr double kScaleRecentMaxP = 0.05;
+// Every scale's records must beat noise by this many standard deviations
+// (TrendOptions::record_noise_sigmas).
+constexpr double kRecordNoiseSigmas = 2;
 // Least number of increments for a correlation.
 constexpr size_t kMinIncrements = 4;
 
@@ -227,7 +233,15 @@ struct LeakDetector::Impl {
 
   std::vector<double> scratch, ta, ya, tb, yb, da, db;
 
-  Impl(const LeakOptions& o, absl::Time agent_start) : options(o), scale0(o.trend, agent_start) {
+  static TrendOptions Scale0Options(const LeakOptions& o) {
+    TrendOptions t = o.trend;
+    if (t.recent_max_p_value == 0) t.recent_max_p_value = kScaleRecentMaxP;
+    if (t.record_noise_sigmas == 0) t.record_noise_sigmas = kRecordNoiseSigmas;
+    return t;
+  }
+
+  Impl(const LeakOptions& o, absl::Time agent_start)
+      : options(o), scale0(Scale0Options(o), agent_start) {
     if (options.enable_time_scales) {
       for (absl::Duration w = options.min_time_scale; w <= options.max_time_scale; w *= 2) {
         TrendOptions t = options.trend;
@@ -236,6 +250,8 @@ struct LeakDetector::Impl {
         t.peak_lookback_snapshots = options.scale_lookback_buckets;
         // The first bucket is usually partial; one more lets the window start on a whole one.
         t.warmup_snapshots = 2;
+        t.recent_max_p_value = kScaleRecentMaxP;
+        t.record_noise_sigmas = kRecordNoiseSigmas;
         Scale s;
         s.width = w;
         s.width_us = absl::ToInt64Microseconds(w);
