@@ -389,35 +389,6 @@ TEST(LeakDetectorTest, ValidatesOptions) {
   EXPECT_FALSE(LeakDetector::Create(o).ok());
 }
 
-TEST(LeakDetectorTest, DebugTmp) {
-  struct Case { uint64_t seed; ReplayClass c; };
-  std::vector<Case> cases = {
-    {245, {"com.example.Healthy", Step(2.623e7, 2.886e7, 80338), 3.253e5}},
-    {385, {"com.example.Healthy", Step(8.716e6, 1.479e7, 22490), 6.118e4}},
-    {361, {"com.example.Healthy", Sawtooth(7.567e6, 8.443e6, 3994, 653), 1.714e5}},
-    {260, {"com.example.Healthy", Fill(2.718e7, 6.382e7, 54938, 61888), 8.763e5}},
-  };
-  for (auto& k : cases) {
-    std::vector<ReplayClass> classes = Background();
-    classes.push_back(k.c);
-    ReplayOptions r; r.length = absl::Seconds(4*86400); r.seed = k.seed;
-    bool was = false;
-    std::string last;
-    Replay(LeakOptions{}, classes, r, [&](const LeakDetector& d, double t) {
-      auto s = d.SuspectFor("com.example.Healthy");
-      auto e = d.Explain("com.example.Healthy");
-      if (s && !was) { std::printf("seed %d: flagged at %.0f scale %s growth %.0f window %zu\n", (int)k.seed, t, absl::FormatDuration(s->time_scale).c_str(), s->window_growth_bytes, s->window_size);
-        std::printf("%s", last.c_str());
-        if (e.cycle_veto) std::printf("  veto %.4g > %.4g\n", e.cycle_veto->value, e.cycle_veto->threshold);
-      }
-      // Remember the entry tests of the evaluation before (for the scale that flags next).
-      last.clear();
-      for (auto& sc : e.scales) { bool all = true; for (auto& x : sc.tests) all = all && (x.pass || x.test[0]=='C' || x.test[0]=='D'); if (sc.tests.empty() || !all) continue; last += absl::StrFormat("  before, scale %s:", absl::FormatDuration(sc.time_scale)); for (auto& x : sc.tests) last += absl::StrFormat(" [%s %.3g %s %.3g]", x.test, x.value, x.op, x.threshold); last += "\n"; }
-      was = s.has_value();
-      return false; });
-  }
-}
-
 TEST(LeakDetectorTest, JdkClasses) {
   EXPECT_TRUE(IsJdkClass("byte[]"));
   EXPECT_TRUE(IsJdkClass("java.lang.String[][]"));
