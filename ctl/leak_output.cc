@@ -44,11 +44,17 @@ std::vector<std::string> TestCells(const v1::TrendTest& t) {
           t.pass() ? "PASS" : "FAIL", t.unit()};
 }
 
-// `text` with `indent` before each of its lines.
-std::string Indented(const std::string& text, const std::string& indent) {
+// `table` as text, each line with `indent` before it and without the trailing blanks that empty
+// last cells leave.
+std::string TableText(const Table& table, const std::string& indent = "") {
+  std::ostringstream text;
+  table.Print(text);
   std::string out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out += indent + line + "\n";
+  std::istringstream in(text.str());
+  for (std::string line; std::getline(in, line);) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += indent + line + "\n";
+  }
   return out;
 }
 
@@ -126,7 +132,7 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& le
                     SignedHumanBytes(c.growth_bytes_per_second() * 3600), "", "", "", ""});
     }
   }
-  table.Print(out);
+  out << TableText(table);
 }
 
 std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
@@ -143,8 +149,8 @@ std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
     const v1::TrendTest& v = e.cycle_veto();
     absl::StrAppend(&out, "Cycle veto (gates becoming a suspect on every scale): ",
                     TestNumber(v.value(), v.unit()), " ", v.op(), " ",
-                    TestNumber(v.threshold(), v.unit()), " ", v.unit(),
-                    v.unit().empty() ? "" : " ", v.pass() ? "PASS" : "FAIL", "\n");
+                    TestNumber(v.threshold(), v.unit()), ": ", v.pass() ? "PASS" : "FAIL",
+                    v.unit().empty() ? "" : absl::StrCat(" (", v.unit(), ")"), "\n");
   }
   for (const v1::TrendScale& s : e.scales()) {
     const bool every = !s.has_time_scale() || TimeScaleName(s.time_scale()) == "every snapshot";
@@ -159,9 +165,7 @@ std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
     if (s.tests().empty()) continue;
     Table table({"TEST", "VALUE", "OP", "THRESHOLD", "RESULT", "UNIT"}, {1, 3});
     for (const v1::TrendTest& t : s.tests()) table.AddRow(TestCells(t));
-    std::ostringstream text;
-    table.Print(text);
-    absl::StrAppend(&out, Indented(text.str(), "  "));
+    absl::StrAppend(&out, TableText(table, "  "));
   }
   return out;
 }
