@@ -156,7 +156,7 @@ std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
     const bool every = !s.has_time_scale() || TimeScaleName(s.time_scale()) == "every snapshot";
     absl::StrAppend(&out, "Scale ", TimeScaleName(s.time_scale()), ": ");
     if (!s.not_evaluated().empty()) {
-      absl::StrAppend(&out, "not evaluated: ", s.not_evaluated());
+      absl::StrAppend(&out, "not evaluated (", s.not_evaluated(), ")");
     } else {
       absl::StrAppend(&out, s.suspect() ? "suspect" : "not a suspect");
     }

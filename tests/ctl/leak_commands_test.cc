@@ -257,7 +257,7 @@ TEST(Explanation, PerScaleHeaderAndOneLinePerTest) {
   EXPECT_THAT(text, ContainsRegex("\n  B relative growth +0\\.25 +>= +0\\.1 +PASS\n"));
   EXPECT_THAT(text, ContainsRegex("\n  C sustained +3 +>= +3 +PASS +segments\n"));
   EXPECT_THAT(text, ContainsRegex("\n  D still growing +-512 B/s +>= +0 B/s +FAIL +bytes/s\n"));
-  EXPECT_THAT(text, HasSubstr("Scale 4s: not evaluated: window has 3 of 8 buckets, window 3/8 "
+  EXPECT_THAT(text, HasSubstr("Scale 4s: not evaluated (window has 3 of 8 buckets), window 3/8 "
                               "buckets\n"));
   EXPECT_THAT(text, HasSubstr("Scale 2m8s: suspect, window 24/8 buckets\n"));
   EXPECT_THAT(text, ContainsRegex("\n  A significance +1e-07 +<= +0\\.002 +PASS +p\n"));
