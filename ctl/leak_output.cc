@@ -138,8 +138,11 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& le
 std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
   std::string out = absl::StrCat(e.class_name(), " in ", e.agent(), ": ");
   if (!e.known()) {
-    absl::StrAppend(&out, "no history for this class (it was in no histogram the detector saw)\n");
-  } else if (e.suspect()) {
+    // Every scale would only repeat that it has no history.
+    return absl::StrCat(out,
+                        "no history for this class (it was in no histogram the detector saw)\n");
+  }
+  if (e.suspect()) {
     absl::StrAppend(&out, "a leak suspect",
                     e.leak().empty() ? "" : absl::StrCat(" (leak ", e.leak(), ")"), "\n");
   } else {

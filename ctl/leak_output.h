@@ -44,7 +44,7 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& le
                     std::ostream& out);
 
 // `suspects --explain`: a summary line (a suspect of which leak, not a suspect, or no history for
-// the class), the cycle veto's line when present, then per time scale a header ("Scale every
+// the class: then nothing else), the cycle veto's line when present, then per time scale a header ("Scale every
 // snapshot: suspect, window 12/8 snapshots", "Scale 2m8s: not a suspect, window 24/8 buckets",
 // "Scale 4s: not evaluated (<why>), window 3/8 buckets") and a line per test: name, value, op,
 // threshold, PASS/FAIL, unit. Byte values are shown human-readable ("1.2 MiB", "20.0 KiB/s"),

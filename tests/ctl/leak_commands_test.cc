@@ -99,7 +99,7 @@ v1::TrendTest Test(const std::string& name, double value, const std::string& op,
   return t;
 }
 
-// com.example.Session: not a suspect on every snapshot (test D fails), not evaluated on 4s, a
+// com.example.Session: not a suspect on every snapshot (B rate and D fail), not evaluated on 4s, a
 // suspect on 2m8s; the cycle veto passes.
 v1::ExplainSuspectResponse SessionExplanation() {
   v1::ExplainSuspectResponse e;
@@ -114,9 +114,10 @@ v1::ExplainSuspectResponse SessionExplanation() {
   every->set_min_window(8);
   *every->add_tests() = Test("A significance", 0.00012, "<=", 0.002, true, "p");
   *every->add_tests() = Test("B growth", 3 << 20, ">=", 1 << 20, true, "bytes");
-  *every->add_tests() = Test("B relative growth", 0.25, ">=", 0.1, true, "");
-  *every->add_tests() = Test("C sustained", 3, ">=", 3, true, "segments");
-  *every->add_tests() = Test("D still growing", -512, ">=", 0, false, "bytes/s");
+  *every->add_tests() = Test("B relative growth", 0.25, ">=", 0.1, true, "fraction");
+  *every->add_tests() = Test("B rate", -512, ">=", 256, false, "bytes/s");
+  *every->add_tests() = Test("C sustained", 1.2, ">=", 0.25, true, "");
+  *every->add_tests() = Test("D still growing", 0.125, ">=", 0.25, false, "fraction");
   v1::TrendScale* fine = e.add_scales();
   proto::ToDuration(absl::Seconds(4), fine->mutable_time_scale());
   fine->set_window_size(3);
@@ -129,7 +130,7 @@ v1::ExplainSuspectResponse SessionExplanation() {
   coarse->set_min_window(8);
   *coarse->add_tests() = Test("A significance", 1e-7, "<=", 0.002, true, "p");
   *coarse->add_tests() = Test("B growth", 2.5 * (1 << 20), ">=", 1 << 20, true, "bytes");
-  *e.mutable_cycle_veto() = Test("cycle veto", 3 << 20, ">=", 2 << 20, true, "bytes");
+  *e.mutable_cycle_veto() = Test("cycle veto", 3 << 20, ">", 2 << 20, true, "bytes");
   return e;
 }
 
@@ -249,14 +250,15 @@ TEST(TimeScale, Names) {
 TEST(Explanation, PerScaleHeaderAndOneLinePerTest) {
   const std::string text = RenderExplanation(SessionExplanation());
   EXPECT_THAT(text, HasSubstr("com.example.Session in vm-1-a: a leak suspect (leak L0123456789ab)\n"));
-  EXPECT_THAT(text, ContainsRegex("\nCycle veto [^\n]*: 3\\.0 MiB >= 2\\.0 MiB: PASS \\(bytes\\)\n"));
+  EXPECT_THAT(text, ContainsRegex("\nCycle veto [^\n]*: 3\\.0 MiB > 2\\.0 MiB: PASS \\(bytes\\)\n"));
   EXPECT_THAT(text, HasSubstr("Scale every snapshot: not a suspect, window 12/8 snapshots\n"));
   EXPECT_THAT(text, ContainsRegex("\n  TEST +VALUE +OP +THRESHOLD +RESULT +UNIT\n"));
   EXPECT_THAT(text, ContainsRegex("\n  A significance +0\\.00012 +<= +0\\.002 +PASS +p\n"));
   EXPECT_THAT(text, ContainsRegex("\n  B growth +3\\.0 MiB +>= +1\\.0 MiB +PASS +bytes\n"));
-  EXPECT_THAT(text, ContainsRegex("\n  B relative growth +0\\.25 +>= +0\\.1 +PASS\n"));
-  EXPECT_THAT(text, ContainsRegex("\n  C sustained +3 +>= +3 +PASS +segments\n"));
-  EXPECT_THAT(text, ContainsRegex("\n  D still growing +-512 B/s +>= +0 B/s +FAIL +bytes/s\n"));
+  EXPECT_THAT(text, ContainsRegex("\n  B relative growth +0\\.25 +>= +0\\.1 +PASS +fraction\n"));
+  EXPECT_THAT(text, ContainsRegex("\n  B rate +-512 B/s +>= +256 B/s +FAIL +bytes/s\n"));
+  EXPECT_THAT(text, ContainsRegex("\n  C sustained +1\\.2 +>= +0\\.25 +PASS\n"));  // no unit
+  EXPECT_THAT(text, ContainsRegex("\n  D still growing +0\\.125 +>= +0\\.25 +FAIL +fraction\n"));
   EXPECT_THAT(text, HasSubstr("Scale 4s: not evaluated (window has 3 of 8 buckets), window 3/8 "
                               "buckets\n"));
   EXPECT_THAT(text, HasSubstr("Scale 2m8s: suspect, window 24/8 buckets\n"));
@@ -284,6 +286,7 @@ TEST(Explanation, NotASuspectAndUnknownClass) {
   v1::ExplainSuspectResponse unknown;
   unknown.set_agent("vm-1-a");
   unknown.set_class_name("com.example.Nothing");
+  unknown.add_scales()->set_not_evaluated("no history for the class on this scale");
   EXPECT_EQ(RenderExplanation(unknown),
             "com.example.Nothing in vm-1-a: no history for this class (it was in no histogram the "
             "detector saw)\n");
@@ -421,8 +424,8 @@ TEST_F(LeakCommandsTest, SuspectsExplainAsksForTheClassAndRendersTheAnswer) {
   nlohmann::json e = nlohmann::json::parse(j.out);
   EXPECT_EQ(e, AsJson(SessionExplanation()));  // the response itself
   EXPECT_EQ(e["scales"][1]["time_scale"], "4s");
-  EXPECT_EQ(e["scales"][0]["tests"][4]["test"], "D still growing");
-  EXPECT_EQ(e["scales"][0]["tests"][4]["pass"], false);
+  EXPECT_EQ(e["scales"][0]["tests"][5]["test"], "D still growing");
+  EXPECT_EQ(e["scales"][0]["tests"][5]["pass"], false);
 
   Result unknown = Run({"suspects", "--explain", "nobody", "X"});
   EXPECT_EQ(unknown.code, 1);
