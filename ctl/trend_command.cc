@@ -430,7 +430,8 @@ Subcommand AddTrendCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "trend",
       "Offline trend analysis of a series of class histogram files (jcmd GC.class_histogram, "
-      "jmap -histo): the leak suspects at the end of the series, as heapwatchd would flag them");
+      "jmap -histo): the leaks and suspects at the end of the series, as heapwatchd would flag "
+      "them");
   cmd->add_option("paths", args->paths,
                   "Histogram files, or directories of them; each file's time comes from its name "
                   "(20261124T011643Z, or epoch seconds), else its modification time")
