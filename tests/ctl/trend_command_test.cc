@@ -3,9 +3,10 @@
 // -all, and the JDK 17 one rewritten in the JDK 8 format) with some classes' rows scaled (or added)
 // to simulate a leak. Covers: the suspects equal those of a diff::LeakDetector fed the same
 // snapshots (as the daemon does), a leak of one application class with three JDK companions
-// grouped into one leak, healthy series (flat, sawtooth, noise), --history episodes of leaks and
-// classes (still open, and cleared after a drop or a plateau), --explain, the time-scale flags,
-// file-name times (RFC 3339 basic, epoch, modification time) and the errors with their exit codes.
+// grouped into one leak, two independent leaks kept apart, healthy series (flat, sawtooth, noise),
+// --history episodes of leaks and classes (still open, and cleared after a drop or a plateau),
+// --explain, the time-scale flags, file-name times (RFC 3339 basic, epoch, modification time) and
+// the errors with their exit codes.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -392,6 +393,32 @@ TEST_F(TrendCommandTest, LeakWithJdkCompanionsIsOneLeakNamedByTheApplicationClas
   EXPECT_THAT(table.out, ContainsRegex("offline +L[0-9a-f]{12} +HwTestApp\\$Leaf \\(4 classes\\)"));
   EXPECT_THAT(table.out, ContainsRegex("\n +  byte\\[\\] +[0-9.]+ MiB +\\+"));
   EXPECT_THAT(table.out, ContainsRegex("\n +  java\\.lang\\.Long +[0-9.]+ MiB +\\+"));
+}
+
+TEST_F(TrendCommandTest, TwoIndependentLeaksAreTwoLeaks) {
+  std::string base = Captured("jdk17_live.txt");
+  // HwTestApp$Leaf and java.lang.String both grow, each at its own uneven pace.
+  WriteSeries(40, [&](int i) {
+    double leaf_steps = 0, string_steps = 0;
+    for (int k = 1; k <= i; ++k) {
+      leaf_steps += 1 + 0.5 * std::sin(1.7 * k);
+      string_steps += 1 + 0.5 * std::sin(2.9 * k + 1.0);
+    }
+    const uint64_t leaf = 29616 + static_cast<uint64_t>(1'200'000 * leaf_steps);
+    const uint64_t strings = 47016 + static_cast<uint64_t>(800'000 * string_steps);
+    return WithRows(base, {{kLeak, leaf / 24, leaf}, {"java.lang.String", strings / 24, strings}});
+  });
+  Result r = Ctl({"trend", "--json", "--agent", "vm-7", dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["leaks"].size(), 2u) << r.out;
+  // Fastest first: the application class's leak, then the strings'.
+  EXPECT_EQ(j["leaks"][0]["main_class"], kLeak);
+  EXPECT_EQ(j["leaks"][0]["classes"], nlohmann::json::array({kLeak}));
+  EXPECT_EQ(j["leaks"][1]["main_class"], "java.lang.String");
+  EXPECT_EQ(j["leaks"][1]["classes"], nlohmann::json::array({"java.lang.String"}));
+  EXPECT_NE(j["leaks"][0]["leak"], j["leaks"][1]["leak"]);
+  for (const nlohmann::json& l : j["leaks"]) EXPECT_EQ(l["agent"], "vm-7");
 }
 
 // A JVM that does not leak: byte[] fills and empties (a 5-histogram sawtooth), java.lang.String
