@@ -33,6 +33,8 @@ constexpr double kScaleRecentMaxP = 0.05;
 // Every scale's records must beat noise by this many standard deviations
 // (TrendOptions::record_noise_sigmas).
 constexpr double kRecordNoiseSigmas = 2;
+// Grouping by correlation looks at most at this many suspects (the fastest growing).
+constexpr size_t kMaxCorrelated = 256;
 // Least number of increments for a correlation.
 constexpr size_t kMinIncrements = 4;
 
@@ -231,7 +233,7 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, size_t> open_class_episode;
   absl::flat_hash_map<std::string, size_t> open_leak_episode;
 
-  std::vector<double> scratch, ta, ya, tb, yb, da, db;
+  std::vector<double> scratch, ta, ya;
 
   static TrendOptions Scale0Options(const LeakOptions& o) {
     TrendOptions t = o.trend;
@@ -494,16 +496,37 @@ struct LeakDetector::Impl {
     return true;
   }
 
+  // Increments of suspect `i` on `scale`, computed once per Regroup (nullptr when it has no window
+  // there), and whether they are even.
+  struct CachedIncrements {
+    bool ok = false;
+    bool even = false;
+    std::vector<double> d;
+  };
+  absl::flat_hash_map<uint64_t, CachedIncrements> increments_cache;
+
+  const CachedIncrements& IncrementsOf(const std::vector<Member>& next, size_t i, size_t scale) {
+    const uint64_t key = (static_cast<uint64_t>(i) << 8) | scale;
+    auto it = increments_cache.find(key);
+    if (it != increments_cache.end()) return it->second;
+    CachedIncrements c;
+    c.ok = Increments(scale, next[i].suspect.class_name, &ta, &ya, &c.d);
+    if (c.ok) c.even = EvenGrowth(c.d, &scratch);
+    return increments_cache.emplace(key, std::move(c)).first->second;
+  }
+
   // Whether two suspects grow together (see the header): on the coarser of their scales, else the
   // finer.
-  bool Correlated(const Member& a, const Member& b) {
-    const size_t coarse = std::max(a.scale, b.scale), fine = std::min(a.scale, b.scale);
+  bool Correlated(const std::vector<Member>& next, size_t i, size_t j) {
+    const size_t coarse = std::max(next[i].scale, next[j].scale);
+    const size_t fine = std::min(next[i].scale, next[j].scale);
     for (size_t scale : {coarse, fine}) {
-      if (!Increments(scale, a.suspect.class_name, &ta, &ya, &da)) continue;
-      if (!Increments(scale, b.suspect.class_name, &tb, &yb, &db)) continue;
-      if (da.size() != db.size()) continue;
-      if (KendallTau(da, db) >= options.group_min_correlation) return true;
-      return EvenGrowth(da, &scratch) && EvenGrowth(db, &scratch);
+      const CachedIncrements& a = IncrementsOf(next, i, scale);
+      if (!a.ok) continue;
+      const CachedIncrements& b = IncrementsOf(next, j, scale);
+      if (!b.ok || a.d.size() != b.d.size()) continue;
+      if (KendallTau(a.d, b.d) >= options.group_min_correlation) return true;
+      return a.even && b.even;
     }
     return false;
   }
@@ -538,12 +561,24 @@ struct LeakDetector::Impl {
         if (pj != points.end() && pj->second.object_id == pi->second.object_id) comp.Join(i, j);
       }
     }
-    for (size_t i = 0; i < next.size(); ++i) {
-      for (size_t j = i + 1; j < next.size(); ++j) {
+    // Correlation, among the kMaxCorrelated suspects that grow fastest (O(s^2 w^2) otherwise; the
+    // rest are leaks of their own unless an accumulation point groups them).
+    std::vector<size_t> by_growth(next.size());
+    std::iota(by_growth.begin(), by_growth.end(), 0);
+    std::stable_sort(by_growth.begin(), by_growth.end(), [&](size_t a, size_t b) {
+      return next[a].suspect.growth_bytes_per_second > next[b].suspect.growth_bytes_per_second;
+    });
+    by_growth.resize(std::min(by_growth.size(), kMaxCorrelated));
+    std::sort(by_growth.begin(), by_growth.end());
+    increments_cache.clear();
+    for (size_t x = 0; x < by_growth.size(); ++x) {
+      for (size_t y = x + 1; y < by_growth.size(); ++y) {
+        const size_t i = by_growth[x], j = by_growth[y];
         if (comp.Find(i) == comp.Find(j)) continue;
-        if (Correlated(next[i], next[j])) comp.Join(i, j);
+        if (Correlated(next, i, j)) comp.Join(i, j);
       }
     }
+    increments_cache.clear();
 
     // Groups, in order of their first member's name.
     std::vector<std::vector<size_t>> groups;
