@@ -15,6 +15,9 @@ namespace {
 constexpr size_t kMaxWindowSnapshots = 1024;
 constexpr size_t kMaxLookbackSnapshots = 4096;
 constexpr size_t kMaxSegments = 8;
+// With recent_max_p_value > 0: the last min_snapshots values' slope must be at least this fraction
+// of the window's.
+constexpr double kRecentSlopeFraction = 0.5;
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
   const uint64_t sum = a + b;
@@ -425,13 +428,24 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     }
     if (!(c_worst_noise >= noise_floor)) pass_c = false;
   }
-  double recent_p = 0;
+  // Recent trend (entry only): the last m values trend on their own, and their Theil-Sen slope is
+  // at least kRecentSlopeFraction of the window's. After a step, the pairs among the flat values
+  // after it outnumber those across it, so their median slope is about 0.
+  double recent_p = 0, recent_slope_ratio = 0;
   if (options_.recent_max_p_value > 0 && (entry && (pass_c || explain != nullptr))) {
-    recent_p = MannKendall(std::span<const double>(y_).subspan(n - m), &scratch_).p_value;
-    if (recent_p > options_.recent_max_p_value) pass_c = false;
+    const std::span<const double> recent = std::span<const double>(y_).subspan(n - m);
+    recent_p = MannKendall(recent, &scratch_).p_value;
+    const double recent_slope = TheilSenSlope(
+        std::span<const double>(window_seconds_).subspan(n - m), recent, &scratch_);
+    recent_slope_ratio = slope > 0 ? recent_slope / slope : 0;
+    if (recent_p > options_.recent_max_p_value || recent_slope_ratio < kRecentSlopeFraction) {
+      pass_c = false;
+    }
   }
   const double rise = recent_max - before_recent_max;
-  const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t);
+  // With a noise floor, a new record must also clear the noise (entry only), like test C's.
+  const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t) &&
+                      (!entry || rise >= noise_floor);
 
   // Test C, like relative growth, gates becoming a suspect: it rejects steps and short fills. A
   // suspect stays one while its growth is significant, large enough and still setting records (A,
@@ -473,6 +487,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
       if (options_.recent_max_p_value > 0) {
         add("C recent trend", recent_p, "<=", options_.recent_max_p_value,
             recent_p <= options_.recent_max_p_value, "p");
+        add("C recent slope", recent_slope_ratio, ">=", kRecentSlopeFraction,
+            recent_slope_ratio >= kRecentSlopeFraction, "fraction");
       }
     }
     const double predicted_d = slope * (span - before_recent_t);

@@ -128,14 +128,15 @@ struct TrendOptions {
   // Test C, to become a suspect only: when > 0, the last min_snapshots values must also show a
   // significant upward trend on their own (one-sided Mann-Kendall p <= this). A one-time step
   // inside a long window gives the whole window a positive slope, and noise can then set the small
-  // records C asks for; the last min_snapshots after a step are flat and fail this. 0 (the
-  // default) disables it; LeakDetector's bucketed scales use 0.05. Range [0, 0.5].
+  // records C asks for; the last min_snapshots after a step are flat and fail this. With it, their
+  // Theil-Sen slope must also be at least half the window's. 0 (the default) disables both;
+  // LeakDetector uses 0.05 on every scale. Range [0, 0.5].
   double recent_max_p_value = 0;
   // Test C, to become a suspect only: when > 0, every part's record must also beat the earlier
   // maximum by this many noise standard deviations, the noise estimated from the window's first
-  // differences (1.4826 * MAD / sqrt(2)). Like recent_max_p_value, it rejects a one-time step whose
-  // flat aftermath sets noise-sized records. 0 (the default) disables it; LeakDetector uses 2 on
-  // every scale. Range [0, 10].
+  // differences (1.4826 * MAD / sqrt(2)), and so must test D's record. Like recent_max_p_value, it
+  // rejects a one-time step or a plateau whose flat values set noise-sized records. 0 (the default)
+  // disables it; LeakDetector uses 2 on every scale. Range [0, 10].
   double record_noise_sigmas = 0;
 };
 

@@ -121,34 +121,47 @@ void FalsePositives(int runs) {
     const double level = LogUniform(rng, 1e6, 300e6);
     const double noise = level * LogUniform(rng, 0.001, 0.05);
     ReplayClass c{"com.example.Healthy", Flat(level), noise};
-    double period = 0;
+    double period = 0;  // end of the first full period (seconds since the start); 0: not periodic
     HistogramMode mode = HistogramMode::kLive;
     std::uniform_real_distribution<double> u(0, 1);
+    std::string desc;
     switch (kind) {
       case 0:
-        c.shape = DailyCycle(level, level * LogUniform(rng, 0.2, 5), u(rng) * 24);
-        period = kDay;
+      case 1: {
+        // The first full period starts at the first 08:00 (daily) or midnight (sine) trough.
+        const double start_hour = u(rng) * 24;
+        const double amp = level * LogUniform(rng, 0.2, 5);
+        c.shape = kind == 0 ? DailyCycle(level, amp, start_hour) : SineDay(level, amp, start_hour);
+        const double trough = kind == 0 ? 8 : 0;
+        period = (std::fmod(trough - start_hour + 48, 24) + 24) * kHour;
+        desc = absl::StrFormat("amplitude %.4g start hour %.1f", amp, start_hour);
         break;
-      case 1:
-        c.shape = SineDay(level, level * LogUniform(rng, 0.2, 5), u(rng) * 24);
-        period = kDay;
-        break;
-      case 2:
+      }
+      case 2: {
         period = LogUniform(rng, 600, kDay);
-        c.shape = Sawtooth(level, level * LogUniform(rng, 0.2, 3), period, u(rng) * period);
+        const double amp = level * LogUniform(rng, 0.2, 3), phase = u(rng) * period;
+        c.shape = Sawtooth(level, amp, period, phase);
+        period = std::fmod(period - phase, period) + period;  // end of the first full tooth
+        desc = absl::StrFormat("amplitude %.4g phase %.0f", amp, phase);
         break;
+      }
       case 3:
         break;
       case 4:
         c.garbage = level * LogUniform(rng, 0.05, 0.5);
         mode = u(rng) < 0.5 ? HistogramMode::kAll : HistogramMode::kAllAfterGc;
         break;
-      case 5:
-        c.shape = Step(level, level * LogUniform(rng, 0.2, 3), u(rng) * kDay);
+      case 5: {
+        const double amount = level * LogUniform(rng, 0.2, 3), at = u(rng) * kDay;
+        c.shape = Step(level, amount, at);
+        desc = absl::StrFormat("amount %.4g at %.0f", amount, at);
         break;
+      }
       case 6: {
         const double from = u(rng) * kDay, fill = LogUniform(rng, 60, 6 * kHour);
-        c.shape = Fill(level, level * LogUniform(rng, 0.2, 3), from, from + fill);
+        const double amount = level * LogUniform(rng, 0.2, 3);
+        c.shape = Fill(level, amount, from, from + fill);
+        desc = absl::StrFormat("amount %.4g from %.0f to %.0f", amount, from, from + fill);
         period = from + fill;  // flagged while filling is allowed; must be cleared after
         break;
       }
@@ -183,8 +196,10 @@ void FalsePositives(int runs) {
       fp = true;
     }
     if (fp && std::getenv("HEAPWATCH_SWEEP_VERBOSE")) {
-      std::printf("  [%s] level %.3g noise %.3g period %.0f: flagged at %.0f, episodes %zu, last cleared %.0f, at end %d\n",
-                  names[kind], level, noise, period, o.first_flagged.value_or(-1), o.episodes,
+      std::printf("  [%s] seed %d level %.4g noise %.4g period %.0f %s: flagged at %.0f, last at %.0f, "
+                  "episodes %zu, last cleared %.0f, at end %d\n",
+                  names[kind], run + 100, level, noise, period, desc.c_str(),
+                  o.first_flagged.value_or(-1), o.last_flagged.value_or(-1), o.episodes,
                   o.last_cleared.value_or(-1), o.flagged_at_end);
     }
     if (fp) {
