@@ -12,7 +12,7 @@
 namespace heapwatch::ctl {
 namespace {
 
-namespace v1 = ::heapwatch::v1;
+namespace api = ::heapwatch::v1;
 
 absl::Time TimeOf(bool has, const google::protobuf::Timestamp& ts) {
   if (!has) return absl::InfinitePast();
@@ -39,7 +39,7 @@ std::string TestNumber(double v, const std::string& unit) {
   return absl::StrFormat("%.4g", v);
 }
 
-std::vector<std::string> TestCells(const v1::TrendTest& t) {
+std::vector<std::string> TestCells(const api::TrendTest& t) {
   return {t.test(), TestNumber(t.value(), t.unit()), t.op(), TestNumber(t.threshold(), t.unit()),
           t.pass() ? "PASS" : "FAIL", t.unit()};
 }
@@ -70,8 +70,8 @@ std::string TimeScaleName(const google::protobuf::Duration& scale) {
   return TimeScaleName(d.ok() ? *d : absl::ZeroDuration());
 }
 
-leakjson::Suspect SuspectToJson(const v1::Suspect& s) {
-  leakjson::Suspect o;
+json::Suspect SuspectToJson(const api::Suspect& s) {
+  json::Suspect o;
   o.set_agent(s.agent());
   o.set_class_(s.class_name());
   o.set_bytes(static_cast<double>(s.bytes()));
@@ -86,14 +86,14 @@ leakjson::Suspect SuspectToJson(const v1::Suspect& s) {
   return o;
 }
 
-leakjson::Leak LeakToJson(const v1::Leak& l) {
-  leakjson::Leak o;
+json::Leak LeakToJson(const api::Leak& l) {
+  json::Leak o;
   o.set_agent(l.agent());
   o.set_leak(l.leak());
   o.set_main_class(l.main_class());
-  for (const v1::LeakClass& c : l.classes()) {
+  for (const api::LeakClass& c : l.classes()) {
     o.add_classes(c.class_name());
-    leakjson::LeakClass* g = o.add_class_growth();
+    json::LeakClass* g = o.add_class_growth();
     g->set_class_(c.class_name());
     g->set_bytes(static_cast<double>(c.bytes()));
     g->set_growth_bytes_per_second(c.growth_bytes_per_second());
@@ -108,7 +108,7 @@ leakjson::Leak LeakToJson(const v1::Leak& l) {
   return o;
 }
 
-void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& leaks,
+void PrintLeakTable(const google::protobuf::RepeatedPtrField<json::Leak>& leaks,
                     std::ostream& out) {
   if (leaks.empty()) {
     out << "no leaks\n";
@@ -117,7 +117,7 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& le
   Table table({"AGENT", "LEAK", "CLASS", "BYTES", "GROWTH/S", "GROWTH/H", "SCORE", "SCALE",
                "FIRST SEEN", "ACCUMULATION POINT"},
               {3, 4, 5, 6});
-  for (const leakjson::Leak& l : leaks) {
+  for (const json::Leak& l : leaks) {
     table.AddRow({l.agent(), l.leak(),
                   absl::StrFormat("%s (%d %s)", l.main_class(), l.classes_size(),
                                   l.classes_size() == 1 ? "class" : "classes"),
@@ -126,7 +126,7 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& le
                   absl::StrFormat("%.2f", l.score()), TimeScaleName(l.time_scale()),
                   ShortTime(TimeOf(l.has_first_seen(), l.first_seen())),
                   l.has_accumulation_point() ? l.accumulation_point() : "-"});
-    for (const leakjson::LeakClass& c : l.class_growth()) {
+    for (const json::LeakClass& c : l.class_growth()) {
       table.AddRow({"", "", "  " + c.class_(), HumanBytes(c.bytes()),
                     SignedHumanBytes(c.growth_bytes_per_second()),
                     SignedHumanBytes(c.growth_bytes_per_second() * 3600), "", "", "", ""});
@@ -135,7 +135,7 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<leakjson::Leak>& le
   out << TableText(table);
 }
 
-std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
+std::string RenderExplanation(const api::ExplainSuspectResponse& e) {
   std::string out = absl::StrCat(e.class_name(), " in ", e.agent(), ": ");
   if (!e.known()) {
     // Every scale would only repeat that it has no history.
@@ -149,13 +149,13 @@ std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
     absl::StrAppend(&out, "not a leak suspect\n");
   }
   if (e.has_cycle_veto()) {
-    const v1::TrendTest& v = e.cycle_veto();
+    const api::TrendTest& v = e.cycle_veto();
     absl::StrAppend(&out, "Cycle veto (gates becoming a suspect on every scale): ",
                     TestNumber(v.value(), v.unit()), " ", v.op(), " ",
                     TestNumber(v.threshold(), v.unit()), ": ", v.pass() ? "PASS" : "FAIL",
                     v.unit().empty() ? "" : absl::StrCat(" (", v.unit(), ")"), "\n");
   }
-  for (const v1::TrendScale& s : e.scales()) {
+  for (const api::TrendScale& s : e.scales()) {
     const bool every = !s.has_time_scale() || TimeScaleName(s.time_scale()) == "every snapshot";
     absl::StrAppend(&out, "Scale ", TimeScaleName(s.time_scale()), ": ");
     if (!s.not_evaluated().empty()) {
@@ -167,7 +167,7 @@ std::string RenderExplanation(const v1::ExplainSuspectResponse& e) {
                                           every ? "snapshots" : "buckets"));
     if (s.tests().empty()) continue;
     Table table({"TEST", "VALUE", "OP", "THRESHOLD", "RESULT", "UNIT"}, {1, 3});
-    for (const v1::TrendTest& t : s.tests()) table.AddRow(TestCells(t));
+    for (const api::TrendTest& t : s.tests()) table.AddRow(TestCells(t));
     absl::StrAppend(&out, TableText(table, "  "));
   }
   return out;

@@ -226,7 +226,7 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
   v1::ListSuspectsResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::ListSuspects, request, &response);
   if (!status.ok()) return ServerError(err, global, "ListSuspects", status);
-  leakjson::SuspectList root;
+  json::SuspectList root;
   for (const v1::Suspect& s : response.suspects()) *root.add_suspects() = SuspectToJson(s);
   if (global.json) return EmitJson(root, out, err);
   PrintSuspectTable(root.suspects(), out);
@@ -247,7 +247,7 @@ int RunLeaks(const LeaksArgs& args, const GlobalOptions& global, std::ostream& o
   v1::ListLeaksResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::ListLeaks, request, &response);
   if (!status.ok()) return ServerError(err, global, "ListLeaks", status);
-  leakjson::LeakList root;
+  json::LeakList root;
   for (const v1::Leak& l : response.leaks()) *root.add_leaks() = LeakToJson(l);
   if (global.json) return EmitJson(root, out, err);
   PrintLeakTable(root.leaks(), out);

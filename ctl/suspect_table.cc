@@ -8,7 +8,7 @@
 
 namespace heapwatch::ctl {
 
-void PrintSuspectTable(const google::protobuf::RepeatedPtrField<leakjson::Suspect>& suspects,
+void PrintSuspectTable(const google::protobuf::RepeatedPtrField<json::Suspect>& suspects,
                        std::ostream& out) {
   if (suspects.empty()) {
     out << "no leak suspects\n";
@@ -18,7 +18,7 @@ void PrintSuspectTable(const google::protobuf::RepeatedPtrField<leakjson::Suspec
       {"AGENT", "CLASS", "BYTES", "INSTANCES", "GROWTH/S", "GROWTH/H", "SCORE", "SCALE", "LEAK",
        "FIRST SEEN"},
       {2, 3, 4, 5, 6});
-  for (const leakjson::Suspect& s : suspects) {
+  for (const json::Suspect& s : suspects) {
     absl::Time first_seen = absl::InfinitePast();
     if (s.has_first_seen()) {
       auto t = proto::FromTimestamp(s.first_seen());

@@ -31,7 +31,7 @@
 namespace heapwatch::ctl {
 namespace {
 
-namespace json = ::heapwatch::ctl::leakjson;
+namespace json = ::heapwatch::ctl::v1;
 namespace v1 = ::heapwatch::v1;
 
 // A histogram of a few hundred thousand classes is tens of MiB; anything far bigger is some other

@@ -15,7 +15,7 @@
 // cycle veto, grouping of suspects into leaks), as the snapshots of one agent whose start time is
 // unknown, exactly as heapwatchd replays an agent's stored history. The command prints the leaks
 // and the suspects at the end of the series as `heapwatchctl leaks` and `heapwatchctl suspects`
-// do (same tables, and with --json the same "leaks" and "suspects" arrays; ctl/leak_json.proto,
+// do (same tables, and with --json the same "leaks" and "suspects" arrays; proto/heapwatch/ctl/v1/json.proto,
 // message Trend), plus the number of histograms and their time span. With --history it also
 // prints every episode (diff::LeakDetector::Episodes): a leak or a class flagged at the time of
 // one histogram and cleared at a later one (or still flagged at the end), with its leak id, main

@@ -182,7 +182,7 @@ struct TestExplanation {
   std::string test;
   double value = 0;
   double threshold = 0;
-  std::string op;  // "<=" or ">=": the test passes when value <op> threshold
+  std::string op;  // "<=", ">=" or ">": the test passes when value <op> threshold
   bool pass = false;
   std::string unit;  // "p", "bytes", "bytes/s", "fraction"
   friend bool operator==(const TestExplanation&, const TestExplanation&) = default;

@@ -190,7 +190,7 @@ TEST(LeakJson, SuspectCarriesLeakAndTimeScale) {
 }
 
 TEST(LeakTable, OneRowPerLeakThenItsClassesIndented) {
-  leakjson::LeakList list;
+  json::LeakList list;
   *list.add_leaks() = LeakToJson(SessionLeak());
   *list.add_leaks() = LeakToJson(CacheLeak());
   std::ostringstream out;
@@ -215,12 +215,12 @@ TEST(LeakTable, OneRowPerLeakThenItsClassesIndented) {
   EXPECT_EQ(lines[2].find("  byte[]"), lines[0].find("CLASS"));
 
   std::ostringstream none;
-  PrintLeakTable(leakjson::LeakList().leaks(), none);
+  PrintLeakTable(json::LeakList().leaks(), none);
   EXPECT_EQ(none.str(), "no leaks\n");
 }
 
 TEST(LeakTable, SuspectTableShowsScaleAndLeak) {
-  leakjson::SuspectList list;
+  json::SuspectList list;
   *list.add_suspects() = SuspectToJson(SessionSuspect());
   v1::Suspect bare = SessionSuspect();
   bare.set_class_name("com.example.Other");
