@@ -68,8 +68,15 @@ void CheckMessage(const Descriptor* d, std::set<std::string>* seen) {
           << where << ": byte counts are 64-bit integers";
     }
     if (f->type() == FieldDescriptor::TYPE_DOUBLE) {
-      EXPECT_TRUE(absl::EndsWith(name, "_per_second") || name == "score" || name == "share")
-          << where << ": a double is a rate (_per_second), a score or a share (fractions in [0, 1])";
+      // A measured quantity with its unit beside it (a trend test's value and threshold: a p-value,
+      // bytes, a fraction) names the unit in a string field `unit` of the same message.
+      const bool has_unit = d->FindFieldByName("unit") != nullptr &&
+                            d->FindFieldByName("unit")->type() == FieldDescriptor::TYPE_STRING;
+      EXPECT_TRUE(absl::EndsWith(name, "_per_second") || name == "score" || name == "share" ||
+                  ((name == "value" || name == "threshold") && has_unit))
+          << where
+          << ": a double is a rate (_per_second), a score or a share (fractions in [0, 1]), or a "
+             "value/threshold next to a `unit` field";
     }
     if (f->type() == FieldDescriptor::TYPE_ENUM) {
       EXPECT_EQ(f->enum_type()->value(0)->number(), 0);
