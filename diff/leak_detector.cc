@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "diff/saturating.h"
 #include "diff/trend_stats.h"
 
 namespace heapwatch::diff {
@@ -47,11 +48,6 @@ constexpr size_t kMinIncrements = 4;
 Status Bad(const char* field, const std::string& value, const char* range) {
   return absl::InvalidArgumentError(
       absl::StrFormat("LeakOptions.%s = %s not in %s", field, value, range));
-}
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  const uint64_t sum = a + b;
-  return sum < a ? std::numeric_limits<uint64_t>::max() : sum;
 }
 
 // floor(a / b) for b > 0.

@@ -5,14 +5,10 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "diff/saturating.h"
 
 namespace heapwatch::diff {
 namespace {
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  const uint64_t sum = a + b;
-  return sum < a ? std::numeric_limits<uint64_t>::max() : sum;
-}
 
 // after - before, clamped to the int64 range.
 int64_t SaturatingDelta(uint64_t before, uint64_t after) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "diff/saturating.h"
 #include "diff/trend_stats.h"
 
 namespace heapwatch::diff {
@@ -16,18 +17,13 @@ constexpr size_t kMaxWindowSnapshots = 1024;
 constexpr size_t kMaxLookbackSnapshots = 4096;
 constexpr size_t kMaxSegments = 8;
 // With recent_max_p_value > 0: the last min_snapshots values' slope must be at least this fraction
-// of the window's.
+// of the window's, and their growth at least kRecentGrowthFraction of what test B asks of the
+// window.
 constexpr double kRecentSlopeFraction = 0.5;
+constexpr double kRecentGrowthFraction = 0.25;
 // With record_noise_sigmas > 0: the largest increment among the last min_snapshots values may be
 // at most this share of their rise.
 constexpr double kMaxIncrementShare = 0.5;
-// ...and their growth at least this fraction of what test B asks of the window.
-constexpr double kRecentGrowthFraction = 0.25;
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  const uint64_t sum = a + b;
-  return sum < a ? std::numeric_limits<uint64_t>::max() : sum;
-}
 
 Status Bad(const char* field, const std::string& value, const char* range) {
   return absl::InvalidArgumentError(

@@ -35,13 +35,6 @@ using namespace replay;  // NOLINT: the shapes are the vocabulary of this file
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kHour = 3600, kDay = 86400;
 
-std::vector<ReplayClass> Background() {
-  return {{"java.lang.String", Flat(8e6), 4e4},
-          {"byte[]", Flat(20e6), 3e5},
-          {"java.util.HashMap$Node", Flat(3e6), 0},
-          {"com.example.Small", Flat(1e5), 2e4}};
-}
-
 double LogUniform(std::mt19937_64& rng, double lo, double hi) {
   return std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng));
 }

@@ -20,16 +20,6 @@ using namespace replay;  // NOLINT: the shapes are the vocabulary of these tests
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kHour = 3600, kDay = 86400;
 
-// Some flat, noisy background classes every replay carries.
-std::vector<ReplayClass> Background() {
-  return {
-      {"java.lang.String", Flat(8e6), 4e4},
-      {"byte[]", Flat(20e6), 3e5},
-      {"java.util.HashMap$Node", Flat(3e6), 0},
-      {"com.example.Small", Flat(1e5), 2e4},
-  };
-}
-
 struct Delay {
   bool flagged = false;
   double seconds = 0;  // since the leak started

@@ -106,6 +106,14 @@ inline ReplayResult Replay(const LeakOptions& options, const std::vector<ReplayC
 inline Shape Flat(double level) {
   return [level](double) { return level; };
 }
+
+// The flat, noisy background classes every replay carries besides the class under test.
+inline std::vector<ReplayClass> Background() {
+  return {{"java.lang.String", Flat(8e6), 4e4},
+          {"byte[]", Flat(20e6), 3e5},
+          {"java.util.HashMap$Node", Flat(3e6), 0},
+          {"com.example.Small", Flat(1e5), 2e4}};
+}
 // Flat at `base` until `start` seconds, then grows by `rate` bytes/s.
 inline Shape LinearLeak(double base, double rate, double start = 0) {
   return [=](double t) { return base + (t > start ? rate * (t - start) : 0); };
