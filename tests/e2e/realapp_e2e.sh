@@ -61,6 +61,7 @@ LEAK_LIMIT_S=${LEAK_LIMIT_S:-150}
 HEALTHY_MIN_S=${HEALTHY_MIN_S:-80}
 HEALTHY_MARGIN_S=${HEALTHY_MARGIN_S:-20}
 POLL_S=${POLL_S:-3}
+MIN_RPS=${MIN_RPS:-150}       # below this the load is too light for the leak to be flaggable at all
 HEAP=${HEAP:-256m}
 
 # shellcheck source=e2e_lib.sh
@@ -323,13 +324,24 @@ load_len=$(awk -v a="$load_end" -v b="$load_start" 'BEGIN { printf "%.0f", a - b
 
 # ---- numbers and verdicts ----------------------------------------------------------------------------------
 failures=()
+final_all=$(findings)   # the findings at the end of the load (leaks: still one leak per leaky agent?)
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%S.%NZ; }
 for n in "${names[@]}"; do
-  rps=$(grep -oE 'Requests/sec:[[:space:]]+[0-9.]+' "$tmp/wrk-$n.txt" | awk '{print $2}')
+  # The load really ran: wrk's rate, and no errors (a healthy run without load would prove nothing).
+  rps=$(grep -oE 'Requests/sec:[[:space:]]+[0-9.]+' "$tmp/wrk-$n.txt" | awk '{print $2}' || true)
   errs=$(grep -E 'Non-2xx|Socket errors' "$tmp/wrk-$n.txt" | tr -s ' ' | paste -sd' ' || true)
+  [[ -n $rps ]] || { failures+=("$n: no wrk summary (wrk-$n.txt)"); rps=0; }
+  awk -v r="$rps" -v m="$MIN_RPS" 'BEGIN { exit !(r >= m) }' ||
+    failures+=("$n: the load ran at $rps requests/s, less than $MIN_RPS")
+  [[ -z $errs ]] || failures+=("$n: wrk saw errors: $errs")
   total=$(ctl --json diff "${agent[$n]}" --from "$(iso "$load_start")" --to now |
     jq -r --argjson s "$load_len" '"\((.total_delta_bytes | tonumber) / 1024 | floor) KiB in the histograms from \(.from) to \(.to) (\((.total_delta_bytes | tonumber) / $s / 1024 | floor) KiB/s)"')
-  log "$n: ${rps:-?} requests/s over ${load_len} s${errs:+ ($errs)}; heap: $total"
+  # The app's class: its level at the load's start, its maximum and its last value (healthy: a plateau).
+  cls=$(ctl --json history "${agent[$n]}" "${leak_class[$n]}" | jq -r --argjson t0 "$load_start" "$JQ_TS"'
+    [.points[] | {t: (.time | ts), b: (.bytes | tonumber), i: (.instances | tonumber)}] as $p
+    | "\([$p[] | select(.t <= $t0) | .b] | last // 0) B at the load start, max \([$p[].b] | max) B, last \($p[-1].b) B (\($p[-1].i) instances)"')
+  log "$n: ${rps} requests/s over ${load_len} s${errs:+ ($errs)}; heap: $total; ${leak_class[$n]}: $cls"
+  echo "RESULT $n requests_per_second=$rps load_seconds=$load_len"
 done
 
 for n in "${leaky[@]}"; do
@@ -344,6 +356,11 @@ for n in "${leaky[@]}"; do
     ((k == 1)) || failures+=("$n: $k leaks for the agent, expected exactly one: ${found[$n]}")
     jq -e --arg c "$c" '.[0].main_class == $c and (.[0].classes | index($c))' <<<"${found[$n]}" >/dev/null ||
       failures+=("$n: the leak's main_class is $(jq -r '.[0].main_class' <<<"${found[$n]}"), expected $c (classes $(jq -c '.[0].classes' <<<"${found[$n]}"))")
+  fi
+  if [[ $findings_source == leaks ]]; then
+    fin=$(jq -c --arg a "${agent[$n]}" '[.[] | select(.agent == $a)]' <<<"$final_all")
+    jq -e --arg c "$c" 'length == 1 and .[0].main_class == $c' <<<"$fin" >/dev/null ||
+      failures+=("$n: at the end of the load the agent's leaks are $fin, expected exactly one named $c")
   fi
   first_seen=$(jq -r --arg c "$c" '[.[] | select(.main_class == $c or (.classes | index($c)))][0].first_seen' <<<"${found[$n]}")
   ctl --json history "${agent[$n]}" "$c" >"$tmp/history-$n.json"
