@@ -31,7 +31,10 @@
 # inside the detector's warm-up and the leak's level before the load is measured.
 #
 # Load: one wrk per server (Debian's wrk, 1 thread, LOAD_CONNECTIONS connections, each pausing
-# LOAD_DELAY_MS after every response: a few hundred requests/s), the same for the leaky and the healthy run.
+# LOAD_DELAY_MS after every response: about 250 requests/s), the same for the leaky and the healthy run. At
+# that rate the leaky heaps grow by about 150-200 KiB/s (Jetty, Tomcat) of which the app's class is about
+# 55 KiB/s (one ShoppingCart or RenderedPage of 232 bytes per request); the test fails if wrk ran slower
+# than MIN_RPS or saw errors.
 #
 # Assertions (numbers printed):
 #   leaky   within LEAK_LIMIT_S of the load's start, the app's class is flagged: with `heapwatchctl leaks`
@@ -55,13 +58,13 @@ interval_s=2
 warmup_snapshots=5            # the trend detector's default (trend.warmup_snapshots)
 baseline_snapshots=3          # histograms after warm-up before the load starts
 max_snapshot_delay=10         # the bound: flagged within 10 snapshots of significant growth
-LOAD_CONNECTIONS=${LOAD_CONNECTIONS:-4}
-LOAD_DELAY_MS=${LOAD_DELAY_MS:-8}
+LOAD_CONNECTIONS=${LOAD_CONNECTIONS:-8}   # 8 connections pausing 30 ms: about 250 requests/s per server,
+LOAD_DELAY_MS=${LOAD_DELAY_MS:-30}       # and the rate depends little on the server's latency
 LEAK_LIMIT_S=${LEAK_LIMIT_S:-150}
 HEALTHY_MIN_S=${HEALTHY_MIN_S:-80}
 HEALTHY_MARGIN_S=${HEALTHY_MARGIN_S:-20}
 POLL_S=${POLL_S:-3}
-MIN_RPS=${MIN_RPS:-150}       # below this the load is too light for the leak to be flaggable at all
+MIN_RPS=${MIN_RPS:-200}       # the load this test is about: "a few hundred requests/s"
 HEAP=${HEAP:-256m}
 
 # shellcheck source=e2e_lib.sh
