@@ -90,8 +90,8 @@ log "$(java -version 2>&1 | head -1); tomcat10 $(dpkg-query -W -f='${Version}' t
   "jetty9 $(dpkg-query -W -f='${Version}' jetty9 2>/dev/null || echo -); $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2);" \
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# A free loopback port: a random one below the ephemeral range that nothing answers on and that this run
-# has not handed out yet.
+# free_port NAME: sets port[NAME] to a free loopback port, a random one below the ephemeral range that nothing
+# answers on and that this run has not handed out yet (not in a subshell: used_ports must persist).
 used_ports=" "
 free_port() {
   local p
@@ -100,11 +100,11 @@ free_port() {
     [[ $used_ports == *" $p "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       used_ports+="$p "
-      echo "$p"
+      port[$1]=$p
       return 0
     fi
   done
-  return 1
+  fail "no free port"
 }
 
 # ---- the webapps -----------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ start_tomcat() {
   mkdir -p "$base"/{logs,temp,work,webapps/shop/WEB-INF}
   cp -r /etc/tomcat10 "$base/conf"
   rm -rf "$base/conf/Catalina"
-  port[$name]=$(free_port) || fail "no free port"
+  free_port "$name"
   sed -i -e "s/<Connector port=\"8080\"/<Connector address=\"127.0.0.1\" port=\"${port[$name]}\"/" \
          -e 's/<Server port="8005"/<Server port="-1"/' "$base/conf/server.xml"
   grep -q "port=\"${port[$name]}\"" "$base/conf/server.xml" || fail "could not set the HTTP port in server.xml"
@@ -159,7 +159,7 @@ start_tomcat() {
 start_jetty() {
   local name=$1 mode=$2 base=$tmp/$1
   mkdir -p "$base"/{tmp,webapps/pages/WEB-INF}
-  port[$name]=$(free_port) || fail "no free port"
+  free_port "$name"
   printf -- '--module=server,http,deploy\njetty.http.host=127.0.0.1\njetty.http.port=%s\njetty.deploy.scanInterval=0\n' \
     "${port[$name]}" >"$base/start.ini"
   cp -r "$tmp/classes-jetty" "$base/webapps/pages/WEB-INF/classes"
@@ -321,8 +321,16 @@ while :; do
   sleep "$POLL_S"
 done
 load_end=$(date +%s.%N)
+# SIGINT: wrk stops and prints its summary. Bounded: after 10 s the cleanup's SIGTERM/SIGKILL will do.
 for n in "${names[@]}"; do kill -INT "${wrk_pid[$n]}" 2>/dev/null || true; done
-for n in "${names[@]}"; do wait "${wrk_pid[$n]}" 2>/dev/null || true; done
+for n in "${names[@]}"; do
+  for _ in $(seq 100); do
+    kill -0 "${wrk_pid[$n]}" 2>/dev/null || break
+    # An exited child stays a zombie (kill -0 succeeds) until it is waited for.
+    if [[ $(awk '{ print $3 }' "/proc/${wrk_pid[$n]}/stat" 2>/dev/null) == Z ]]; then wait "${wrk_pid[$n]}" || true; break; fi
+    sleep 0.1
+  done
+done
 load_len=$(awk -v a="$load_end" -v b="$load_start" 'BEGIN { printf "%.0f", a - b }')
 
 # ---- numbers and verdicts ----------------------------------------------------------------------------------
