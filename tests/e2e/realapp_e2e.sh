@@ -348,9 +348,12 @@ for n in "${names[@]}"; do
   total=$(ctl --json diff "${agent[$n]}" --from "$(iso "$load_start")" --to now |
     jq -r --argjson s "$load_len" '"\((.total_delta_bytes | tonumber) / 1024 | floor) KiB in the histograms from \(.from) to \(.to) (\((.total_delta_bytes | tonumber) / $s / 1024 | floor) KiB/s)"')
   # The app's class: its level at the load's start, its maximum and its last value (healthy: a plateau).
-  cls=$(ctl --json history "${agent[$n]}" "${leak_class[$n]}" | jq -r --argjson t0 "$load_start" "$JQ_TS"'
+  # (NOT_FOUND when no histogram ever had one: the healthy shop's carts only live during their request.)
+  cls=$({ ctl --json history "${agent[$n]}" "${leak_class[$n]}" 2>/dev/null || echo '{"points": []}'; } |
+    jq -r --argjson t0 "$load_start" "$JQ_TS"'
     [.points[] | {t: (.time | ts), b: (.bytes | tonumber), i: (.instances | tonumber)}] as $p
-    | "\([$p[] | select(.t <= $t0) | .b] | last // 0) B at the load start, max \([$p[].b] | max) B, last \($p[-1].b) B (\($p[-1].i) instances)"')
+    | if ($p | length) == 0 then "in no histogram" else
+      "\([$p[] | select(.t <= $t0) | .b] | last // 0) B at the load start, max \([$p[].b] | max) B, last \($p[-1].b) B (\($p[-1].i) instances)" end')
   log "$n: ${rps} requests/s over ${load_len} s${errs:+ ($errs)}; heap: $total; ${leak_class[$n]}: $cls"
   echo "RESULT $n requests_per_second=$rps load_seconds=$load_len"
 done
@@ -358,7 +361,8 @@ done
 for n in "${leaky[@]}"; do
   c=${leak_class[$n]}
   if [[ -z ${found[$n]:-} ]]; then
-    h=$(ctl --json history "${agent[$n]}" "$c" | jq -c '[.points[] | .bytes | tonumber] | .[-12:]')
+    h=$({ ctl --json history "${agent[$n]}" "$c" 2>/dev/null || echo '{"points": []}'; } |
+      jq -c '[.points[] | .bytes | tonumber] | .[-12:]')
     failures+=("$n: $c not flagged within ${LEAK_LIMIT_S} s of load (findings: $(jq -c --arg a "${agent[$n]}" '[.[] | select(.agent == $a)]' <<<"$all"); last bytes $h)")
     continue
   fi
