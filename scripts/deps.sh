@@ -20,4 +20,12 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
   apt-get install -y --no-install-recommends "${missing[@]}"
+  # Tomcat and Jetty are here for the end-to-end tests, which start their own servers on free ports: the
+  # system services the packages start on installation (both on port 8080) are stopped and disabled again.
+  for service in tomcat10 jetty9; do
+    if [[ " ${missing[*]} " == *" $service "* ]] && command -v systemctl >/dev/null &&
+       systemctl is-enabled --quiet "$service" 2>/dev/null; then
+      systemctl disable --now "$service" >/dev/null 2>&1 || true
+    fi
+  done
 fi
