@@ -578,6 +578,17 @@ struct LeakDetector::Impl {
     std::sort(next.begin(), next.end(), [](const Member& a, const Member& b) {
       return a.suspect.class_name < b.suspect.class_name;
     });
+    // first_seen is when the class became a suspect on any scale: the time of that snapshot, not
+    // the (earlier) midpoint of the bucket a scale emitted, and unchanged while it stays one on
+    // some scale.
+    {
+      absl::flat_hash_map<std::string, absl::Time> previous;
+      for (const Member& m : members) previous.emplace(m.suspect.class_name, m.suspect.first_seen);
+      for (Member& m : next) {
+        auto it = previous.find(m.suspect.class_name);
+        m.suspect.first_seen = it != previous.end() ? it->second : now;
+      }
+    }
 
     Components comp(next.size());
     for (size_t i = 0; i < next.size(); ++i) {

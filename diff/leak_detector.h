@@ -27,7 +27,8 @@
 // emptied and refilled with a period up to a day.
 //
 // A class is a suspect when it is one on at least one scale; its figures are those of the finest
-// such scale, named by Suspect::time_scale.
+// such scale, named by Suspect::time_scale, except first_seen: the time of the snapshot at which it
+// became a suspect on some scale (kept while it stays one on any).
 //
 // Leaks. Suspects of the agent are grouped into leaks:
 //   - before any extended dump: two suspects belong to one leak when their increments (differences

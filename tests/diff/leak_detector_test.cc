@@ -3,6 +3,7 @@
 #include "diff/leak_detector.h"
 
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <utility>
 #include <string>
@@ -377,6 +378,36 @@ TEST(LeakDetectorTest, ValidatesOptions) {
   o.trend.max_p_value = 0;
   EXPECT_NE(ValidateLeakOptions(o).message().find("max_p_value"), std::string_view::npos);
   EXPECT_FALSE(LeakDetector::Create(o).ok());
+}
+
+// first_seen is the time of a real snapshot, the one at which the class became a suspect, even when
+// a bucketed scale (whose buckets are dated by their midpoints) flags it.
+TEST(LeakDetectorTest, FirstSeenIsTheSnapshotThatFlaggedIt) {
+  LeakDetector detector{LeakOptions{}};
+  Snapshot s;
+  s.agent = AgentId("a");
+  std::vector<absl::Time> times;
+  std::optional<absl::Time> flagged_at;
+  // 40 KB/s at 2 s on a 20 MB class: too slow for scale 0, found on a bucketed scale.
+  for (int i = 0; i < 400 && !flagged_at; ++i) {
+    s.time = absl::FromUnixSeconds(1'700'000'001) + absl::Seconds(2 * i);
+    times.push_back(s.time);
+    s.histogram.rows = {{"com.example.Slow", "", 1,
+                         20'000'000 + (i > 20 ? 80'000 * static_cast<uint64_t>(i - 20) : 0)}};
+    detector.Observe(s);
+    if (std::optional<Suspect> suspect = detector.SuspectFor("com.example.Slow")) {
+      EXPECT_GT(suspect->time_scale, absl::ZeroDuration());
+      flagged_at = suspect->first_seen;
+      EXPECT_EQ(*flagged_at, s.time);
+    }
+  }
+  ASSERT_TRUE(flagged_at);
+  s.time += absl::Seconds(2);
+  s.histogram.rows[0].bytes += 1'000'000;
+  detector.Observe(s);
+  ASSERT_TRUE(detector.SuspectFor("com.example.Slow"));
+  EXPECT_EQ(detector.SuspectFor("com.example.Slow")->first_seen, *flagged_at);
+  EXPECT_EQ(detector.Leaks().at(0).first_seen, *flagged_at);
 }
 
 TEST(LeakDetectorTest, JdkClasses) {
