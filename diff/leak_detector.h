@@ -144,27 +144,8 @@ struct Episode {
   friend bool operator==(const Episode&, const Episode&) = default;
 };
 
-// Why a class is (not) a suspect: each test's value and threshold, per scale.
-struct TestExplanation {
-  std::string test;  // "A significance", "B growth", "B relative growth", "C sustained",
-                     // "D still growing", "cycle veto", ...
-  double value = 0;
-  double threshold = 0;
-  // "<=" or ">=": the test passes when value <op> threshold.
-  std::string op;
-  bool pass = false;
-  std::string unit;  // "p", "bytes", "bytes/s", "" ...
-};
-struct ScaleExplanation {
-  absl::Duration time_scale;  // 0 = every snapshot
-  bool suspect = false;       // a suspect on this scale now
-  size_t window_size = 0;     // snapshots or buckets in the window
-  size_t min_window = 0;      // fewest before any verdict
-  // Empty when the tests ran; otherwise why not ("window has 3 of 8 buckets", "class not tracked
-  // on this scale: never reached 256 KiB in a bucket").
-  std::string not_evaluated;
-  std::vector<TestExplanation> tests;
-};
+// Why a class is (not) a suspect: each test's value and threshold, per scale (the per-scale
+// structs are in diff/trend_detector.h).
 struct Explanation {
   std::string class_name;
   bool known = false;    // the detector has history for the class

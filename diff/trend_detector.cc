@@ -232,6 +232,7 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
           st.fail_streak = 0;
         }
       } else {
+        if (e.pass && !vanished && entry_veto_ && entry_veto_(st.name)) e.pass = false;
         st.pass_streak = e.pass && !vanished ? st.pass_streak + 1 : 0;
         if (st.pass_streak >= options_.confirm_snapshots) {
           st.suspect = true;
@@ -266,10 +267,14 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
   return true;
 }
 
-TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
+TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
+                                                  ScaleExplanation* explain) const {
   Evaluation e;
   const size_t n = window_n_;
   if (n < options_.min_snapshots) return e;
+  // Explaining evaluates everything; the entry conditions count unless the class is a suspect.
+  const bool entry = !full;
+  if (explain != nullptr) full = true;
   const size_t cap = capacity_;
   const int64_t icap = static_cast<int64_t>(cap);
   const uint64_t* samples = bytes_.data() + slot * cap;
@@ -376,7 +381,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   // Relative growth gates becoming a suspect only: a leak of constant rate grows less and less
   // relative to its own size, and must not be dropped for that once flagged.
   const bool relative_ok =
-      full || start_level <= 0 || growth >= options_.min_relative_growth * start_level;
+      !entry || start_level <= 0 || growth >= options_.min_relative_growth * start_level;
   const bool pass_b = slope > 0 && growth >= min_growth &&
                       slope >= options_.min_growth_bytes_per_second && relative_ok;
 
@@ -399,7 +404,41 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full) {
   // suspect stays one while its growth is significant, large enough and still setting records (A,
   // B, D); C would otherwise clear a leak that was flagged early while its growth does not yet span
   // min_snapshots.
-  e.pass = pass_a && pass_b && (full || pass_c) && pass_d;
+  e.pass = pass_a && pass_b && (!entry || pass_c) && pass_d;
+  if (explain != nullptr) {
+    auto add = [&](const char* test, double value, const char* op, double threshold, bool pass,
+                   const char* unit) {
+      explain->tests.push_back(TestExplanation{test, value, threshold, op, pass, unit});
+    };
+    add("A significance", mk.p_value, "<=", options_.max_p_value, pass_a, "p");
+    add("B growth", growth, ">=", min_growth, slope > 0 && growth >= min_growth, "bytes");
+    if (entry) {
+      add("B relative growth", start_level > 0 ? growth / start_level : 0, ">=",
+          options_.min_relative_growth, relative_ok, "fraction");
+    }
+    if (options_.min_growth_bytes_per_second > 0) {
+      add("B rate", slope, ">=", options_.min_growth_bytes_per_second,
+          slope >= options_.min_growth_bytes_per_second, "bytes/s");
+    }
+    if (entry) {
+      // The weakest part's rise relative to what the slope predicts for it.
+      double worst = std::numeric_limits<double>::infinity();
+      for (size_t g = 1; g <= segments; ++g) {
+        const double part_rise = segment_max_[g] - prefix_max_[g - 1];
+        const double since = std::max(prefix_max_t_[g - 1], part_start_t_[g - 1]);
+        const double predicted = slope * (segment_max_t_[g] - since);
+        const double ratio = predicted > 0 ? part_rise / predicted
+                             : part_rise > 0 ? std::numeric_limits<double>::infinity()
+                                             : 0;
+        worst = std::min(worst, std::isfinite(part_rise) ? ratio : 0.0);
+      }
+      add("C sustained", std::isfinite(worst) ? worst : 1e9, ">=", f, pass_c, "fraction");
+    }
+    const double predicted_d = slope * (span - before_recent_t);
+    add("D still growing",
+        predicted_d > 0 && std::isfinite(rise) ? rise / predicted_d : (rise > 0 ? 1e9 : 0), ">=",
+        f, pass_d, "fraction");
+  }
   if (full) {
     // Instances slope. Theil-Sen is scale-equivariant, so when bytes are the same multiple of
     // instances in every snapshot of the window (every class whose objects all have one size, i.e.
@@ -446,6 +485,56 @@ Suspect TrendDetector::MakeSuspect(const ClassState& st, uint32_t slot) const {
   s.window_size = st.window;
   s.window_growth_bytes = st.growth_bytes;
   return s;
+}
+
+ScaleExplanation TrendDetector::Explain(std::string_view class_name) const {
+  ScaleExplanation out;
+  out.window_size = window_n_;
+  out.min_window = options_.min_snapshots;
+  auto it = slot_of_.find(absl::string_view(class_name.data(), class_name.size()));
+  if (it == slot_of_.end()) {
+    out.not_evaluated = "no history for the class on this scale";
+    return out;
+  }
+  const ClassState& st = states_[it->second];
+  out.suspect = st.suspect;
+  if (warmup_end_seq_ < 0) {
+    out.window_size = 0;
+    out.not_evaluated = "warm-up";
+    return out;
+  }
+  if (window_n_ < options_.min_snapshots) {
+    out.not_evaluated = absl::StrFormat("window has %d of %d", window_n_, options_.min_snapshots);
+    return out;
+  }
+  Evaluate(it->second, st.suspect, &out);  // the caller (LeakDetector) explains its entry veto
+  return out;
+}
+
+bool TrendDetector::Tracks(std::string_view class_name) const {
+  return slot_of_.contains(absl::string_view(class_name.data(), class_name.size()));
+}
+
+bool TrendDetector::Window(std::string_view class_name, std::vector<double>* seconds,
+                           std::vector<double>* bytes) const {
+  seconds->clear();
+  bytes->clear();
+  auto it = slot_of_.find(absl::string_view(class_name.data(), class_name.size()));
+  if (it == slot_of_.end() || warmup_end_seq_ < 0 || window_n_ == 0) return false;
+  const int64_t icap = static_cast<int64_t>(capacity_);
+  const int64_t window_start = seq_ - static_cast<int64_t>(window_n_);
+  const uint64_t* samples = bytes_.data() + it->second * capacity_;
+  for (size_t k = 0; k < window_n_; ++k) {
+    const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap);
+    seconds->push_back(window_seconds_[k]);
+    bytes->push_back(static_cast<double>(samples[p]));
+  }
+  return true;
+}
+
+absl::Duration TrendDetector::window_span() const {
+  if (window_n_ == 0) return absl::ZeroDuration();
+  return absl::Seconds(window_seconds_[window_n_ - 1]);
 }
 
 std::vector<Suspect> TrendDetector::Suspects() const {

@@ -48,12 +48,14 @@
 // forgotten.
 //
 // Thread-safety: a TrendDetector is not thread-safe; one per agent, and the caller serialises calls
-// (const methods may run concurrently with each other, but not with Observe()).
+// (const methods other than Explain() may run concurrently with each other, but not with
+// Observe(); Explain() reuses scratch space and must not run concurrently with anything).
 #ifndef HEAPWATCH_DIFF_TREND_DETECTOR_H_
 #define HEAPWATCH_DIFF_TREND_DETECTOR_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -157,6 +159,31 @@ struct Suspect {
   friend bool operator==(const Suspect&, const Suspect&) = default;
 };
 
+// One test's value and threshold, for explaining why a class is or is not a suspect.
+struct TestExplanation {
+  // "A significance", "B growth", "B relative growth", "B rate", "C sustained", "D still growing",
+  // "cycle veto".
+  std::string test;
+  double value = 0;
+  double threshold = 0;
+  std::string op;  // "<=" or ">=": the test passes when value <op> threshold
+  bool pass = false;
+  std::string unit;  // "p", "bytes", "bytes/s", "fraction"
+  friend bool operator==(const TestExplanation&, const TestExplanation&) = default;
+};
+
+// Every test of one class on one time scale at the latest snapshot.
+struct ScaleExplanation {
+  absl::Duration time_scale;  // 0 = every snapshot, else the bucket width (set by LeakDetector)
+  bool suspect = false;       // a suspect on this scale now
+  size_t window_size = 0;     // snapshots (or buckets) in the window
+  size_t min_window = 0;      // fewest before any verdict (min_snapshots)
+  // Empty when the tests ran; otherwise why they did not.
+  std::string not_evaluated;
+  std::vector<TestExplanation> tests;
+  friend bool operator==(const ScaleExplanation&, const ScaleExplanation&) = default;
+};
+
 // Trend detector for the classes of one agent. See the file comment for the tests it runs.
 class TrendDetector {
  public:
@@ -195,6 +222,29 @@ class TrendDetector {
   // The suspect entry for `class_name`, or nullopt when that class is not a suspect now. O(1)
   // expected.
   std::optional<Suspect> SuspectFor(std::string_view class_name) const;
+
+  // Every test's value and threshold for `class_name` at the latest snapshot, evaluated afresh with
+  // no short-circuit (no state changes). O(w^2). A class without history gives not_evaluated.
+  ScaleExplanation Explain(std::string_view class_name) const;
+
+  // Entry veto: when set, a class that passes every test but is not a suspect yet becomes one only
+  // if veto(class_name) is false. Called at most once per such class and snapshot, from Observe and
+  // Explain. LeakDetector uses it for its daily-cycle veto. Empty = no veto.
+  void SetEntryVeto(std::function<bool(std::string_view class_name)> veto) {
+    entry_veto_ = std::move(veto);
+  }
+
+  // True when the detector keeps history for `class_name`. O(1) expected.
+  bool Tracks(std::string_view class_name) const;
+
+  // The class's values (bytes, after the -all minimum) over the current window, oldest first, with
+  // their times in seconds since the window's first snapshot. False (outputs cleared) when the class
+  // is not tracked or there is no window yet (warm-up). O(w).
+  bool Window(std::string_view class_name, std::vector<double>* seconds,
+              std::vector<double>* bytes) const;
+
+  // Span of the current window (time between its first and last snapshot); 0 before warm-up ends.
+  absl::Duration window_span() const;
 
   const TrendOptions& options() const { return options_; }
   // Number of snapshots accepted so far (including warm-up).
@@ -239,8 +289,9 @@ class TrendDetector {
   void FreeSlot(uint32_t slot);
   // Runs tests A-D for one class. `full` is true for a current suspect: every figure is computed
   // (no short-circuit) and the entry-only conditions (test C, the relative part of test B) are
-  // skipped.
-  Evaluation Evaluate(uint32_t slot, bool full);
+  // skipped. With `explain`, nothing is short-circuited, the entry conditions are evaluated too
+  // (for a class that is not a suspect), and every test is recorded there.
+  Evaluation Evaluate(uint32_t slot, bool full, ScaleExplanation* explain = nullptr) const;
   Suspect MakeSuspect(const ClassState& state, uint32_t slot) const;
 
   TrendOptions options_;
@@ -264,21 +315,25 @@ class TrendDetector {
   std::vector<uint32_t> free_slots_;  // LIFO, so that slot reuse is deterministic
   absl::flat_hash_map<std::string, uint32_t> slot_of_;
 
-  // Scratch space reused by every evaluation (no allocation per class once grown).
-  std::vector<double>
-      ring_seconds_;  // per ring position: seconds since the window start (this snapshot)
-  std::vector<double>
-      window_seconds_;  // times of the window's snapshots, seconds since the window start
+  std::function<bool(std::string_view)> entry_veto_;
+
+  // Per ring position: seconds since the window start (set by Observe for the latest snapshot).
+  std::vector<double> ring_seconds_;
+  // Times of the window's snapshots, seconds since the window start.
+  std::vector<double> window_seconds_;
   std::vector<double> inverse_dt_;  // 1 / (t[j] - t[i]) for window pairs i < j
-  std::vector<double> y_;           // the class's bytes (or instances) over the window
+
+  // Scratch space reused by every evaluation (no allocation per class once grown). Mutable: const
+  // evaluations (Explain) reuse it; the class is not thread-safe anyway.
+  mutable std::vector<double> y_;  // the class's bytes (or instances) over the window
   // Test C, indexed by part (0 = the reference part before the last min_snapshots snapshots):
-  std::vector<int64_t> boundary_;   // first sequence number of each part; [segments + 1] = seq_
-  std::vector<double> prefix_max_;  // maximum over the lookback before boundary_[g], and its time
-  std::vector<double> prefix_max_t_;
-  std::vector<double> part_start_t_;  // time of boundary_[g]
-  std::vector<double> segment_max_;   // maximum within part g (g >= 1), and its time
-  std::vector<double> segment_max_t_;
-  std::vector<double> scratch_;
+  mutable std::vector<int64_t> boundary_;  // first sequence number of each part; [segments+1]=seq_
+  mutable std::vector<double> prefix_max_;  // maximum over the lookback before boundary_[g], and time
+  mutable std::vector<double> prefix_max_t_;
+  mutable std::vector<double> part_start_t_;  // time of boundary_[g]
+  mutable std::vector<double> segment_max_;   // maximum within part g (g >= 1), and its time
+  mutable std::vector<double> segment_max_t_;
+  mutable std::vector<double> scratch_;
 };
 
 }  // namespace heapwatch::diff
