@@ -9,8 +9,10 @@
 //    classes include all six and whose main class is the event class; that one extended dump is
 //    taken for it; and that once its report exists the leak's accumulation point is the static
 //    map's table (java.util.concurrent.ConcurrentHashMap$Node[], reached from class EventLeakApp
-//    through "static EVENTS" and the map's "table" field, as the report's path shows). /metrics
-//    shows one leak series with the event class as main_class. It prints how long each step took.
+//    through "static EVENTS" and then "table", as the report's path shows). /metrics
+//    shows one leak series with the event class as main_class. After a SIGTERM restart on the same
+//    data dir the leak comes back from the replayed history and the stored report (one leak, all
+//    six classes, the same main class and accumulation point). It prints how long each step took.
 //
 // The JVM is started from a copy of its jar in the test's own directory and heapwatchd watches only
 // that (OwnJarsWatchConfig), so other e2e tests running in parallel are never watched or dumped.
@@ -115,10 +117,13 @@ class LeakEndToEnd : public ::testing::Test {
     return raw;
   }
 
-  void StartDaemon(const std::string& config, absl::Duration interval) {
+  void StartDaemon(const std::string& config, absl::Duration interval,
+                   const std::string& log_name = "heapwatchd.log") {
     const std::string config_path = dir_ + "/heapwatchd.yaml";
     std::ofstream(config_path) << config;
-    daemon_log_ = dir_ + "/heapwatchd.log";
+    fs::remove(dir_ + "/grpc.port");
+    fs::remove(dir_ + "/metrics.port");
+    daemon_log_ = dir_ + "/" + log_name;
     daemon_ = std::make_unique<Subprocess>(
         std::vector<std::string>{HEAPWATCHD, "--config", config_path, "--data-dir",
                                  dir_ + "/data", "--grpc-listen", "127.0.0.1:0", "--metrics-listen",
@@ -142,6 +147,14 @@ class LeakEndToEnd : public ::testing::Test {
   }
 
   std::string DaemonLog() { return ReadFile(daemon_log_); }
+
+  // SIGTERM; heapwatchd must exit 0.
+  void StopDaemon() {
+    daemon_->Kill(SIGTERM);
+    std::optional<int> status = daemon_->Wait(absl::Seconds(60));
+    ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM\n" << DaemonLog();
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << "\n" << DaemonLog();
+  }
 
   template <typename Req, typename Resp>
   Resp Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
@@ -211,7 +224,7 @@ TEST_F(LeakEndToEnd, SixSuspectProgramIsOneLeak) {
   Subprocess* app = StartJava("EventLeakApp", "1g");
   ASSERT_FALSE(HasFailure());
   const std::string dump_dir = dir_ + "/dumps";
-  ASSERT_NO_FATAL_FAILURE(StartDaemon(absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
+  const std::string config = absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
   discovery_interval: 1s
   # Detection at one histogram a second; the pause budget's own tests are elsewhere (1 = no limit).
   pause_budget: 1
@@ -225,8 +238,8 @@ escalation:
   min_dump_interval: 1h
   join_window: 20s
   dump_dir: )",
-                                                   dump_dir, "\n"),
-                                      absl::Seconds(1)));
+                                          dump_dir, "\n");
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(config, absl::Seconds(1)));
   const absl::Time daemon_start = absl::Now();
   const std::string agent = AgentOf(app->pid());
   ASSERT_FALSE(agent.empty()) << DaemonLog();
@@ -341,7 +354,7 @@ escalation:
     if (step.reference() == "static EVENTS" &&
         step.object().class_name() == "java.util.concurrent.ConcurrentHashMap" &&
         i + 1 < ap.path().steps_size() &&
-        ap.path().steps(i + 1).reference() == "field table" &&
+        ap.path().steps(i + 1).reference() == "table" &&
         i + 2 == ap.path().steps_size()) {
       through_static_map = true;
     }
@@ -367,11 +380,32 @@ escalation:
         << c;
   }
 
-  daemon_->Kill(SIGTERM);
-  std::optional<int> status = daemon_->Wait(absl::Seconds(60));
-  ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM\n" << DaemonLog();
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status;
+  // ---- a restart rebuilds the leak from the stored history and the stored report ----
+  ASSERT_NO_FATAL_FAILURE(StopDaemon());
+  const std::string first_log = DaemonLog();
+  const absl::Time restart = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(config, absl::Seconds(1), "heapwatchd-2.log"));
+  ASSERT_EQ(AgentOf(app->pid()), agent) << DaemonLog();
+  std::vector<v1::Leak> after;
+  const bool back = WaitFor(absl::Seconds(30), [&] {
+    after = Leaks(agent);
+    return after.size() == 1 && HasAllSix(ClassesOf(after[0])) &&
+           !after[0].accumulation_point().empty();
+  });
+  std::cout << "E2E: after the restart (" << Secs(absl::Now() - restart) << "):" << LeaksText(after)
+            << std::endl;
   for (absl::string_view line : absl::StrSplit(DaemonLog(), '\n')) {
+    if (absl::StrContains(line, "replayed")) std::cout << "E2E: log: " << line << std::endl;
+  }
+  ASSERT_TRUE(back) << "the leak did not come back after the restart:" << LeaksText(after) << "\n"
+                    << DaemonLog();
+  EXPECT_EQ(after[0].main_class(), kEventClass);
+  EXPECT_EQ(after[0].accumulation_point(), kAccumulationPoint);
+  std::cout << "E2E: leak id before the restart " << leak.leak() << ", after " << after[0].leak()
+            << std::endl;
+  EXPECT_TRUE(absl::StrContains(DaemonLog(), "replayed")) << DaemonLog();
+  ASSERT_NO_FATAL_FAILURE(StopDaemon());
+  for (absl::string_view line : absl::StrSplit(first_log + DaemonLog(), '\n')) {
     EXPECT_FALSE(absl::StrContains(line, " critical ")) << line;
     if (absl::StrContains(line, " is a leak") || absl::StrContains(line, "no longer a leak") ||
         absl::StrContains(line, "extended dump")) {

@@ -18,8 +18,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code java.lang.Long} and {@code java.util.concurrent.ConcurrentHashMap$Node}; the map's
  * {@code ConcurrentHashMap$Node[]} table grows too, but in doublings. At the default 5000 events/s the
  * heap grows by about 2 MB/s. The one accumulation point of all of them is the map (its
- * {@code Node[] table}, reached from the GC root {@code class EventLeakApp} through "static EVENTS",
- * "field table").
+ * {@code Node[] table}, reached from the GC root {@code class EventLeakApp} through "static EVENTS" and
+ * "table").
  *
  * <p>Usage: {@code java -jar EventLeakApp.jar [--per-second N] [--max-seconds S]}. It exits within a second
  * once the process that started it is gone, and after --max-seconds (default 3600). Prints
