@@ -14,8 +14,12 @@
 namespace heapwatch::diff {
 namespace {
 
-// The cycle veto keeps, per class, the maximum of each of this many slots of cycle_lookback.
-constexpr size_t kCycleSlots = 104;
+// The cycle veto keeps, per class, the maximum of each slot of two rings: 64 slots of a minute (the
+// last hour, so that short periods are recognised as soon as their previous peak is a minute old)
+// and 104 slots of cycle_lookback / 104 (15 min at 26 h).
+constexpr size_t kFineSlots = 64;
+constexpr int64_t kFineSlotMicros = 60'000'000;
+constexpr size_t kCoarseSlots = 104;
 constexpr size_t kMaxEpisodes = 10'000;
 // The typical collection interval is the median of this many most recent intervals.
 constexpr size_t kIntervalHistory = 16;
@@ -23,10 +27,20 @@ constexpr size_t kIntervalHistory = 16;
 constexpr uint64_t kTrackDivisor = 4;
 // A scale is used once its buckets hold at least this many snapshots on average (below that, its
 // buckets repeat scale 0 and bring nothing but more evaluations).
-constexpr double kMinSnapshotsPerBucket = 1.5;
+constexpr double kMinSnapshotsPerBucket = 1.0;
 // Grouping: two series whose increments have a median absolute deviation of at most this fraction
 // of their median increment grow "evenly" (their increments cannot tell them apart).
 constexpr double kEvenGrowthDispersion = 0.2;
+// Bucketed scales' recent-trend test (TrendOptions::recent_max_p_value): rejects one-time steps
+// inside their long windows.
+constexpr double kScaleRecentMaxP = 0.05;
+// Every scale's records must beat noise by this many standard deviations
+// (TrendOptions::record_noise_sigmas).
+constexpr double kRecordNoiseSigmas = 2;
+// Grouping by correlation looks at most at this many suspects (the fastest growing).
+constexpr size_t kMaxCorrelated = 256;
+// The cycle veto's margin above the past peak, as a fraction of G.
+constexpr double kVetoMarginOfG = 0.25;
 // Least number of increments for a correlation.
 constexpr size_t kMinIncrements = 4;
 
@@ -193,7 +207,8 @@ struct LeakDetector::Impl {
     uint64_t raw = 0;       // latest raw bytes
     uint64_t value = 0;     // latest value (after the -all minimum)
     uint64_t previous = 0;  // the value before it
-    std::vector<uint64_t> cycle_max;  // per cycle slot position (empty while the veto is off)
+    // Per cycle slot position, fine ring first (empty while the veto is off).
+    std::vector<uint64_t> cycle_max;
   };
   struct Member {
     Suspect suspect;
@@ -214,9 +229,16 @@ struct LeakDetector::Impl {
   std::vector<absl::Duration> intervals;                   // ring of recent intervals
   size_t interval_pos = 0;
 
-  // Cycle veto slots: slot k covers [k * slot_us, (k + 1) * slot_us); position k % kCycleSlots.
-  int64_t slot_us = 0;
-  std::vector<int64_t> slot_at;  // per position: the slot index stored there (INT64_MIN = none)
+  // Cycle veto rings: in a ring, slot k covers [k * slot_us, (k + 1) * slot_us) and is stored at
+  // position offset + k % slots.
+  struct Ring {
+    int64_t slot_us = 0;
+    size_t slots = 0;
+    size_t offset = 0;
+    std::vector<int64_t> slot_at;  // per position: the slot index stored there (INT64_MIN = none)
+  };
+  std::vector<Ring> rings;  // empty while the veto is off
+  size_t cycle_positions = 0;
 
   // Grouping state.
   std::vector<Member> members;  // current suspects, by class name
@@ -225,9 +247,17 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, size_t> open_class_episode;
   absl::flat_hash_map<std::string, size_t> open_leak_episode;
 
-  std::vector<double> scratch, ta, ya, tb, yb, da, db;
+  std::vector<double> scratch, ta, ya;
 
-  Impl(const LeakOptions& o, absl::Time agent_start) : options(o), scale0(o.trend, agent_start) {
+  static TrendOptions Scale0Options(const LeakOptions& o) {
+    TrendOptions t = o.trend;
+    if (t.recent_max_p_value == 0) t.recent_max_p_value = kScaleRecentMaxP;
+    if (t.record_noise_sigmas == 0) t.record_noise_sigmas = kRecordNoiseSigmas;
+    return t;
+  }
+
+  Impl(const LeakOptions& o, absl::Time agent_start)
+      : options(o), scale0(Scale0Options(o), agent_start) {
     if (options.enable_time_scales) {
       for (absl::Duration w = options.min_time_scale; w <= options.max_time_scale; w *= 2) {
         TrendOptions t = options.trend;
@@ -236,6 +266,8 @@ struct LeakDetector::Impl {
         t.peak_lookback_snapshots = options.scale_lookback_buckets;
         // The first bucket is usually partial; one more lets the window start on a whole one.
         t.warmup_snapshots = 2;
+        t.recent_max_p_value = kScaleRecentMaxP;
+        t.record_noise_sigmas = kRecordNoiseSigmas;
         Scale s;
         s.width = w;
         s.width_us = absl::ToInt64Microseconds(w);
@@ -244,9 +276,12 @@ struct LeakDetector::Impl {
       }
     }
     if (options.cycle_lookback > absl::ZeroDuration()) {
-      slot_us = std::max<int64_t>(
-          1, absl::ToInt64Microseconds(options.cycle_lookback) / static_cast<int64_t>(kCycleSlots));
-      slot_at.assign(kCycleSlots, std::numeric_limits<int64_t>::min());
+      const int64_t coarse = std::max<int64_t>(
+          1, absl::ToInt64Microseconds(options.cycle_lookback) / static_cast<int64_t>(kCoarseSlots));
+      rings.push_back(Ring{std::min(kFineSlotMicros, coarse), kFineSlots, 0, {}});
+      rings.push_back(Ring{coarse, kCoarseSlots, kFineSlots, {}});
+      for (Ring& r : rings) r.slot_at.assign(r.slots, std::numeric_limits<int64_t>::min());
+      cycle_positions = kFineSlots + kCoarseSlots;
     }
     scale0.SetEntryVeto([this](std::string_view name) { return Vetoed(name, 0); });
     for (size_t k = 0; k < scales.size(); ++k) {
@@ -287,7 +322,7 @@ struct LeakDetector::Impl {
     c = ClassInfo{};
     c.name = name;
     c.in_use = true;
-    if (slot_us > 0) c.cycle_max.assign(kCycleSlots, 0);
+    c.cycle_max.assign(cycle_positions, 0);
     id_of.emplace(name, id);
     return id;
   }
@@ -306,15 +341,19 @@ struct LeakDetector::Impl {
   // Highest cycle-slot maximum of the class in [now - cycle_lookback, now - exclude), whole slots
   // only; 0 when none.
   uint64_t PastPeak(const ClassInfo& c, absl::Duration exclude) const {
-    if (slot_us <= 0) return 0;
+    if (rings.empty()) return 0;
     const int64_t now_us = absl::ToUnixMicros(now);
     const int64_t from = now_us - absl::ToInt64Microseconds(options.cycle_lookback);
     const int64_t to = now_us - absl::ToInt64Microseconds(exclude);
     uint64_t peak = 0;
-    for (size_t p = 0; p < kCycleSlots; ++p) {
-      const int64_t k = slot_at[p];
-      if (k == std::numeric_limits<int64_t>::min()) continue;
-      if (k * slot_us >= from && (k + 1) * slot_us <= to) peak = std::max(peak, c.cycle_max[p]);
+    for (const Ring& r : rings) {
+      for (size_t p = 0; p < r.slots; ++p) {
+        const int64_t k = r.slot_at[p];
+        if (k == std::numeric_limits<int64_t>::min()) continue;
+        if (k * r.slot_us >= from && (k + 1) * r.slot_us <= to) {
+          peak = std::max(peak, c.cycle_max[r.offset + p]);
+        }
+      }
     }
     return peak;
   }
@@ -325,12 +364,22 @@ struct LeakDetector::Impl {
   }
 
   bool Vetoed(std::string_view name, size_t scale) const {
-    if (slot_us <= 0) return false;
+    if (rings.empty()) return false;
     auto it = id_of.find(absl::string_view(name.data(), name.size()));
     if (it == id_of.end()) return false;
     const ClassInfo& c = classes[it->second];
     const uint64_t level = std::min(c.value, c.previous);
-    return level <= PastPeak(c, VetoExclusion(scale));
+    return static_cast<double>(level) <= VetoThreshold(c, scale);
+  }
+
+  // The level a class must exceed to pass the veto on `scale`: its past peak plus a quarter of G
+  // (so that noise around an old peak does not count as a new record).
+  double VetoThreshold(const ClassInfo& c, size_t scale) const {
+    const uint64_t peak = PastPeak(c, VetoExclusion(scale));
+    if (peak == 0) return 0;
+    const double g = std::max(static_cast<double>(options.trend.min_growth_bytes),
+                              options.trend.min_relative_growth * static_cast<double>(peak));
+    return static_cast<double>(peak) + kVetoMarginOfG * g;
   }
 
   absl::Duration TypicalInterval() const {
@@ -395,16 +444,17 @@ struct LeakDetector::Impl {
     }
 
     // Cycle slots: a new slot index replaces the oldest position's maxima.
-    size_t slot_pos = 0;
-    if (slot_us > 0) {
-      const int64_t k = FloorDiv(absl::ToUnixMicros(now), slot_us);
-      slot_pos = static_cast<size_t>(((k % static_cast<int64_t>(kCycleSlots)) +
-                                      static_cast<int64_t>(kCycleSlots)) %
-                                     static_cast<int64_t>(kCycleSlots));
-      if (slot_at[slot_pos] != k) {
-        slot_at[slot_pos] = k;
+    size_t slot_pos[2] = {0, 0};
+    for (size_t ri = 0; ri < rings.size(); ++ri) {
+      Ring& r = rings[ri];
+      const int64_t k = FloorDiv(absl::ToUnixMicros(now), r.slot_us);
+      const int64_t n = static_cast<int64_t>(r.slots);
+      const size_t p = static_cast<size_t>(((k % n) + n) % n);
+      slot_pos[ri] = r.offset + p;
+      if (r.slot_at[p] != k) {
+        r.slot_at[p] = k;
         for (ClassInfo& c : classes) {
-          if (c.in_use) c.cycle_max[slot_pos] = 0;
+          if (c.in_use) c.cycle_max[r.offset + p] = 0;
         }
       }
     }
@@ -417,7 +467,9 @@ struct LeakDetector::Impl {
       c.previous = c.value;
       c.value = value;
       if (raw > 0) c.last_seen = now;
-      if (slot_us > 0) c.cycle_max[slot_pos] = std::max(c.cycle_max[slot_pos], value);
+      for (size_t ri = 0; ri < rings.size(); ++ri) {
+        c.cycle_max[slot_pos[ri]] = std::max(c.cycle_max[slot_pos[ri]], value);
+      }
     }
 
     HW_CHECK(scale0.Observe(snapshot));
@@ -478,16 +530,37 @@ struct LeakDetector::Impl {
     return true;
   }
 
+  // Increments of suspect `i` on `scale`, computed once per Regroup (nullptr when it has no window
+  // there), and whether they are even.
+  struct CachedIncrements {
+    bool ok = false;
+    bool even = false;
+    std::vector<double> d;
+  };
+  absl::flat_hash_map<uint64_t, CachedIncrements> increments_cache;
+
+  const CachedIncrements& IncrementsOf(const std::vector<Member>& next, size_t i, size_t scale) {
+    const uint64_t key = (static_cast<uint64_t>(i) << 8) | scale;
+    auto it = increments_cache.find(key);
+    if (it != increments_cache.end()) return it->second;
+    CachedIncrements c;
+    c.ok = Increments(scale, next[i].suspect.class_name, &ta, &ya, &c.d);
+    if (c.ok) c.even = EvenGrowth(c.d, &scratch);
+    return increments_cache.emplace(key, std::move(c)).first->second;
+  }
+
   // Whether two suspects grow together (see the header): on the coarser of their scales, else the
   // finer.
-  bool Correlated(const Member& a, const Member& b) {
-    const size_t coarse = std::max(a.scale, b.scale), fine = std::min(a.scale, b.scale);
+  bool Correlated(const std::vector<Member>& next, size_t i, size_t j) {
+    const size_t coarse = std::max(next[i].scale, next[j].scale);
+    const size_t fine = std::min(next[i].scale, next[j].scale);
     for (size_t scale : {coarse, fine}) {
-      if (!Increments(scale, a.suspect.class_name, &ta, &ya, &da)) continue;
-      if (!Increments(scale, b.suspect.class_name, &tb, &yb, &db)) continue;
-      if (da.size() != db.size()) continue;
-      if (KendallTau(da, db) >= options.group_min_correlation) return true;
-      return EvenGrowth(da, &scratch) && EvenGrowth(db, &scratch);
+      const CachedIncrements& a = IncrementsOf(next, i, scale);
+      if (!a.ok) continue;
+      const CachedIncrements& b = IncrementsOf(next, j, scale);
+      if (!b.ok || a.d.size() != b.d.size()) continue;
+      if (KendallTau(a.d, b.d) >= options.group_min_correlation) return true;
+      return a.even && b.even;
     }
     return false;
   }
@@ -522,12 +595,24 @@ struct LeakDetector::Impl {
         if (pj != points.end() && pj->second.object_id == pi->second.object_id) comp.Join(i, j);
       }
     }
-    for (size_t i = 0; i < next.size(); ++i) {
-      for (size_t j = i + 1; j < next.size(); ++j) {
+    // Correlation, among the kMaxCorrelated suspects that grow fastest (O(s^2 w^2) otherwise; the
+    // rest are leaks of their own unless an accumulation point groups them).
+    std::vector<size_t> by_growth(next.size());
+    std::iota(by_growth.begin(), by_growth.end(), 0);
+    std::stable_sort(by_growth.begin(), by_growth.end(), [&](size_t a, size_t b) {
+      return next[a].suspect.growth_bytes_per_second > next[b].suspect.growth_bytes_per_second;
+    });
+    by_growth.resize(std::min(by_growth.size(), kMaxCorrelated));
+    std::sort(by_growth.begin(), by_growth.end());
+    increments_cache.clear();
+    for (size_t x = 0; x < by_growth.size(); ++x) {
+      for (size_t y = x + 1; y < by_growth.size(); ++y) {
+        const size_t i = by_growth[x], j = by_growth[y];
         if (comp.Find(i) == comp.Find(j)) continue;
-        if (Correlated(next[i], next[j])) comp.Join(i, j);
+        if (Correlated(next, i, j)) comp.Join(i, j);
       }
     }
+    increments_cache.clear();
 
     // Groups, in order of their first member's name.
     std::vector<std::vector<size_t>> groups;
@@ -773,16 +858,11 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
     e.time_scale = impl_->WidthOf(scale);
     out.scales.push_back(std::move(e));
   }
-  if (out.known && impl_->slot_us > 0) {
+  if (out.known && !impl_->rings.empty()) {
     const Impl::ClassInfo& c = impl_->classes[it->second];
-    const uint64_t level = std::min(c.value, c.previous);
-    const uint64_t peak = impl_->PastPeak(c, impl_->VetoExclusion(0));
-    out.cycle_veto = TestExplanation{"cycle veto",
-                                     static_cast<double>(level),
-                                     static_cast<double>(peak),
-                                     ">",
-                                     level > peak,
-                                     "bytes"};
+    const double level = static_cast<double>(std::min(c.value, c.previous));
+    const double threshold = impl_->VetoThreshold(c, 0);
+    out.cycle_veto = TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"};
   }
   return out;
 }

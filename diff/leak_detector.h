@@ -34,7 +34,9 @@
 //     between consecutive values on the coarser of the two suspects' scales, over that scale's
 //     window) are positively correlated (Kendall's tau >= group_min_correlation), or when both grow
 //     so evenly that their increments cannot tell them apart (both have a median absolute deviation
-//     of at most 20% of the median increment); groups are the connected components;
+//     of at most 20% of the median increment); groups are the connected components. Only the 256
+//     fastest-growing suspects are correlated (each pair costs O(w^2)); slower ones beyond that
+//     are leaks of their own unless an accumulation point groups them;
 //   - once SetAccumulationPoints() has named, for some classes, the accumulation point that retains
 //     their growth (from an extended dump, analysis/report.h), classes with the same accumulation
 //     point are one leak and classes with different ones are different leaks, whatever their

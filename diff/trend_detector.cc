@@ -15,6 +15,9 @@ namespace {
 constexpr size_t kMaxWindowSnapshots = 1024;
 constexpr size_t kMaxLookbackSnapshots = 4096;
 constexpr size_t kMaxSegments = 8;
+// With recent_max_p_value > 0: the last min_snapshots values' slope must be at least this fraction
+// of the window's.
+constexpr double kRecentSlopeFraction = 0.5;
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
   const uint64_t sum = a + b;
@@ -69,6 +72,12 @@ Status ValidateTrendOptions(const TrendOptions& o) {
   }
   if (o.confirm_snapshots < 1) {
     return Bad("confirm_snapshots", absl::StrFormat("%d", o.confirm_snapshots), "[1, infinity)");
+  }
+  if (!(o.recent_max_p_value >= 0 && o.recent_max_p_value <= 0.5)) {
+    return Bad("recent_max_p_value", absl::StrFormat("%g", o.recent_max_p_value), "[0, 0.5]");
+  }
+  if (!(o.record_noise_sigmas >= 0 && o.record_noise_sigmas <= 10)) {
+    return Bad("record_noise_sigmas", absl::StrFormat("%g", o.record_noise_sigmas), "[0, 10]");
   }
   if (o.clear_snapshots < 1) {
     return Bad("clear_snapshots", absl::StrFormat("%d", o.clear_snapshots), "[1, infinity)");
@@ -391,14 +400,52 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
   // noise peak from before the growth began, and the slope says nothing about how much a leak grew
   // before it started.
   const double f = options_.min_step_fraction;
+  // Noise floor of a record (entry only, when record_noise_sigmas > 0): the window's noise level
+  // from its first differences, sigma = 1.4826 * MAD(diff) / sqrt(2), robust to the one large
+  // difference of a step. A step inside the window inflates the slope, and so the margins above
+  // stay small while the flat values after the step keep setting noise-sized records.
+  double noise_floor = 0;
+  if (entry && options_.record_noise_sigmas > 0 && (records || explain != nullptr)) {
+    std::vector<double>& d = noise_scratch_;
+    d.resize(n - 1);
+    for (size_t k = 0; k + 1 < n; ++k) d[k] = y_[k + 1] - y_[k];
+    const double median_d = Median(d, &scratch_);
+    for (double& v : d) v = std::abs(v - median_d);
+    noise_floor =
+        options_.record_noise_sigmas * 1.4826 * Median(d, &scratch_) / std::sqrt(2.0);
+  }
   bool pass_c = records;
+  double c_worst_noise = std::numeric_limits<double>::infinity();
   for (size_t g = 1; g <= segments && pass_c; ++g) {
     const double rise = segment_max_[g] - prefix_max_[g - 1];
     const double since = std::max(prefix_max_t_[g - 1], part_start_t_[g - 1]);
     if (rise < f * slope * (segment_max_t_[g] - since)) pass_c = false;
+    c_worst_noise = std::min(c_worst_noise, rise);
+  }
+  if (entry && noise_floor > 0) {
+    for (size_t g = 1; g <= segments; ++g) {
+      c_worst_noise = std::min(c_worst_noise, segment_max_[g] - prefix_max_[g - 1]);
+    }
+    if (!(c_worst_noise >= noise_floor)) pass_c = false;
+  }
+  // Recent trend (entry only): the last m values trend on their own, and their Theil-Sen slope is
+  // at least kRecentSlopeFraction of the window's. After a step, the pairs among the flat values
+  // after it outnumber those across it, so their median slope is about 0.
+  double recent_p = 0, recent_slope_ratio = 0;
+  if (options_.recent_max_p_value > 0 && (entry && (pass_c || explain != nullptr))) {
+    const std::span<const double> recent = std::span<const double>(y_).subspan(n - m);
+    recent_p = MannKendall(recent, &scratch_).p_value;
+    const double recent_slope = TheilSenSlope(
+        std::span<const double>(window_seconds_).subspan(n - m), recent, &scratch_);
+    recent_slope_ratio = slope > 0 ? recent_slope / slope : 0;
+    if (recent_p > options_.recent_max_p_value || recent_slope_ratio < kRecentSlopeFraction) {
+      pass_c = false;
+    }
   }
   const double rise = recent_max - before_recent_max;
-  const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t);
+  // With a noise floor, a new record must also clear the noise (entry only), like test C's.
+  const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t) &&
+                      (!entry || rise >= noise_floor);
 
   // Test C, like relative growth, gates becoming a suspect: it rejects steps and short fills. A
   // suspect stays one while its growth is significant, large enough and still setting records (A,
@@ -433,6 +480,16 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
         worst = std::min(worst, std::isfinite(part_rise) ? ratio : 0.0);
       }
       add("C sustained", std::isfinite(worst) ? worst : 1e9, ">=", f, pass_c, "fraction");
+      if (options_.record_noise_sigmas > 0) {
+        add("C above noise", std::isfinite(c_worst_noise) ? c_worst_noise : 0, ">=", noise_floor,
+            c_worst_noise >= noise_floor, "bytes");
+      }
+      if (options_.recent_max_p_value > 0) {
+        add("C recent trend", recent_p, "<=", options_.recent_max_p_value,
+            recent_p <= options_.recent_max_p_value, "p");
+        add("C recent slope", recent_slope_ratio, ">=", kRecentSlopeFraction,
+            recent_slope_ratio >= kRecentSlopeFraction, "fraction");
+      }
     }
     const double predicted_d = slope * (span - before_recent_t);
     add("D still growing",

@@ -124,6 +124,20 @@ struct TrendOptions {
   // consecutive failing evaluations before a suspect is cleared (>= 1).
   size_t confirm_snapshots = 1;
   size_t clear_snapshots = 3;
+
+  // Test C, to become a suspect only: when > 0, the last min_snapshots values must also show a
+  // significant upward trend on their own (one-sided Mann-Kendall p <= this). A one-time step
+  // inside a long window gives the whole window a positive slope, and noise can then set the small
+  // records C asks for; the last min_snapshots after a step are flat and fail this. With it, their
+  // Theil-Sen slope must also be at least half the window's. 0 (the default) disables both;
+  // LeakDetector uses 0.05 on every scale. Range [0, 0.5].
+  double recent_max_p_value = 0;
+  // Test C, to become a suspect only: when > 0, every part's record must also beat the earlier
+  // maximum by this many noise standard deviations, the noise estimated from the window's first
+  // differences (1.4826 * MAD / sqrt(2)), and so must test D's record. Like recent_max_p_value, it
+  // rejects a one-time step or a plateau whose flat values set noise-sized records. 0 (the default)
+  // disables it; LeakDetector uses 2 on every scale. Range [0, 10].
+  double record_noise_sigmas = 0;
 };
 
 // Checks every field against the ranges documented on TrendOptions. Returns OK, or InvalidArgument
@@ -334,6 +348,7 @@ class TrendDetector {
   mutable std::vector<double> segment_max_;   // maximum within part g (g >= 1), and its time
   mutable std::vector<double> segment_max_t_;
   mutable std::vector<double> scratch_;
+  mutable std::vector<double> noise_scratch_;
 };
 
 }  // namespace heapwatch::diff

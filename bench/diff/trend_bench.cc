@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
+#include "diff/leak_detector.h"
 #include "diff/snapshot_diff.h"
 #include "diff/trend_detector.h"
 
@@ -33,7 +34,8 @@ enum class Workload { kTypical, kNoisy, kWorst };
 // Rewrites the rows of `s` in place for snapshot number `i` (cheap arithmetic, no allocation).
 class HistogramGenerator {
  public:
-  HistogramGenerator(size_t classes, Workload w) : rng_(42) {
+  HistogramGenerator(size_t classes, Workload w, absl::Duration interval = absl::Seconds(60))
+      : rng_(42), interval_(interval) {
     snapshot_.agent = AgentId("bench-agent");
     snapshot_.time = absl::FromUnixSeconds(1'700'000'000);
     std::uniform_real_distribution<double> u(0, 1);
@@ -50,7 +52,7 @@ class HistogramGenerator {
 
   const Snapshot& Next() {
     ++i_;
-    snapshot_.time += absl::Seconds(60);
+    snapshot_.time += interval_;
     std::uniform_real_distribution<double> noise(-1, 1);
     for (size_t c = 0; c < kind_.size(); ++c) {
       double v = base_[c];
@@ -71,6 +73,7 @@ class HistogramGenerator {
 
  private:
   std::mt19937_64 rng_;
+  absl::Duration interval_;
   Snapshot snapshot_;
   std::vector<int> kind_;  // 0 small flat, 1 large flat noisy, 2 leaking
   std::vector<double> base_;
@@ -110,6 +113,36 @@ BENCHMARK(BM_Observe)
     ->Args({5000, 30, static_cast<int>(Workload::kNoisy)})
     ->Args({5000, 12, static_cast<int>(Workload::kWorst)})
     ->Args({5000, 30, static_cast<int>(Workload::kWorst)})
+    ->Unit(benchmark::kMillisecond);
+
+// LeakDetector::Observe: scale 0 plus the bucketed time scales (13 at a 2 s interval, 8 at 60 s)
+// and the grouping of the suspects into leaks, after 1,000 snapshots of history.
+void BM_LeakObserve(benchmark::State& state) {
+  const size_t classes = static_cast<size_t>(state.range(0));
+  const auto interval = absl::Seconds(state.range(1));
+  const auto workload = static_cast<Workload>(state.range(2));
+  LeakDetector detector{LeakOptions{}};
+  HistogramGenerator gen(classes, workload, interval);
+  for (size_t i = 0; i < 1000; ++i) detector.Observe(gen.Next());
+  for (auto _ : state) {
+    state.PauseTiming();
+    const Snapshot& s = gen.Next();
+    state.ResumeTiming();
+    detector.Observe(s);
+  }
+  state.counters["suspects"] = static_cast<double>(detector.Suspects().size());
+  state.counters["leaks"] = static_cast<double>(detector.Leaks().size());
+  state.counters["scales"] = static_cast<double>(detector.time_scales().size());
+  state.SetLabel(workload == Workload::kTypical ? "typical"
+                 : workload == Workload::kNoisy ? "noisy"
+                                                : "worst");
+}
+BENCHMARK(BM_LeakObserve)
+    ->ArgNames({"classes", "interval_s", "workload"})
+    ->Args({5000, 2, static_cast<int>(Workload::kTypical)})
+    ->Args({5000, 60, static_cast<int>(Workload::kTypical)})
+    ->Args({5000, 60, static_cast<int>(Workload::kNoisy)})
+    ->Args({5000, 60, static_cast<int>(Workload::kWorst)})
     ->Unit(benchmark::kMillisecond);
 
 void BM_DiffSnapshots(benchmark::State& state) {

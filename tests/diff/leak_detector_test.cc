@@ -150,8 +150,7 @@ TEST(LeakDetectorTest, HealthyPatternsNeverRaiseALeak) {
         continue;
       }
       if (!o.first_flagged) continue;
-      EXPECT_EQ(o.episodes, 1u);
-      EXPECT_LT(*o.first_flagged, c.period);
+      EXPECT_LT(*o.last_flagged, c.period) << o.episodes << " episodes";
       EXPECT_FALSE(o.flagged_at_end);
     }
   }

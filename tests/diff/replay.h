@@ -41,6 +41,7 @@ struct ReplayOptions {
 // What happened to one class during a replay.
 struct ClassOutcome {
   std::optional<double> first_flagged;  // seconds since the start, first time it was a suspect
+  std::optional<double> last_flagged;   // seconds, start of its latest episode
   std::optional<double> last_cleared;   // seconds, last time it stopped being one
   bool flagged_at_end = false;
   size_t episodes = 0;
@@ -88,6 +89,7 @@ inline ReplayResult Replay(const LeakOptions& options, const std::vector<ReplayC
       const bool is = detector.SuspectFor(classes[i].name).has_value();
       if (is && !was[i]) {
         if (!out.classes[i].first_flagged) out.classes[i].first_flagged = t;
+        out.classes[i].last_flagged = t;
         ++out.classes[i].episodes;
       }
       if (!is && was[i]) out.classes[i].last_cleared = t;
