@@ -322,6 +322,22 @@ escalation:
     if (s.agent() == agent) EXPECT_EQ(s.leak(), leak.leak()) << ToJson(s);
   }
 
+  // ---- ExplainSuspect: the live detector says why the event class is a suspect, and in which leak ----
+  {
+    v1::ExplainSuspectRequest request;
+    request.set_agent(agent);
+    request.set_class_name(kEventClass);
+    const v1::ExplainSuspectResponse e = Call(&v1::QueryService::Stub::ExplainSuspect, request);
+    EXPECT_TRUE(e.known()) << ToJson(e);
+    EXPECT_TRUE(e.suspect()) << ToJson(e);
+    EXPECT_EQ(e.leak(), leak.leak());
+    bool some_scale_flags_it = false;
+    for (const v1::TrendScale& scale : e.scales()) some_scale_flags_it |= scale.suspect();
+    EXPECT_TRUE(some_scale_flags_it) << ToJson(e);
+    std::cout << "E2E: ExplainSuspect(" << kEventClass << "): " << e.scales_size()
+              << " time scales" << std::endl;
+  }
+
   // ---- one extended dump for the leak; the event's report names the static map's table ----
   int taken = 0;
   const v1::ExtendedDump* done_dump = nullptr;
