@@ -1,7 +1,8 @@
 // heapwatchctl: the command-line client of heapwatchd's gRPC query service (docs/cli.md).
 //
 //   heapwatchctl [--server ADDR] [--json] [--timeout DUR] agents
-//   heapwatchctl ... suspects [--agent A]
+//   heapwatchctl ... suspects [--agent A] [--explain AGENT CLASS]
+//   heapwatchctl ... leaks [--agent A]
 //   heapwatchctl ... history AGENT CLASS [--since T] [--until T]
 //   heapwatchctl ... diff AGENT [--from T] [--to T] [--max N]
 //   heapwatchctl ... report AGENT CLASS

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ctl/leak_output.h"
 #include "ctl/output.h"
 #include "ctl/rpc.h"
 #include "ctl/suspect_table.h"
@@ -192,10 +193,33 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
 
 struct SuspectsArgs {
   std::string agent;
+  std::vector<std::string> explain;  // AGENT CLASS, or empty
 };
+
+int RunExplain(const std::string& agent, const std::string& class_name,
+               const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+  Client client(global);
+  v1::ExplainSuspectRequest request;
+  request.set_agent(agent);
+  request.set_class_name(class_name);
+  v1::ExplainSuspectResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::ExplainSuspect, request, &response);
+  if (!status.ok()) return ServerError(err, global, "ExplainSuspect", status);
+  if (global.json) return EmitJson(response, out, err);
+  out << RenderExplanation(response);
+  return kExitOk;
+}
 
 int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostream& out,
                 std::ostream& err) {
+  if (!args.explain.empty()) {
+    if (!args.agent.empty() && args.agent != args.explain[0]) {
+      err << "heapwatchctl suspects: --agent " << args.agent << " and --explain "
+          << args.explain[0] << " name different agents\n";
+      return kExitUsage;
+    }
+    return RunExplain(args.explain[0], args.explain[1], global, out, err);
+  }
   Client client(global);
   v1::ListSuspectsRequest request;
   request.set_agent(args.agent);
@@ -203,21 +227,30 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
   grpc::Status status = client.Call(&v1::QueryService::Stub::ListSuspects, request, &response);
   if (!status.ok()) return ServerError(err, global, "ListSuspects", status);
   json::SuspectList root;
-  for (const v1::Suspect& s : response.suspects()) {
-    json::Suspect* o = root.add_suspects();
-    o->set_agent(s.agent());
-    o->set_class_(s.class_name());
-    o->set_bytes(static_cast<double>(s.bytes()));
-    o->set_instances(static_cast<double>(s.instances()));
-    o->set_growth_bytes_per_second(s.growth_bytes_per_second());
-    o->set_growth_instances_per_second(s.growth_instances_per_second());
-    o->set_score(s.score());
-    CopyTime(s.has_first_seen(), s.first_seen(), o, &json::Suspect::mutable_first_seen);
-    CopyTime(s.has_last_snapshot_time(), s.last_snapshot_time(), o,
-             &json::Suspect::mutable_last_snapshot_time);
-  }
+  for (const v1::Suspect& s : response.suspects()) *root.add_suspects() = SuspectToJson(s);
   if (global.json) return EmitJson(root, out, err);
   PrintSuspectTable(root.suspects(), out);
+  return kExitOk;
+}
+
+// ---- leaks ----
+
+struct LeaksArgs {
+  std::string agent;
+};
+
+int RunLeaks(const LeaksArgs& args, const GlobalOptions& global, std::ostream& out,
+             std::ostream& err) {
+  Client client(global);
+  v1::ListLeaksRequest request;
+  request.set_agent(args.agent);
+  v1::ListLeaksResponse response;
+  grpc::Status status = client.Call(&v1::QueryService::Stub::ListLeaks, request, &response);
+  if (!status.ok()) return ServerError(err, global, "ListLeaks", status);
+  json::LeakList root;
+  for (const v1::Leak& l : response.leaks()) *root.add_leaks() = LeakToJson(l);
+  if (global.json) return EmitJson(root, out, err);
+  PrintLeakTable(root.leaks(), out);
   return kExitOk;
 }
 
@@ -406,12 +439,26 @@ std::vector<Subcommand> AddQueryCommands(CLI::App& app) {
   commands.push_back({agents, RunAgents});
 
   auto suspects_args = std::make_shared<SuspectsArgs>();
-  CLI::App* suspects = app.add_subcommand("suspects", "List current leak suspects");
+  CLI::App* suspects = app.add_subcommand(
+      "suspects", "List current leak suspects, or explain why a class is (not) one");
   suspects->add_option("--agent", suspects_args->agent, "Only this agent");
+  suspects
+      ->add_option("--explain", suspects_args->explain,
+                   "AGENT CLASS: per time scale, each trend test's value and threshold for CLASS")
+      ->expected(2)
+      ->type_name("AGENT CLASS");
   commands.push_back(
       {suspects, [suspects_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
          return RunSuspects(*suspects_args, g, o, e);
        }});
+
+  auto leaks_args = std::make_shared<LeaksArgs>();
+  CLI::App* leaks = app.add_subcommand(
+      "leaks", "List current leaks: suspect classes grouped by cause, fastest growth first");
+  leaks->add_option("--agent", leaks_args->agent, "Only this agent");
+  commands.push_back({leaks, [leaks_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
+                        return RunLeaks(*leaks_args, g, o, e);
+                      }});
 
   auto history_args = std::make_shared<HistoryArgs>();
   CLI::App* history = app.add_subcommand("history", "Bytes and instances of one class over time");

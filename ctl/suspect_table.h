@@ -1,6 +1,7 @@
 // The text table of leak suspects, shared by `heapwatchctl suspects` (from the daemon) and
 // `heapwatchctl trend` (offline), so that both print a suspect the same way. It renders the JSON
-// model (heapwatch.ctl.v1.Suspect, proto/heapwatch/ctl/v1/json.proto): one model, one renderer.
+// model (heapwatch.ctl.v1.Suspect, proto/heapwatch/ctl/v1/json.proto; ctl/leak_output.h SuspectToJson):
+// one model, one renderer.
 //
 // Thread-safety: pure function.
 #ifndef HEAPWATCH_CTL_SUSPECT_TABLE_H_
@@ -13,9 +14,12 @@
 
 namespace heapwatch::ctl {
 
-// Prints AGENT, CLASS, BYTES, INSTANCES, GROWTH/S, GROWTH/H, SCORE, FIRST SEEN per suspect, in the
-// given order, or "no leak suspects" when there is none.
-void PrintSuspectTable(const google::protobuf::RepeatedPtrField<v1::Suspect>& suspects,
+namespace json = ::heapwatch::ctl::v1;
+
+// Prints AGENT, CLASS, BYTES, INSTANCES, GROWTH/S, GROWTH/H, SCORE, SCALE (the time scale it is
+// flagged on, ctl/leak_output.h TimeScaleName), LEAK (its leak id, "-" if none), FIRST SEEN per
+// suspect, in the given order, or "no leak suspects" when there is none.
+void PrintSuspectTable(const google::protobuf::RepeatedPtrField<json::Suspect>& suspects,
                        std::ostream& out);
 
 }  // namespace heapwatch::ctl

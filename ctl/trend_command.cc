@@ -12,24 +12,27 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collectors/class_histogram.h"
+#include "ctl/leak_output.h"
 #include "ctl/output.h"
 #include "ctl/rpc.h"
 #include "ctl/suspect_table.h"
 #include "ctl/time_arg.h"
+#include "absl/strings/str_join.h"
+#include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
-#include "heapwatch/ctl/v1/json.pb.h"
+#include "heapwatch/v1/heapwatch.pb.h"
 #include "proto/time_util.h"
 
 namespace heapwatch::ctl {
 namespace {
 
 namespace json = ::heapwatch::ctl::v1;
+namespace v1 = ::heapwatch::v1;
 
 // A histogram of a few hundred thousand classes is tens of MiB; anything far bigger is some other
 // file (a heap dump given by mistake) and is refused before it is read into memory.
@@ -42,19 +45,16 @@ struct TrendArgs {
   bool skip_bad = false;
   size_t window = 0;         // 0: the default window_snapshots
   size_t min_snapshots = 0;  // 0: the default min_snapshots
+  bool no_time_scales = false;
+  std::string min_time_scale;  // empty: the default
+  std::string max_time_scale;  // empty: the default
+  std::string explain;         // a class to explain at the end, or empty
 };
 
 // One histogram file of the series and the time it stands for.
 struct InputFile {
   std::string path;
   absl::Time time;
-};
-
-// One class flagged by the detector from `first_seen` until `cleared` (InfiniteFuture: still).
-struct Episode {
-  std::string class_name;
-  absl::Time first_seen;
-  absl::Time cleared = absl::InfiniteFuture();
 };
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -160,41 +160,128 @@ bool ValidAgentId(const std::string& id) {
   });
 }
 
-json::Suspect ToJson(const diff::Suspect& s, const std::string& agent, absl::Time last) {
-  json::Suspect o;
+// The offline detector's figures as the daemon's messages, so that they are rendered by the same
+// functions as the daemon's (ctl/leak_output.h).
+v1::Suspect ToProto(const diff::Suspect& s, const std::string& agent, absl::Time last) {
+  v1::Suspect o;
   o.set_agent(agent);
-  o.set_class_(s.class_name);
-  o.set_bytes(static_cast<double>(s.bytes));
-  o.set_instances(static_cast<double>(s.instances));
-  o.set_growth_bytes_per_second(s.growth_bytes_per_second);
-  o.set_growth_instances_per_second(s.growth_instances_per_second);
+  o.set_class_name(s.class_name);
   o.set_score(s.score);
   proto::ToTimestamp(s.first_seen, o.mutable_first_seen());
+  o.set_growth_bytes_per_second(s.growth_bytes_per_second);
+  o.set_growth_instances_per_second(s.growth_instances_per_second);
+  o.set_bytes(s.bytes);
+  o.set_instances(s.instances);
+  proto::ToTimestamp(last, o.mutable_last_snapshot_time());
+  o.set_leak(s.leak);
+  proto::ToDuration(s.time_scale, o.mutable_time_scale());
+  return o;
+}
+
+v1::Leak ToProto(const diff::Leak& l, const std::string& agent, absl::Time last) {
+  v1::Leak o;
+  o.set_agent(agent);
+  o.set_leak(l.id);
+  o.set_main_class(l.main_class);
+  for (const diff::LeakClass& c : l.classes) {
+    v1::LeakClass* m = o.add_classes();
+    m->set_class_name(c.class_name);
+    m->set_bytes(c.bytes);
+    m->set_growth_bytes_per_second(c.growth_bytes_per_second);
+  }
+  o.set_bytes(l.bytes);
+  o.set_growth_bytes_per_second(l.growth_bytes_per_second);
+  o.set_score(l.score);
+  proto::ToTimestamp(l.first_seen, o.mutable_first_seen());
+  proto::ToDuration(l.time_scale, o.mutable_time_scale());
+  o.set_accumulation_point(l.accumulation_point);
   proto::ToTimestamp(last, o.mutable_last_snapshot_time());
   return o;
 }
 
-void PrintText(const json::Trend& trend, const std::vector<Episode>& episodes, bool history,
-               absl::Time first, absl::Time last, std::ostream& out) {
+v1::TrendTest ToProto(const diff::TestExplanation& t) {
+  v1::TrendTest o;
+  o.set_test(t.test);
+  o.set_value(t.value);
+  o.set_threshold(t.threshold);
+  o.set_op(t.op);
+  o.set_pass(t.pass);
+  o.set_unit(t.unit);
+  return o;
+}
+
+v1::ExplainSuspectResponse ToProto(const diff::Explanation& e, const std::string& agent) {
+  v1::ExplainSuspectResponse o;
+  o.set_agent(agent);
+  o.set_class_name(e.class_name);
+  o.set_known(e.known);
+  o.set_suspect(e.suspect);
+  o.set_leak(e.leak);
+  for (const diff::ScaleExplanation& s : e.scales) {
+    v1::TrendScale* m = o.add_scales();
+    proto::ToDuration(s.time_scale, m->mutable_time_scale());
+    m->set_suspect(s.suspect);
+    m->set_window_size(s.window_size);
+    m->set_min_window(s.min_window);
+    m->set_not_evaluated(s.not_evaluated);
+    for (const diff::TestExplanation& t : s.tests) *m->add_tests() = ToProto(t);
+  }
+  if (e.cycle_veto) *o.mutable_cycle_veto() = ToProto(*e.cycle_veto);
+  return o;
+}
+
+json::TrendEpisode ToJson(const diff::Episode& e) {
+  json::TrendEpisode o;
+  for (const std::string& c : e.classes) o.add_classes(c);
+  o.set_main_class(e.main_class);
+  proto::ToTimestamp(e.first_seen, o.mutable_first_seen());
+  if (e.cleared) proto::ToTimestamp(*e.cleared, o.mutable_cleared());
+  o.set_kind(e.kind == diff::Episode::Kind::kLeak ? "leak" : "class");
+  o.set_leak(e.leak);
+  proto::ToDuration(e.time_scale, o.mutable_time_scale());
+  return o;
+}
+
+void PrintText(const json::Trend& trend, bool history, absl::Time first, absl::Time last,
+               std::ostream& out) {
   out << absl::StrFormat("%d histograms from %s to %s, agent %s", trend.snapshots(),
                          ShortTime(first), ShortTime(last), trend.agent());
   if (trend.skipped_files_size() > 0) {
     out << absl::StrFormat(" (%d files skipped)", trend.skipped_files_size());
   }
-  out << "\n";
+  out << "\n\nLeaks:\n";
+  PrintLeakTable(trend.leaks(), out);
+  out << "\nSuspects:\n";
   PrintSuspectTable(trend.suspects(), out);
   if (!history) return;
   out << "\nEpisodes (flagged and cleared at the time of a histogram):\n";
-  if (episodes.empty()) {
+  if (trend.episodes().empty()) {
     out << "no episodes\n";
     return;
   }
-  Table table({"CLASS", "FLAGGED AT", "CLEARED AT"});
-  for (const Episode& e : episodes) {
-    table.AddRow({e.class_name, ShortTime(e.first_seen),
-                  e.cleared == absl::InfiniteFuture() ? "-" : ShortTime(e.cleared)});
+  Table table({"KIND", "LEAK", "MAIN CLASS", "FLAGGED AT", "CLEARED AT", "SCALE", "CLASSES"});
+  for (const json::TrendEpisode& e : trend.episodes()) {
+    auto first_seen = proto::FromTimestamp(e.first_seen());
+    auto cleared = proto::FromTimestamp(e.cleared());
+    table.AddRow({e.kind(), e.leak().empty() ? "-" : e.leak(), e.main_class(),
+                  first_seen.ok() ? ShortTime(*first_seen) : "-",
+                  e.has_cleared() && cleared.ok() ? ShortTime(*cleared) : "-",
+                  TimeScaleName(e.time_scale()), absl::StrJoin(e.classes(), ", ")});
   }
   table.Print(out);
+}
+
+// A duration flag (--min-time-scale, --max-time-scale); empty keeps `*to`. False on a bad value.
+bool ParseScaleFlag(const std::string& text, const char* flag, absl::Duration* to,
+                    std::ostream& err) {
+  if (text.empty()) return true;
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
+    err << "heapwatchctl trend: " << flag << ": invalid duration '" << text << "'\n";
+    return false;
+  }
+  *to = d;
+  return true;
 }
 
 int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
@@ -205,14 +292,21 @@ int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
         << "' is not an agent id (1 to 128 of A-Z a-z 0-9 . _ : -)\n";
     return kExitUsage;
   }
-  diff::TrendOptions options;
+  diff::LeakOptions options;  // the daemon's defaults
   if (args.window > 0) {
-    options.window_snapshots = args.window;
-    options.peak_lookback_snapshots = std::max(options.peak_lookback_snapshots, args.window);
+    options.trend.window_snapshots = args.window;
+    options.trend.peak_lookback_snapshots =
+        std::max(options.trend.peak_lookback_snapshots, args.window);
   }
-  if (args.min_snapshots > 0) options.min_snapshots = args.min_snapshots;
-  if (Status s = diff::ValidateTrendOptions(options); !s.ok()) {
-    err << me << s.message() << " (--window, --min-snapshots)\n";
+  if (args.min_snapshots > 0) options.trend.min_snapshots = args.min_snapshots;
+  options.enable_time_scales = !args.no_time_scales;
+  if (!ParseScaleFlag(args.min_time_scale, "--min-time-scale", &options.min_time_scale, err) ||
+      !ParseScaleFlag(args.max_time_scale, "--max-time-scale", &options.max_time_scale, err)) {
+    return kExitUsage;
+  }
+  if (Status s = diff::ValidateLeakOptions(options); !s.ok()) {
+    err << me << s.message()
+        << " (--window, --min-snapshots, --min-time-scale, --max-time-scale)\n";
     return kExitUsage;
   }
 
@@ -222,11 +316,9 @@ int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
     return kExitError;
   }
 
-  diff::TrendDetector detector(options);
+  diff::LeakDetector detector(options);
   json::Trend trend;
   trend.set_agent(args.agent);
-  std::vector<Episode> episodes;
-  absl::flat_hash_map<std::string, size_t> open;  // class -> its open episode in `episodes`
   absl::Time first = absl::InfinitePast(), last = absl::InfinitePast();
   for (const InputFile& file : *files) {
     auto histogram = ReadHistogram(file.path);
@@ -249,21 +341,6 @@ int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
     if (trend.snapshots() == 0) first = file.time;
     last = file.time;
     trend.set_snapshots(trend.snapshots() + 1);
-    if (!args.history) continue;
-    std::vector<diff::Suspect> now = detector.Suspects();
-    for (const diff::Suspect& s : now) {
-      if (open.contains(s.class_name)) continue;
-      open.emplace(s.class_name, episodes.size());
-      episodes.push_back({s.class_name, s.first_seen});
-    }
-    for (auto it = open.begin(); it != open.end();) {
-      if (detector.SuspectFor(it->first)) {
-        ++it;
-        continue;
-      }
-      episodes[it->second].cleared = file.time;
-      open.erase(it++);
-    }
   }
   if (trend.snapshots() == 0) {
     err << me << "no class histogram left to analyse\n";
@@ -272,21 +349,32 @@ int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
   proto::ToTimestamp(first, trend.mutable_first_snapshot_time());
   proto::ToTimestamp(last, trend.mutable_last_snapshot_time());
   for (const diff::Suspect& s : detector.Suspects()) {
-    *trend.add_suspects() = ToJson(s, args.agent, last);
+    *trend.add_suspects() = SuspectToJson(ToProto(s, args.agent, last));
   }
-  std::stable_sort(episodes.begin(), episodes.end(), [](const Episode& a, const Episode& b) {
-    if (a.first_seen != b.first_seen) return a.first_seen < b.first_seen;
-    return a.class_name < b.class_name;
-  });
-  for (const Episode& e : episodes) {
-    json::TrendEpisode* o = trend.add_episodes();
-    o->add_classes(e.class_name);
-    o->set_main_class(e.class_name);
-    proto::ToTimestamp(e.first_seen, o->mutable_first_seen());
-    if (e.cleared != absl::InfiniteFuture()) proto::ToTimestamp(e.cleared, o->mutable_cleared());
+  for (const diff::Leak& l : detector.Leaks()) {
+    *trend.add_leaks() = LeakToJson(ToProto(l, args.agent, last));
+  }
+  if (args.history) {
+    // Episodes() is oldest first (by the histogram that flagged them); within one histogram, leaks
+    // before classes, then by main class, so that the order does not depend on the detector's.
+    std::vector<diff::Episode> episodes = detector.Episodes();
+    std::stable_sort(episodes.begin(), episodes.end(),
+                     [](const diff::Episode& a, const diff::Episode& b) {
+                       if (a.first_seen != b.first_seen) return a.first_seen < b.first_seen;
+                       if (a.kind != b.kind) return a.kind == diff::Episode::Kind::kLeak;
+                       return a.main_class < b.main_class;
+                     });
+    for (const diff::Episode& e : episodes) *trend.add_episodes() = ToJson(e);
+  }
+  if (!args.explain.empty()) {
+    // --explain: the explanation instead of the summary, as `suspects --explain` prints it.
+    v1::ExplainSuspectResponse explanation = ToProto(detector.Explain(args.explain), args.agent);
+    if (global.json) return EmitJson(explanation, out, err);
+    out << RenderExplanation(explanation);
+    return kExitOk;
   }
   if (global.json) return EmitJson(trend, out, err);
-  PrintText(trend, episodes, args.history, first, last, out);
+  PrintText(trend, args.history, first, last, out);
   return kExitOk;
 }
 
@@ -342,13 +430,14 @@ Subcommand AddTrendCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "trend",
       "Offline trend analysis of a series of class histogram files (jcmd GC.class_histogram, "
-      "jmap -histo): the leak suspects at the end of the series, as heapwatchd would flag them");
+      "jmap -histo): the leaks and suspects at the end of the series, as heapwatchd would flag "
+      "them");
   cmd->add_option("paths", args->paths,
                   "Histogram files, or directories of them; each file's time comes from its name "
                   "(20261124T011643Z, or epoch seconds), else its modification time")
       ->required();
   cmd->add_flag("--history", args->history,
-                "Also list every episode: class, when it was flagged and when cleared");
+                "Also list every episode: leak or class, when it was flagged and when cleared");
   cmd->add_option("--agent", args->agent, "Agent id given to the snapshots")->capture_default_str();
   cmd->add_flag("--skip-bad", args->skip_bad,
                 "Warn about files that do not parse and go on without them");
@@ -356,6 +445,15 @@ Subcommand AddTrendCommand(CLI::App& app) {
                   "Detector window in histograms (default 12, docs/trend-detection.md)");
   cmd->add_option("--min-snapshots", args->min_snapshots,
                   "Fewest histograms in the window before a class can be flagged (default 8)");
+  cmd->add_flag("--no-time-scales", args->no_time_scales,
+                "Only the every-snapshot scale: no bucketed time scales (docs/trend-detection.md)");
+  cmd->add_option("--min-time-scale", args->min_time_scale,
+                  "Narrowest bucketed time scale (default 4s)");
+  cmd->add_option("--max-time-scale", args->max_time_scale,
+                  "Widest bucketed time scale (default 5h)");
+  cmd->add_option("--explain", args->explain,
+                  "Print instead, for this class at the end of the series, each trend test's value "
+                  "and threshold per time scale (as `suspects --explain`)");
   Subcommand sub;
   sub.app = cmd;
   sub.run = [args](const GlobalOptions& global, std::ostream& out, std::ostream& err) {

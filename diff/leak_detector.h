@@ -13,7 +13,7 @@
 //     is evaluated when one of its buckets closes, on a window of up to scale_window_buckets
 //     buckets, with the same tests and thresholds (min_growth_bytes, min_relative_growth,
 //     max_p_value; min_snapshots becomes scale_min_buckets). A scale whose buckets would hold fewer
-//     than two snapshots on average is left out (it would only repeat scale 0).
+//     than one snapshot on average is left out (it would only repeat scale 0).
 // Because every scale's thresholds are in growth over its own window and the windows span from a
 // few snapshots to days, a steady growth of G = max(min_growth_bytes, min_relative_growth * level)
 // per T is flagged by the scale whose window is about T long, after about T (plus one bucket of
@@ -201,7 +201,7 @@ class LeakDetector {
 
   const LeakOptions& options() const { return options_; }
   size_t snapshots_observed() const;
-  // Widths of the bucketed scales in use (those with at least two snapshots per bucket on average
+  // Widths of the bucketed scales in use (those with at least one snapshot per bucket on average
   // so far), ascending.
   std::vector<absl::Duration> time_scales() const;
 

@@ -18,6 +18,11 @@ constexpr size_t kMaxSegments = 8;
 // With recent_max_p_value > 0: the last min_snapshots values' slope must be at least this fraction
 // of the window's.
 constexpr double kRecentSlopeFraction = 0.5;
+// With record_noise_sigmas > 0: the largest increment among the last min_snapshots values may be
+// at most this share of their rise.
+constexpr double kMaxIncrementShare = 0.5;
+// ...and their growth at least this fraction of what test B asks of the window.
+constexpr double kRecentGrowthFraction = 0.25;
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
   const uint64_t sum = a + b;
@@ -422,23 +427,43 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     if (rise < f * slope * (segment_max_t_[g] - since)) pass_c = false;
     c_worst_noise = std::min(c_worst_noise, rise);
   }
+  const bool pass_c_records = pass_c;  // records and their slope margins alone (explanations)
+  // Spread (with the noise floor): no single increment among the last m values (and the one
+  // before them) may make more than kMaxIncrementShare of their rise. A step is one increment.
+  double largest_share = 0;
   if (entry && noise_floor > 0) {
     for (size_t g = 1; g <= segments; ++g) {
       c_worst_noise = std::min(c_worst_noise, segment_max_[g] - prefix_max_[g - 1]);
     }
     if (!(c_worst_noise >= noise_floor)) pass_c = false;
+    const size_t from = n > m ? n - m - 1 : 0;
+    double lo = y_[from], hi = y_[from], largest = 0;
+    for (size_t k = from + 1; k < n; ++k) {
+      largest = std::max(largest, y_[k] - y_[k - 1]);
+      lo = std::min(lo, y_[k]);
+      hi = std::max(hi, y_[k]);
+    }
+    largest_share = hi > lo ? largest / (hi - lo) : 1;
+    if (largest_share > kMaxIncrementShare) pass_c = false;
   }
   // Recent trend (entry only): the last m values trend on their own, and their Theil-Sen slope is
   // at least kRecentSlopeFraction of the window's. After a step, the pairs among the flat values
   // after it outnumber those across it, so their median slope is about 0.
-  double recent_p = 0, recent_slope_ratio = 0;
+  // Their growth (slope times their span) must also be a quarter of the growth test B asks of the
+  // whole window: when a step is less than half-way into the window, the window's own slope is
+  // noise-sized too, and so is half of it.
+  double recent_p = 0, recent_slope_ratio = 0, recent_growth = 0;
+  const double needed_growth = std::max(min_growth, options_.min_relative_growth * start_level);
   if (options_.recent_max_p_value > 0 && (entry && (pass_c || explain != nullptr))) {
     const std::span<const double> recent = std::span<const double>(y_).subspan(n - m);
+    const std::span<const double> recent_t =
+        std::span<const double>(window_seconds_).subspan(n - m);
     recent_p = MannKendall(recent, &scratch_).p_value;
-    const double recent_slope = TheilSenSlope(
-        std::span<const double>(window_seconds_).subspan(n - m), recent, &scratch_);
+    const double recent_slope = TheilSenSlope(recent_t, recent, &scratch_);
     recent_slope_ratio = slope > 0 ? recent_slope / slope : 0;
-    if (recent_p > options_.recent_max_p_value || recent_slope_ratio < kRecentSlopeFraction) {
+    recent_growth = recent_slope * (recent_t.back() - recent_t.front());
+    if (recent_p > options_.recent_max_p_value || recent_slope_ratio < kRecentSlopeFraction ||
+        recent_growth < kRecentGrowthFraction * needed_growth) {
       pass_c = false;
     }
   }
@@ -479,16 +504,22 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
                                              : 0;
         worst = std::min(worst, std::isfinite(part_rise) ? ratio : 0.0);
       }
-      add("C sustained", std::isfinite(worst) ? worst : 1e9, ">=", f, pass_c, "fraction");
+      add("C sustained", std::isfinite(worst) ? worst : 1e9, ">=", f, pass_c_records, "fraction");
       if (options_.record_noise_sigmas > 0) {
         add("C above noise", std::isfinite(c_worst_noise) ? c_worst_noise : 0, ">=", noise_floor,
             c_worst_noise >= noise_floor, "bytes");
+      }
+      if (options_.record_noise_sigmas > 0) {
+        add("C spread", largest_share, "<=", kMaxIncrementShare,
+            largest_share <= kMaxIncrementShare, "fraction");
       }
       if (options_.recent_max_p_value > 0) {
         add("C recent trend", recent_p, "<=", options_.recent_max_p_value,
             recent_p <= options_.recent_max_p_value, "p");
         add("C recent slope", recent_slope_ratio, ">=", kRecentSlopeFraction,
             recent_slope_ratio >= kRecentSlopeFraction, "fraction");
+        add("C recent growth", recent_growth, ">=", kRecentGrowthFraction * needed_growth,
+            recent_growth >= kRecentGrowthFraction * needed_growth, "bytes");
       }
     }
     const double predicted_d = slope * (span - before_recent_t);

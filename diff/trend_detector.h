@@ -129,14 +129,16 @@ struct TrendOptions {
   // significant upward trend on their own (one-sided Mann-Kendall p <= this). A one-time step
   // inside a long window gives the whole window a positive slope, and noise can then set the small
   // records C asks for; the last min_snapshots after a step are flat and fail this. With it, their
-  // Theil-Sen slope must also be at least half the window's. 0 (the default) disables both;
+  // Theil-Sen slope must also be at least half the window's, and their growth (that slope times
+  // their span) a quarter of the growth test B asks of the window. 0 (the default) disables all;
   // LeakDetector uses 0.05 on every scale. Range [0, 0.5].
   double recent_max_p_value = 0;
   // Test C, to become a suspect only: when > 0, every part's record must also beat the earlier
   // maximum by this many noise standard deviations, the noise estimated from the window's first
-  // differences (1.4826 * MAD / sqrt(2)), and so must test D's record. Like recent_max_p_value, it
-  // rejects a one-time step or a plateau whose flat values set noise-sized records. 0 (the default)
-  // disables it; LeakDetector uses 2 on every scale. Range [0, 10].
+  // differences (1.4826 * MAD / sqrt(2)), and so must test D's record; and no single increment
+  // among the last min_snapshots values may make more than half of their rise. Like
+  // recent_max_p_value, it rejects a one-time step or a plateau whose flat values set noise-sized
+  // records. 0 (the default) disables it; LeakDetector uses 2 on its bucketed scales. Range [0, 10].
   double record_noise_sigmas = 0;
 };
 
@@ -180,7 +182,7 @@ struct TestExplanation {
   std::string test;
   double value = 0;
   double threshold = 0;
-  std::string op;  // "<=" or ">=": the test passes when value <op> threshold
+  std::string op;  // "<=", ">=" or ">": the test passes when value <op> threshold
   bool pass = false;
   std::string unit;  // "p", "bytes", "bytes/s", "fraction"
   friend bool operator==(const TestExplanation&, const TestExplanation&) = default;

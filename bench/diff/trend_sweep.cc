@@ -66,6 +66,10 @@ bool SetOption(TrendOptions& o, const std::string& key, double v) {
     o.confirm_snapshots = static_cast<size_t>(v);
   else if (key == "clear_snapshots")
     o.clear_snapshots = static_cast<size_t>(v);
+  else if (key == "recent_max_p_value")
+    o.recent_max_p_value = v;
+  else if (key == "record_noise_sigmas")
+    o.record_noise_sigmas = v;
   else
     return false;
   return true;

@@ -1,14 +1,18 @@
 // `heapwatchctl trend` end to end through RunCtl on series of histogram files written to a temp
 // directory. Each file is a real captured histogram (tests/collectors/data: JDK 17 live, JDK 25
-// -all, and the JDK 17 one rewritten in the JDK 8 format) with one class's row scaled to simulate a
-// leak. Covers: the suspects equal those of a diff::TrendDetector fed the same snapshots (as the
-// daemon does), a flat series, --history episodes, file-name times (RFC 3339 basic, epoch,
-// modification time) and the errors with their exit codes.
+// -all, and the JDK 17 one rewritten in the JDK 8 format) with some classes' rows scaled (or added)
+// to simulate a leak. Covers: the suspects equal those of a diff::LeakDetector fed the same
+// snapshots (as the daemon does), a leak of one application class with three JDK companions
+// grouped into one leak, two independent leaks kept apart, healthy series (flat, sawtooth, noise),
+// --history episodes of leaks and classes (still open, and cleared after a drop or a plateau),
+// --explain, the time-scale flags, file-name times (RFC 3339 basic, epoch, modification time) and
+// the errors with their exit codes.
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -22,7 +26,7 @@
 #include "ctl/ctl.h"
 #include "ctl/time_arg.h"
 #include "ctl/trend_command.h"
-#include "diff/trend_detector.h"
+#include "diff/leak_detector.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -31,7 +35,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::ContainsRegex;
 using ::testing::Not;
+using ::testing::UnorderedElementsAre;
 
 constexpr char kLeak[] = "HwTestApp$Leaf";
 
@@ -73,37 +79,64 @@ std::string AsJdk8(const std::string& text) {
   return std::regex_replace(out, std::regex(" \\([^()\\n]*\\)(\\r?\\n)"), "$1");
 }
 
-// `text` with the row of `class_name` set to `instances` and `bytes`, and the Total line adjusted.
-std::string WithRow(const std::string& text, const std::string& class_name, uint64_t instances,
-                    uint64_t bytes) {
+// One row to set in a histogram: `name` as HotSpot prints it ("[B", "java.lang.Long"), with
+// `module` (" (java.base@17.0.15)" or "") when the row is new.
+struct Row {
+  std::string name;
+  uint64_t instances;
+  uint64_t bytes;
+  std::string module = "";
+};
+
+// `text` with each row's class set to its instances and bytes (a class not in `text` is added as a
+// new row before the Total line), and the Total line adjusted.
+std::string WithRows(const std::string& text, const std::vector<Row>& rows) {
   static const std::regex kRow(R"(^( *\d+:) +(\d+) +(\d+)  (\S+)(.*)$)");
   static const std::regex kTotal(R"(^Total +(\d+) +(\d+)$)");
   std::istringstream in(text);
   std::vector<std::string> lines;
   int64_t d_instances = 0, d_bytes = 0;
-  bool found = false;
+  std::vector<bool> found(rows.size(), false);
+  int last_num = 0;
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
-    if (std::regex_match(line, m, kRow) && m[4] == class_name) {
-      d_instances = static_cast<int64_t>(instances) - std::stoll(m[2]);
-      d_bytes = static_cast<int64_t>(bytes) - std::stoll(m[3]);
-      line = absl::StrFormat("%s %13d  %13d  %s%s", m[1].str(), instances, bytes, m[4].str(),
-                             m[5].str());
-      found = true;
+    if (std::regex_match(line, m, kRow)) {
+      last_num = std::stoi(m[1].str().substr(0, m[1].str().size() - 1));
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (m[4] != rows[r].name) continue;
+        d_instances += static_cast<int64_t>(rows[r].instances) - std::stoll(m[2]);
+        d_bytes += static_cast<int64_t>(rows[r].bytes) - std::stoll(m[3]);
+        line = absl::StrFormat("%s %13d  %13d  %s%s", m[1].str(), rows[r].instances, rows[r].bytes,
+                               m[4].str(), m[5].str());
+        found[r] = true;
+      }
     }
     lines.push_back(line);
   }
-  EXPECT_TRUE(found) << class_name;
   std::string out;
   for (std::string& line : lines) {
     std::smatch m;
     if (std::regex_match(line, m, kTotal)) {
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (found[r]) continue;
+        out += absl::StrFormat("%4d: %13d  %13d  %s%s\n", ++last_num, rows[r].instances,
+                               rows[r].bytes, rows[r].name, rows[r].module);
+        d_instances += static_cast<int64_t>(rows[r].instances);
+        d_bytes += static_cast<int64_t>(rows[r].bytes);
+      }
       line = absl::StrFormat("Total %13d  %13d", std::stoll(m[1]) + d_instances,
                              std::stoll(m[2]) + d_bytes);
     }
     out += line + "\n";
   }
   return out;
+}
+
+// `text` with the row of `class_name` set to `instances` and `bytes`, and the Total line adjusted.
+std::string WithRow(const std::string& text, const std::string& class_name, uint64_t instances,
+                    uint64_t bytes) {
+  EXPECT_THAT(text, HasSubstr("  " + class_name)) << class_name;
+  return WithRows(text, {{class_name, instances, bytes}});
 }
 
 // A leak of `kLeak`: 50,000 objects (1.2 MB) more in every histogram.
@@ -140,9 +173,10 @@ class TrendCommandTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// The suspects a diff::TrendDetector with default options reports after the same series.
+// The suspects a diff::LeakDetector with default options (the daemon's) reports after the same
+// series.
 std::vector<diff::Suspect> DetectorSuspects(int n, const std::function<std::string(int)>& text) {
-  diff::TrendDetector detector(diff::TrendOptions{});
+  diff::LeakDetector detector(diff::LeakOptions{});
   for (int i = 0; i < n; ++i) {
     auto h = collectors::ParseClassHistogram(text(i));
     EXPECT_TRUE(h.ok()) << h.status();
@@ -187,31 +221,74 @@ TEST_P(TrendFormatTest, SteadyLeakIsReportedAsTheDetectorWouldWithFirstSeen) {
   EXPECT_EQ(s["first_seen"], Rfc3339(expected[0].first_seen));
   EXPECT_EQ(s["first_seen"], "2026-11-24T01:12:00Z");
   EXPECT_EQ(s["last_snapshot_time"], "2026-11-24T01:19:00Z");
+  EXPECT_EQ(s["leak"], expected[0].leak);
+  EXPECT_EQ(s["time_scale"], "0s");  // flagged on every snapshot: no bucketed scale is ready yet
+  // One leak of that one class.
+  ASSERT_EQ(j["leaks"].size(), 1u) << r.out;
+  const nlohmann::json& l = j["leaks"][0];
+  EXPECT_EQ(l["leak"], s["leak"]);
+  EXPECT_THAT(l["leak"].get<std::string>(), ContainsRegex("^L[0-9a-f]{12}$"));
+  EXPECT_EQ(l["main_class"], kLeak);
+  EXPECT_EQ(l["classes"], nlohmann::json::array({kLeak}));
+  EXPECT_EQ(l["bytes"], s["bytes"]);
+  EXPECT_DOUBLE_EQ(l["growth_bytes_per_second"].get<double>(),
+                   s["growth_bytes_per_second"].get<double>());
+  EXPECT_EQ(l["first_seen"], "2026-11-24T01:12:00Z");
+  EXPECT_FALSE(l.contains("accumulation_point"));  // offline: no extended dump
 }
 
 INSTANTIATE_TEST_SUITE_P(Jdks, TrendFormatTest,
                          ::testing::Values("jdk17_live.txt", "jdk25_all.txt", "jdk17_all.txt",
                                            "jdk8_from_jdk17_live"));
 
-TEST_F(TrendCommandTest, TextOutputHasTheSuspectsTableAndTheStillOpenEpisode) {
+// The episodes of `j` (a `trend --json --history` output) of one kind.
+std::vector<nlohmann::json> EpisodesOfKind(const nlohmann::json& j, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& e : j["episodes"]) {
+    if (e["kind"] == kind) out.push_back(e);
+  }
+  return out;
+}
+
+TEST_F(TrendCommandTest, TextOutputHasTheLeakAndSuspectTablesAndTheStillOpenEpisodes) {
   std::string base = Captured("jdk17_live.txt");
   WriteSeries(20, [&](int i) { return Leaking(base, i); });
+  Result j = Ctl({"trend", "--history", "--json", dir_.string()});
+  ASSERT_EQ(j.code, 0) << j.err;
+  nlohmann::json json = nlohmann::json::parse(j.out);
+  ASSERT_EQ(json["leaks"].size(), 1u) << j.out;
+  const std::string id = json["leaks"][0]["leak"];
+
   Result r = Ctl({"trend", "--history", "--agent", "vm-1", dir_.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("20 histograms from 2026-11-24 01:00:00Z to 2026-11-24 01:19:00Z, "
                                "agent vm-1\n"));
-  EXPECT_THAT(r.out, HasSubstr("AGENT  CLASS"));
-  EXPECT_THAT(r.out, HasSubstr("vm-1   HwTestApp$Leaf"));
-  EXPECT_THAT(r.out, HasSubstr("HwTestApp$Leaf  2026-11-24 01:12:00Z  -"));
+  EXPECT_THAT(r.out, HasSubstr("\nLeaks:\nAGENT  LEAK"));
+  EXPECT_THAT(r.out, ContainsRegex("\nvm-1   " + id + "  HwTestApp\\$Leaf \\(1 class\\) .* every "
+                                   "snapshot +2026-11-24 01:12:00Z +-\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nSuspects:\nAGENT  CLASS"));
+  EXPECT_THAT(r.out, ContainsRegex("\nvm-1   HwTestApp\\$Leaf .* every snapshot +" + id +
+                                   " +2026-11-24 01:12:00Z\n"));
+  EXPECT_THAT(r.out, ContainsRegex("\nEpisodes [^\n]*\nKIND +LEAK +MAIN CLASS +FLAGGED AT +CLEARED AT "
+                                   "+SCALE +CLASSES\n"));
+  EXPECT_THAT(r.out, ContainsRegex("\nleak +" + id +
+                                   " +HwTestApp\\$Leaf +2026-11-24 01:12:00Z +- +every snapshot +"
+                                   "HwTestApp\\$Leaf\n"));
+  EXPECT_THAT(r.out, ContainsRegex("\nclass +" + id +
+                                   " +HwTestApp\\$Leaf +2026-11-24 01:12:00Z +- +every snapshot +"
+                                   "HwTestApp\\$Leaf\n"));
 
-  Result j = Ctl({"trend", "--history", "--json", dir_.string()});
-  ASSERT_EQ(j.code, 0) << j.err;
-  nlohmann::json e = nlohmann::json::parse(j.out)["episodes"];
-  ASSERT_EQ(e.size(), 1u);
-  EXPECT_EQ(e[0]["main_class"], kLeak);
-  EXPECT_EQ(e[0]["classes"], nlohmann::json::array({kLeak}));
-  EXPECT_EQ(e[0]["first_seen"], "2026-11-24T01:12:00Z");
-  EXPECT_FALSE(e[0].contains("cleared"));  // still flagged
+  for (const char* kind : {"leak", "class"}) {
+    std::vector<nlohmann::json> e = EpisodesOfKind(json, kind);
+    ASSERT_EQ(e.size(), 1u) << kind << ": " << j.out;
+    EXPECT_EQ(e[0]["leak"], id);
+    EXPECT_EQ(e[0]["main_class"], kLeak);
+    EXPECT_EQ(e[0]["classes"], nlohmann::json::array({kLeak}));
+    EXPECT_EQ(e[0]["first_seen"], "2026-11-24T01:12:00Z");
+    EXPECT_EQ(e[0]["time_scale"], "0s");
+    EXPECT_FALSE(e[0].contains("cleared"));  // still flagged
+  }
+  EXPECT_EQ(json["episodes"].size(), 2u) << j.out;
 }
 
 TEST_F(TrendCommandTest, FlatSeriesReportsNothing) {
@@ -219,16 +296,18 @@ TEST_F(TrendCommandTest, FlatSeriesReportsNothing) {
   WriteSeries(30, [&](int) { return base; });
   Result r = Ctl({"trend", dir_.string()});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("no leak suspects"));
+  EXPECT_THAT(r.out, HasSubstr("no leaks\n"));
+  EXPECT_THAT(r.out, HasSubstr("no leak suspects\n"));
   Result j = Ctl({"trend", "--json", "--history", dir_.string()});
   ASSERT_EQ(j.code, 0) << j.err;
   nlohmann::json json = nlohmann::json::parse(j.out);
   EXPECT_TRUE(json["suspects"].empty());
+  EXPECT_TRUE(json["leaks"].empty());
   EXPECT_TRUE(json["episodes"].empty());
   EXPECT_EQ(json["snapshots"], 30);
 }
 
-TEST_F(TrendCommandTest, HistoryListsAnEpisodeClearedWhenTheLeakStopsAndShrinksBack) {
+TEST_F(TrendCommandTest, HistoryListsEpisodesClearedWhenTheLeakStopsAndShrinksBack) {
   std::string base = Captured("jdk17_live.txt");
   // Leaks for 20 histograms, then is collected: back to its original 1234 objects.
   WriteSeries(30, [&](int i) { return i < 20 ? Leaking(base, i) : base; });
@@ -236,21 +315,220 @@ TEST_F(TrendCommandTest, HistoryListsAnEpisodeClearedWhenTheLeakStopsAndShrinksB
   ASSERT_EQ(r.code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["suspects"].empty()) << r.out;
-  ASSERT_EQ(j["episodes"].size(), 1u) << r.out;
-  const nlohmann::json& e = j["episodes"][0];
-  EXPECT_EQ(e["main_class"], kLeak);
-  EXPECT_EQ(e["classes"], nlohmann::json::array({kLeak}));
-  EXPECT_EQ(e["first_seen"], "2026-11-24T01:12:00Z");
-  ASSERT_TRUE(e.contains("cleared")) << r.out;
-  // Cleared at one of the histograms after the drop (index 20), once clear_snapshots (3) failed.
-  std::string cleared = e["cleared"];
-  EXPECT_GT(cleared, "2026-11-24T01:20:00Z");
-  EXPECT_LE(cleared, "2026-11-24T01:29:00Z");
+  EXPECT_TRUE(j["leaks"].empty()) << r.out;
+  for (const char* kind : {"leak", "class"}) {
+    std::vector<nlohmann::json> episodes = EpisodesOfKind(j, kind);
+    ASSERT_EQ(episodes.size(), 1u) << kind << ": " << r.out;
+    const nlohmann::json& e = episodes[0];
+    EXPECT_EQ(e["main_class"], kLeak);
+    EXPECT_EQ(e["classes"], nlohmann::json::array({kLeak}));
+    EXPECT_EQ(e["first_seen"], "2026-11-24T01:12:00Z");
+    ASSERT_TRUE(e.contains("cleared")) << r.out;
+    // Cleared at one of the histograms after the drop (index 20), once clear_snapshots (3) failed.
+    std::string cleared = e["cleared"];
+    EXPECT_GT(cleared, "2026-11-24T01:20:00Z");
+    EXPECT_LE(cleared, "2026-11-24T01:29:00Z");
+  }
+  EXPECT_EQ(EpisodesOfKind(j, "leak")[0]["leak"], EpisodesOfKind(j, "class")[0]["leak"]);
 
   Result text = Ctl({"trend", "--history", dir_.string()});
   ASSERT_EQ(text.code, 0);
   EXPECT_THAT(text.out, HasSubstr("no leak suspects"));
-  EXPECT_THAT(text.out, HasSubstr("HwTestApp$Leaf  2026-11-24 01:12:00Z  2026-11-24 01:2"));
+  EXPECT_THAT(text.out, ContainsRegex("\nleak +L[0-9a-f]{12} +HwTestApp\\$Leaf +2026-11-24 01:12:00Z "
+                                      "+2026-11-24 01:2"));
+}
+
+// byte[], java.lang.String and java.lang.Long grow in lockstep with HwTestApp$Leaf (each step's
+// growth varies, by the same factor for all four, as when one workload drives them); byte[] holds
+// the most bytes. Index `i` of a 60 s series.
+std::string LeakWithCompanions(const std::string& base, int i) {
+  double steps = 0;  // sum of the step factors up to i, each in [0.5, 1.5]
+  for (int k = 1; k <= i; ++k) steps += 1 + 0.5 * std::sin(1.7 * k);
+  auto grown = [&](uint64_t start, double per_step) {
+    return start + static_cast<uint64_t>(std::llround(per_step * steps));
+  };
+  const uint64_t leaf = grown(29616, 1'200'000), bytes = grown(110096, 2'000'000),
+                 strings = grown(47016, 600'000), longs = grown(16000, 400'000);
+  return WithRows(base, {{"[B", bytes / 100, bytes},
+                         {kLeak, leaf / 24, leaf},
+                         {"java.lang.String", strings / 24, strings},
+                         {"java.lang.Long", longs / 16, longs, " (java.base@17.0.15)"}});
+}
+
+TEST_F(TrendCommandTest, LeakWithJdkCompanionsIsOneLeakNamedByTheApplicationClass) {
+  std::string base = Captured("jdk17_live.txt");
+  auto text = [&](int i) { return LeakWithCompanions(base, i); };
+  WriteSeries(40, text);
+  Result r = Ctl({"trend", "--json", dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["leaks"].size(), 1u) << r.out;
+  const nlohmann::json& l = j["leaks"][0];
+  EXPECT_EQ(l["main_class"], kLeak);  // not byte[], although byte[] holds more
+  EXPECT_THAT(l["classes"].get<std::vector<std::string>>(),
+              UnorderedElementsAre(kLeak, "byte[]", "java.lang.String", "java.lang.Long"));
+  EXPECT_EQ(l["classes"][0], "byte[]");  // by bytes, descending
+  // The leak's figures are its classes' sums, and each class is a suspect of this leak.
+  double bytes = 0, growth = 0;
+  for (const nlohmann::json& c : l["class_growth"]) {
+    bytes += c["bytes"].get<double>();
+    growth += c["growth_bytes_per_second"].get<double>();
+  }
+  EXPECT_EQ(l["bytes"].get<double>(), bytes);
+  EXPECT_NEAR(l["growth_bytes_per_second"].get<double>(), growth, 1e-6 * growth);
+  // 4.2 MB per 60 s on average over the four classes.
+  EXPECT_NEAR(growth, 4'200'000.0 / 60, 0.25 * 4'200'000.0 / 60);
+  ASSERT_EQ(j["suspects"].size(), 4u) << r.out;
+  for (const nlohmann::json& s : j["suspects"]) EXPECT_EQ(s["leak"], l["leak"]) << s.dump();
+  // The suspects are those of the daemon's detector.
+  std::vector<diff::Suspect> expected = DetectorSuspects(40, text);
+  ASSERT_EQ(expected.size(), 4u);
+  for (size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_EQ(j["suspects"][k]["class"], expected[k].class_name);
+    EXPECT_EQ(j["suspects"][k]["leak"], expected[k].leak);
+  }
+
+  Result table = Ctl({"trend", dir_.string()});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_THAT(table.out, ContainsRegex("offline +L[0-9a-f]{12} +HwTestApp\\$Leaf \\(4 classes\\)"));
+  EXPECT_THAT(table.out, ContainsRegex("\n +  byte\\[\\] +[0-9.]+ MiB +\\+"));
+  EXPECT_THAT(table.out, ContainsRegex("\n +  java\\.lang\\.Long +[0-9.]+ MiB +\\+"));
+}
+
+TEST_F(TrendCommandTest, TwoIndependentLeaksAreTwoLeaks) {
+  std::string base = Captured("jdk17_live.txt");
+  // HwTestApp$Leaf and java.lang.String both grow, each at its own uneven pace.
+  WriteSeries(40, [&](int i) {
+    double leaf_steps = 0, string_steps = 0;
+    for (int k = 1; k <= i; ++k) {
+      leaf_steps += 1 + 0.5 * std::sin(1.7 * k);
+      string_steps += 1 + 0.5 * std::sin(2.9 * k + 1.0);
+    }
+    const uint64_t leaf = 29616 + static_cast<uint64_t>(1'200'000 * leaf_steps);
+    const uint64_t strings = 47016 + static_cast<uint64_t>(800'000 * string_steps);
+    return WithRows(base, {{kLeak, leaf / 24, leaf}, {"java.lang.String", strings / 24, strings}});
+  });
+  Result r = Ctl({"trend", "--json", "--agent", "vm-7", dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["leaks"].size(), 2u) << r.out;
+  // Fastest first: the application class's leak, then the strings'.
+  EXPECT_EQ(j["leaks"][0]["main_class"], kLeak);
+  EXPECT_EQ(j["leaks"][0]["classes"], nlohmann::json::array({kLeak}));
+  EXPECT_EQ(j["leaks"][1]["main_class"], "java.lang.String");
+  EXPECT_EQ(j["leaks"][1]["classes"], nlohmann::json::array({"java.lang.String"}));
+  EXPECT_NE(j["leaks"][0]["leak"], j["leaks"][1]["leak"]);
+  for (const nlohmann::json& l : j["leaks"]) EXPECT_EQ(l["agent"], "vm-7");
+}
+
+// A JVM that does not leak: byte[] fills and empties (a 5-histogram sawtooth), java.lang.String
+// wobbles around 2 MB, everything else is constant.
+std::string Healthy(const std::string& base, int i) {
+  const uint64_t bytes = 110096 + static_cast<uint64_t>(i % 5) * 3'000'000;
+  const uint64_t strings =
+      2'000'000 + static_cast<uint64_t>(std::llround(500'000 * std::sin(2.3 * i)));
+  return WithRows(base, {{"[B", bytes / 100, bytes}, {"java.lang.String", strings / 24, strings}});
+}
+
+TEST_F(TrendCommandTest, HealthySeriesHasNoLeakAndNoSuspect) {
+  std::string base = Captured("jdk17_live.txt");
+  WriteSeries(40, [&](int i) { return Healthy(base, i); });
+  Result r = Ctl({"trend", "--json", "--history", dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["snapshots"], 40);
+  EXPECT_TRUE(j["leaks"].empty()) << r.out;
+  EXPECT_TRUE(j["suspects"].empty()) << r.out;
+  EXPECT_TRUE(j["episodes"].empty()) << r.out;
+}
+
+TEST_F(TrendCommandTest, CacheThatFillsThenPlateausIsAClearedEpisode) {
+  std::string base = Captured("jdk17_live.txt");
+  // The cache grows by 1.2 MB a minute for 20 minutes, then stays full for 40.
+  WriteSeries(60, [&](int i) { return Leaking(base, std::min(i, 20)); });
+  Result r = Ctl({"trend", "--json", "--history", dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["leaks"].empty()) << r.out;
+  EXPECT_TRUE(j["suspects"].empty()) << r.out;
+  std::vector<nlohmann::json> leaks = EpisodesOfKind(j, "leak");
+  ASSERT_FALSE(leaks.empty()) << r.out;
+  for (const nlohmann::json& e : j["episodes"]) {
+    EXPECT_EQ(e["main_class"], kLeak) << e.dump();
+    EXPECT_EQ(e["classes"], nlohmann::json::array({kLeak})) << e.dump();
+    ASSERT_TRUE(e.contains("cleared")) << e.dump();  // nothing is still flagged
+    // Flagged while it grew, cleared once it had stopped.
+    EXPECT_LT(e["first_seen"].get<std::string>(), "2026-11-24T01:21:00Z") << e.dump();
+    EXPECT_GT(e["cleared"].get<std::string>(), "2026-11-24T01:20:00Z") << e.dump();
+    EXPECT_GT(e["cleared"].get<std::string>(), e["first_seen"].get<std::string>()) << e.dump();
+  }
+}
+
+TEST_F(TrendCommandTest, ExplainPrintsEachTestPerScale) {
+  std::string base = Captured("jdk17_live.txt");
+  WriteSeries(40, [&](int i) { return LeakWithCompanions(base, i); });
+  Result r = Ctl({"trend", "--json", "--explain", kLeak, dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json e = nlohmann::json::parse(r.out);
+  EXPECT_EQ(e["agent"], "offline");
+  EXPECT_EQ(e["class_name"], kLeak);
+  EXPECT_EQ(e["known"], true);
+  EXPECT_EQ(e["suspect"], true);
+  nlohmann::json summary = nlohmann::json::parse(Ctl({"trend", "--json", dir_.string()}).out);
+  ASSERT_EQ(summary["leaks"].size(), 1u);
+  EXPECT_EQ(e["leak"], summary["leaks"][0]["leak"]);
+  ASSERT_GT(e["scales"].size(), 1u) << r.out;  // every snapshot and some bucketed scales
+  EXPECT_EQ(e["scales"][0]["time_scale"], "0s");
+  // Each test passes exactly when value <op> threshold; the leak, still growing steadily at the
+  // end, passes every test on some scale it is a suspect on.
+  bool passes_everything_somewhere = false;
+  for (const nlohmann::json& scale : e["scales"]) {
+    bool all_pass = !scale["tests"].empty();
+    for (const nlohmann::json& t : scale["tests"]) {
+      const double v = t["value"], th = t["threshold"];
+      ASSERT_TRUE(t["op"] == "<=" || t["op"] == ">=") << t.dump();
+      EXPECT_EQ(t["pass"].get<bool>(), t["op"] == "<=" ? v <= th : v >= th) << t.dump();
+      all_pass = all_pass && t["pass"].get<bool>();
+    }
+    if (scale["suspect"] == true && all_pass) passes_everything_somewhere = true;
+  }
+  EXPECT_TRUE(passes_everything_somewhere) << r.out;
+
+  Result text = Ctl({"trend", "--explain", kLeak, dir_.string()});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, ContainsRegex("^HwTestApp\\$Leaf in offline: a leak suspect \\(leak "
+                                      "L[0-9a-f]{12}\\)\n"));
+  EXPECT_THAT(text.out, ContainsRegex("\nScale every snapshot: [^\n]*, window 12/8 snapshots\n"));
+  EXPECT_THAT(text.out, ContainsRegex("\n  TEST +VALUE +OP +THRESHOLD +RESULT +UNIT\n"));
+
+  // Only the every-snapshot scale with --no-time-scales.
+  Result one = Ctl({"trend", "--json", "--no-time-scales", "--explain", kLeak, dir_.string()});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["scales"].size(), 1u) << one.out;
+
+  Result unknown = Ctl({"trend", "--json", "--explain", "com.example.Nothing", dir_.string()});
+  ASSERT_EQ(unknown.code, 0) << unknown.err;
+  nlohmann::json u = nlohmann::json::parse(unknown.out);
+  EXPECT_EQ(u["known"], false);
+  EXPECT_EQ(u["suspect"], false);
+}
+
+TEST_F(TrendCommandTest, TimeScaleFlags) {
+  std::string base = Captured("jdk17_live.txt");
+  WriteSeries(40, [&](int i) { return LeakWithCompanions(base, i); });
+  // The same leak on the every-snapshot scale alone.
+  Result r = Ctl({"trend", "--json", "--no-time-scales", dir_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["leaks"].size(), 1u) << r.out;
+  EXPECT_EQ(j["leaks"][0]["classes"].size(), 4u) << r.out;
+  for (const nlohmann::json& s : j["suspects"]) EXPECT_EQ(s["time_scale"], "0s");
+
+  EXPECT_EQ(Ctl({"trend", "--min-time-scale", "0s", dir_.string()}).code, 2);
+  EXPECT_EQ(Ctl({"trend", "--min-time-scale", "x", dir_.string()}).code, 2);
+  Result inverted = Ctl({"trend", "--min-time-scale", "1h", "--max-time-scale", "1m", dir_.string()});
+  EXPECT_EQ(inverted.code, 2);
+  EXPECT_THAT(inverted.err, HasSubstr("time_scale"));
 }
 
 TEST(TimeFromFileNameTest, Rfc3339BasicEpochOrNothing) {
