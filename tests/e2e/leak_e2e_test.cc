@@ -141,9 +141,9 @@ class LeakEndToEnd : public ::testing::Test {
         << "heapwatchd wrote no port files:\n"
         << DaemonLog();
     metrics_url_ = absl::StrCat("http://127.0.0.1:", *ReadPort(dir_ + "/metrics.port"), "/metrics");
-    stub_ = v1::QueryService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port")),
-        grpc::InsecureChannelCredentials()));
+    grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
+    stub_ = v1::QueryService::NewStub(
+        grpc::CreateChannel(grpc_address_, grpc::InsecureChannelCredentials()));
   }
 
   std::string DaemonLog() { return ReadFile(daemon_log_); }
@@ -194,7 +194,7 @@ class LeakEndToEnd : public ::testing::Test {
     return r.out;
   }
 
-  std::string dir_, daemon_log_, metrics_url_;
+  std::string dir_, daemon_log_, metrics_url_, grpc_address_;
   std::vector<std::unique_ptr<Subprocess>> jvms_;
   std::unique_ptr<Subprocess> daemon_;
   std::unique_ptr<v1::QueryService::Stub> stub_;
@@ -394,6 +394,18 @@ escalation:
               << absl::StrCat("0x", absl::Hex(p.object().object_id())) << " (share " << p.share() << ", "
               << p.suspect_instances() << " instances)" << std::endl;
     EXPECT_EQ(p.object().object_id(), ap.object().object_id()) << c;
+  }
+
+  // ---- heapwatchctl leaks shows the same leak (text), with its accumulation point ----
+  {
+    const testing::CommandResult ctl =
+        RunCommand({HEAPWATCHCTL, "--server", grpc_address_, "leaks", "--agent", agent},
+                   absl::Seconds(30));
+    std::cout << "E2E: heapwatchctl leaks --agent " << agent << ":\n" << ctl.out << std::endl;
+    EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
+    EXPECT_TRUE(absl::StrContains(ctl.out, leak.leak())) << ctl.out;
+    EXPECT_TRUE(absl::StrContains(ctl.out, kEventClass)) << ctl.out;
+    EXPECT_TRUE(absl::StrContains(ctl.out, kAccumulationPoint)) << ctl.out;
   }
 
   // ---- /metrics: one leak series named by the event class; the per-class suspects stay ----
