@@ -1,5 +1,5 @@
-// The daemon's in-memory view of the agents it watches now: labels, collection state and current
-// suspects. Written by the discovery thread and the collection workers, read by the gRPC query
+// The daemon's in-memory view of the agents it watches now: labels, collection state, current
+// suspects and leaks. Written by the discovery thread and the collection workers, read by the gRPC query
 // service. Agents that are down are not kept here; their history lives in the store.
 //
 // Thread-safety: thread-safe (one internal mutex); every method copies in or out, no reference
@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "common/agent.h"
 #include "common/gc.h"
+#include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
 
 namespace heapwatch::daemon {
@@ -37,7 +38,8 @@ struct AgentStatus {
   absl::Duration last_collection_duration = absl::ZeroDuration();
   std::string last_error;  // empty after a success
   uint32_t consecutive_failures = 0;
-  std::vector<diff::Suspect> suspects;  // sorted by score, highest first
+  std::vector<diff::Suspect> suspects;  // sorted by score, highest first; each names its leak
+  std::vector<diff::Leak> leaks;        // the suspects grouped by cause, fastest growth first
   // Cost of watching (daemon/pause_budget.h).
   CollectionCost last_cost;                             // of the last stored histogram
   absl::Duration total_pause = absl::ZeroDuration();    // histograms and extended dumps

@@ -13,7 +13,7 @@
 
 #include "absl/time/time.h"
 #include "common/status.h"
-#include "diff/trend_detector.h"
+#include "diff/leak_detector.h"
 
 namespace heapwatch::daemon {
 
@@ -154,7 +154,9 @@ struct Config {
   CollectionConfig collection;
   WatchConfig watch;
   ExportConfig exporter;  // YAML section `export`
-  diff::TrendOptions trend;
+  // YAML section `trend`: the trend tests (trend.trend, diff::TrendOptions) and the time scales,
+  // daily-cycle veto and grouping of leaks (diff::LeakOptions), as one flat mapping.
+  diff::LeakOptions trend;
   RetentionConfig retention;
   EscalationConfig escalation;
 };

@@ -12,7 +12,7 @@
 
 #include "absl/time/time.h"
 #include "common/status.h"
-#include "diff/trend_detector.h"
+#include "diff/leak_detector.h"
 #include "yaml-cpp/yaml.h"
 
 namespace heapwatch::daemon::config_fields {
@@ -40,10 +40,12 @@ StatusOr<uint64_t> ParseByteSize(std::string_view text);
 // Shortest decimal text that reads back as exactly `v`.
 std::string FormatDouble(double v);
 
-// The `trend:` section: one key per field of diff::TrendOptions (daemon/config_trend.cc).
-FieldMap TrendFields(diff::TrendOptions* trend);
-void EmitTrend(YAML::Emitter& out, const diff::TrendOptions& trend);
-Status ValidateTrend(const diff::TrendOptions& trend);
+// The `trend:` section: one key per field of diff::TrendOptions and one per time-scale / grouping
+// field of diff::LeakOptions, in one flat mapping (daemon/config_trend.cc).
+FieldMap TrendFields(diff::LeakOptions* trend);
+void EmitTrend(YAML::Emitter& out, const diff::LeakOptions& trend);
+// diff::ValidateLeakOptions, its message prefixed with "configuration 'trend': ".
+Status ValidateTrend(const diff::LeakOptions& trend);
 
 }  // namespace heapwatch::daemon::config_fields
 

@@ -17,13 +17,16 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "collectors/agent_identity.h"
 #include "collectors/attach.h"
 #include "collectors/class_histogram.h"
@@ -37,6 +40,7 @@
 #include "daemon/pause_budget.h"
 #include "daemon/query_server.h"
 #include "daemon/scheduler.h"
+#include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
 #include "prometheus/exposer.h"
 #include "spdlog/spdlog.h"
@@ -95,8 +99,9 @@ struct Daemon::Impl {
     collectors::LocalJvm jvm;
     bool all_objects = false;
     std::mutex detector_mu;
-    std::unique_ptr<diff::TrendDetector> detector;  // guarded by detector_mu
-    std::set<std::string> suspect_names;            // guarded by detector_mu; for state-change logs
+    std::unique_ptr<diff::LeakDetector> detector;  // guarded by detector_mu
+    std::set<std::string> suspect_names;           // guarded by detector_mu; for state-change logs
+    std::map<std::string, diff::Leak> leaks;       // guarded by detector_mu; for state-change logs
     bool failing = false;                           // guarded by detector_mu; for state-change logs
 
     // Cost of watching and the live-set series (daemon/agent_cost.h); thread-safe on its own.
@@ -236,7 +241,7 @@ struct Daemon::Impl {
     rt->info = *info;
     rt->jvm = jvm;
     rt->all_objects = config.collection.all_objects.Matches(info->main_class);
-    rt->detector = std::make_unique<diff::TrendDetector>(config.trend, info->start_time);
+    rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
     rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
                                            absl::Now());
     if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
@@ -258,11 +263,13 @@ struct Daemon::Impl {
       if (latest.ok() && latest->has_value()) {
         metrics.PublishSnapshot(info->id, **latest, status.suspects, config.exporter.top_classes);
       }
+      metrics.PublishLeaks(info->id, status.leaks);
     }
     runtimes[info->id] = rt;
     scheduler.Add(info->id);
     if (auto s = scheduler.Get(info->id)) status.next_collection = s->next_due;
     const size_t suspect_count = status.suspects.size();
+    const size_t leak_count = status.leaks.size();
     agents.Put(std::move(status));
     cv.notify_all();
     spdlog::info("watching agent {}: JVM {}, {}{}{}", Describe(*info), info->jvm_version,
@@ -270,30 +277,172 @@ struct Daemon::Impl {
                                  : absl::StrFormat("histograms under a %.3g%% pause budget",
                                                    config.collection.pause_budget * 100),
                  replayed > 0 ? absl::StrFormat(", replayed %d stored snapshots", replayed) : "",
-                 suspect_count == 0 ? "" : absl::StrFormat(", %d suspects", suspect_count));
+                 suspect_count == 0
+                     ? ""
+                     : absl::StrFormat(", %d suspects in %d leaks", suspect_count, leak_count));
     return {Known::kWatched, info->id};
   }
 
-  // Rebuilds the agent's trend detector from its most recent stored snapshots (enough to fill the
-  // detector's warm-up, lookback and window twice over). Returns how many were replayed.
+  // Most snapshots a replay reads, whatever the horizon.
+  static constexpr size_t kMaxReplaySnapshots = 20'000;
+  // Snapshots decoded at once during a replay (bounds its memory).
+  static constexpr size_t kReplayChunk = 256;
+
+  // How far back from the newest stored snapshot a replay reads: the longest time scale's lookback
+  // (max_time_scale * scale_lookback_buckets) or the cycle veto's horizon, whichever is longer.
+  absl::Duration ReplayHorizon() const {
+    const diff::LeakOptions& o = config.trend;
+    absl::Duration h = o.cycle_lookback;
+    if (o.enable_time_scales) {
+      h = std::max(h, o.max_time_scale * static_cast<int64_t>(o.scale_lookback_buckets));
+    }
+    return h;
+  }
+
+  // Rebuilds the agent's leak detector from its stored snapshots of the last ReplayHorizon() before
+  // the newest one (at least enough to fill scale 0's warm-up, lookback and window twice over; at
+  // most kMaxReplaySnapshots, the newest), then gives it the accumulation points of the agent's
+  // newest analysed dump. Returns how many snapshots were replayed.
   size_t Replay(Runtime& rt, AgentStatus* status) {
-    const diff::TrendOptions& t = config.trend;
-    size_t count = t.warmup_snapshots + 2 * std::max(t.window_snapshots, t.peak_lookback_snapshots);
-    auto snapshots =
-        store->ReadSnapshots(rt.info.id, absl::InfinitePast(), absl::InfiniteFuture(), count);
-    if (!snapshots.ok()) {
-      if (snapshots.status().code() != absl::StatusCode::kNotFound) {
+    const absl::Time started = absl::Now();
+    auto times = store->ListSnapshotTimes(rt.info.id, absl::InfinitePast(), absl::InfiniteFuture());
+    if (!times.ok()) {
+      if (times.status().code() != absl::StatusCode::kNotFound) {
         spdlog::error("agent {}: cannot read its stored history, starting afresh: {}",
-                      Describe(rt.info), snapshots.status().ToString());
+                      Describe(rt.info), times.status().ToString());
       }
       return 0;
     }
+    if (times->empty()) return 0;
+    const diff::TrendOptions& t = config.trend.trend;
+    const size_t min_count =
+        t.warmup_snapshots + 2 * std::max(t.window_snapshots, t.peak_lookback_snapshots);
+    const absl::Duration horizon = ReplayHorizon();
+    const absl::Time from = times->back() - horizon;
+    size_t first = std::lower_bound(times->begin(), times->end(), from) - times->begin();
+    if (times->size() - first < min_count) first = times->size() - std::min(times->size(), min_count);
+    bool capped = false;
+    if (times->size() - first > kMaxReplaySnapshots) {
+      first = times->size() - kMaxReplaySnapshots;
+      capped = true;
+    }
+    size_t replayed = 0;
     std::lock_guard<std::mutex> lock(rt.detector_mu);
-    for (const Snapshot& s : *snapshots) rt.detector->Observe(s);
+    for (size_t i = first; i < times->size(); i += kReplayChunk) {
+      const size_t last = std::min(times->size(), i + kReplayChunk) - 1;
+      auto chunk = store->ReadSnapshots(rt.info.id, (*times)[i], (*times)[last], 0);
+      if (!chunk.ok()) {
+        spdlog::error("agent {}: cannot read its stored history after {} of {} snapshots, the "
+                      "detector continues from there: {}",
+                      Describe(rt.info), replayed, times->size() - first,
+                      chunk.status().ToString());
+        break;
+      }
+      for (const Snapshot& s : *chunk) {
+        if (rt.detector->Observe(s)) ++replayed;
+        status->last_snapshot_time = s.time;
+      }
+    }
+    auto analysed = escalation->LatestAnalysedDump(rt.info.id);
+    if (analysed.ok() && analysed->has_value() && !(*analysed)->points.empty()) {
+      rt.detector->SetAccumulationPoints((*analysed)->points);
+    }
     status->suspects = rt.detector->Suspects();
+    status->leaks = rt.detector->Leaks();
     for (const diff::Suspect& s : status->suspects) rt.suspect_names.insert(s.class_name);
-    if (!snapshots->empty()) status->last_snapshot_time = snapshots->back().time;
-    return snapshots->size();
+    for (const diff::Leak& l : status->leaks) rt.leaks[l.id] = l;
+    spdlog::info(
+        "agent {}: replayed {} stored snapshots of the last {} (of {} stored{}) in {:.1f} s: {} "
+        "suspects in {} leaks",
+        Describe(rt.info), replayed, FormatDurationText(horizon), times->size(),
+        capped ? absl::StrFormat(", capped at %d", kMaxReplaySnapshots) : "",
+        absl::ToDoubleSeconds(absl::Now() - started), status->suspects.size(),
+        status->leaks.size());
+    return replayed;
+  }
+
+  // Logs how the agent's leaks changed since the last call (new, changed, ended) and remembers
+  // them. REQUIRES: rt.detector_mu held.
+  void LogLeakChanges(Runtime& rt, const std::vector<diff::Leak>& leaks) {
+    auto describe = [](const diff::Leak& l) {
+      return absl::StrFormat(
+          "leak %s (main class %s, %d classes, grows %.0f bytes/s, now %d bytes%s)", l.id,
+          l.main_class, l.classes.size(), l.growth_bytes_per_second, l.bytes,
+          l.accumulation_point.empty() ? ""
+                                       : absl::StrCat(", accumulates in ", l.accumulation_point));
+    };
+    auto names = [](const diff::Leak& l) {
+      std::vector<std::string> out;
+      for (const diff::LeakClass& c : l.classes) out.push_back(c.class_name);
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    std::map<std::string, diff::Leak> now;
+    for (const diff::Leak& l : leaks) {
+      auto before = rt.leaks.find(l.id);
+      if (before == rt.leaks.end()) {
+        std::vector<std::string> classes = names(l);
+        spdlog::warn("agent {}: {} is a leak: {}", Describe(rt.info), describe(l),
+                     absl::StrJoin(classes, ", "));
+      } else if (names(before->second) != names(l) ||
+                 before->second.main_class != l.main_class ||
+                 before->second.accumulation_point != l.accumulation_point) {
+        std::vector<std::string> classes = names(l);
+        spdlog::info("agent {}: {} changed: {}", Describe(rt.info), describe(l),
+                     absl::StrJoin(classes, ", "));
+      }
+      now[l.id] = l;
+    }
+    for (const auto& [id, l] : rt.leaks) {
+      if (!now.count(id)) {
+        spdlog::info("agent {}: leak {} (main class {}) is no longer a leak", Describe(rt.info), id,
+                     l.main_class);
+      }
+    }
+    rt.leaks = std::move(now);
+  }
+
+  // An extended dump of the agent was analysed: its accumulation points regroup the agent's leaks.
+  void OnReport(const AnalysedDump& dump) {
+    std::shared_ptr<Runtime> rt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(dump.agent);
+      if (it == runtimes.end()) return;
+      rt = it->second;
+    }
+    std::vector<diff::Suspect> suspects;
+    std::vector<diff::Leak> leaks;
+    {
+      std::lock_guard<std::mutex> lock(rt->detector_mu);
+      rt->detector->SetAccumulationPoints(dump.points);
+      suspects = rt->detector->Suspects();
+      leaks = rt->detector->Leaks();
+      spdlog::info("agent {}: extended dump {} names the accumulation points of {} classes",
+                   Describe(rt->info), dump.dump_id, dump.points.size());
+      LogLeakChanges(*rt, leaks);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = runtimes.find(dump.agent);
+    if (it == runtimes.end() || it->second != rt) return;
+    metrics.PublishLeaks(dump.agent, leaks);
+    agents.Update(dump.agent, [&](AgentStatus& s) {
+      s.suspects = suspects;
+      s.leaks = leaks;
+    });
+  }
+
+  // ExplainSuspect: the live agent's detector explains the class; nullopt when not live.
+  std::optional<diff::Explanation> Explain(const AgentId& id, std::string_view class_name) {
+    std::shared_ptr<Runtime> rt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(id);
+      if (it == runtimes.end()) return std::nullopt;
+      rt = it->second;
+    }
+    std::lock_guard<std::mutex> lock(rt->detector_mu);
+    return rt->detector->Explain(class_name);
   }
 
   void RemoveAgent(const AgentId& id, std::string_view why) {
@@ -528,19 +677,24 @@ struct Daemon::Impl {
 
   void Succeeded(const AgentId& id, Runtime& rt, const Snapshot& snapshot, absl::Duration took) {
     std::vector<diff::Suspect> suspects;
+    std::vector<diff::Leak> leaks;
     {
       std::lock_guard<std::mutex> lock(rt.detector_mu);
       rt.detector->Observe(snapshot);
       suspects = rt.detector->Suspects();
+      leaks = rt.detector->Leaks();
       std::set<std::string> names;
       for (const diff::Suspect& s : suspects) {
         names.insert(s.class_name);
         if (!rt.suspect_names.count(s.class_name)) {
-          spdlog::warn(
-              "agent {}: class {} is a leak suspect (grows {:.0f} bytes/s, {:.0f} instances/s, "
-              "now {} bytes in {} instances, score {:.2f})",
-              Describe(rt.info), s.class_name, s.growth_bytes_per_second,
-              s.growth_instances_per_second, s.bytes, s.instances, s.score);
+          spdlog::info(
+              "agent {}: class {} is a leak suspect in leak {} (grows {:.0f} bytes/s, {:.0f} "
+              "instances/s on the {} time scale, now {} bytes in {} instances, score {:.2f})",
+              Describe(rt.info), s.class_name, s.leak, s.growth_bytes_per_second,
+              s.growth_instances_per_second,
+              s.time_scale == absl::ZeroDuration() ? std::string("every-snapshot")
+                                                   : FormatDurationText(s.time_scale),
+              s.bytes, s.instances, s.score);
         }
       }
       for (const std::string& name : rt.suspect_names) {
@@ -549,6 +703,7 @@ struct Daemon::Impl {
         }
       }
       rt.suspect_names = std::move(names);
+      LogLeakChanges(rt, leaks);
       if (rt.failing) {
         spdlog::info("agent {}: collections succeed again", Describe(rt.info));
         rt.failing = false;
@@ -568,6 +723,7 @@ struct Daemon::Impl {
         return;  // removed meanwhile: publish nothing
       metrics.SetAgentUp(id, true);
       metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+      metrics.PublishLeaks(id, leaks);
       agents.Update(id, [&](AgentStatus& s) {
         s.state = AgentState::kUp;
         s.last_snapshot_time = snapshot.time;
@@ -575,6 +731,7 @@ struct Daemon::Impl {
         s.last_error.clear();
         s.consecutive_failures = 0;
         s.suspects = suspects;
+        s.leaks = leaks;
       });
     }
     // Outside mu: escalation may write its records to the store (an fsync) and never blocks on a
@@ -667,9 +824,15 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->escalation->SetDumpPauseListener([raw = impl.get()](const AgentId& id, absl::Duration pause) {
     raw->OnDumpPause(id, pause);
   });
-  HW_ASSIGN_OR_RETURN(impl->grpc,
-                      QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents,
-                                         &impl->metrics, impl->escalation.get()));
+  impl->escalation->SetReportListener(
+      [raw = impl.get()](const AnalysedDump& dump) { raw->OnReport(dump); });
+  HW_ASSIGN_OR_RETURN(
+      impl->grpc,
+      QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents, &impl->metrics,
+                         impl->escalation.get(),
+                         [raw = impl.get()](const AgentId& id, std::string_view class_name) {
+                           return raw->Explain(id, class_name);
+                         }));
   spdlog::info("heapwatchd: data in {}, gRPC on {} (port {}), metrics on {} (port {}), interval {}",
                config.data_dir, config.grpc_listen, impl->grpc->port(), config.metrics_listen,
                impl->metrics_port, FormatDurationText(config.collection.interval));

@@ -1,16 +1,19 @@
 // heapwatchd as a library: Daemon wires discovery, the scheduler and its worker pool, the store,
-// the trend detectors, the Prometheus exporter and the gRPC server; Run() adds signal handling;
+// the leak detectors, escalation, the Prometheus exporter and the gRPC server; Run() adds signal handling;
 // DaemonMain() adds the command line. heapwatchd's main.cc only calls DaemonMain.
 //
 // Pipeline of one collection (one worker thread, at most collection.concurrency at once, at most
 // one per agent): attach and run GC.class_histogram (collectors/) -> parse -> Append to the store
-// (durable when it returns) -> only then feed the agent's TrendDetector, update the agent table
-// served over gRPC and the Prometheus series. A histogram that could not be stored is dropped and
+// (durable when it returns) -> only then feed the agent's diff::LeakDetector, update the agent table
+// (suspects and leaks) served over gRPC and the Prometheus series, and hand the suspects to
+// escalation (one extended dump per new leak). When a dump's reports are stored, their accumulation
+// points go back to the agent's detector (SetAccumulationPoints), which regroups its leaks. A histogram that could not be stored is dropped and
 // counted as store_error; it is never exported or served.
 //
 // Discovery runs every collection.discovery_interval: new JVMs (matching watch.agents) are recorded
-// in the store (PutAgent), their trend detector is rebuilt by replaying their most recent stored
-// snapshots (an agent survives a daemon restart: its id is derived from host, pid and JVM start
+// in the store (PutAgent), their leak detector is rebuilt by replaying their stored snapshots of the
+// last max(trend.max_time_scale * trend.scale_lookback_buckets, trend.cycle_lookback) (at most
+// 20,000, the newest) and the accumulation points of their newest analysed dump (an agent survives a daemon restart: its id is derived from host, pid and JVM start
 // time), and they are scheduled; JVMs that exited are unscheduled, dropped from the agent table
 // (ListAgents then reports them as down, from the store) and all their Prometheus series are
 // removed.

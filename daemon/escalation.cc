@@ -48,6 +48,15 @@ constexpr size_t kMaxHistoryPoints = 240;
 // Rows of the diff embedded in a report.
 constexpr uint32_t kReportDiffRows = 20;
 
+// "0x7f0012345678": how an accumulation point's object id is named to the leak detector.
+std::string ObjectIdText(uint64_t id) { return absl::StrFormat("0x%x", id); }
+
+void SortPoints(std::vector<diff::LeakDetector::AccumulationPoint>* points) {
+  std::sort(points->begin(), points->end(), [](const auto& x, const auto& y) {
+    return x.suspect_class < y.suspect_class;
+  });
+}
+
 // Debian's Abseil has its own string_view type.
 absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
@@ -115,6 +124,7 @@ struct Escalation::Impl {
   const Clock* clock;
   std::function<void(const AgentId&, absl::Duration)> dump_pause_listener;  // set before Start's threads use it
   std::function<void(const AgentId&, std::string_view)> analysis_start_listener;  // likewise
+  std::function<void(const AnalysedDump&)> report_listener;                       // likewise
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -489,6 +499,17 @@ struct Escalation::Impl {
     const absl::Duration took = absl::Now() - start;
     Status stored =
         analysis.ok() ? StoreAnalysis(id, *analysis, suspects, &record) : analysis.status();
+    AnalysedDump points;
+    points.agent = id;
+    points.dump_id = record.dump_id();
+    if (stored.ok()) {
+      for (const analysis::SuspectReport& s : analysis->suspects) {
+        if (s.accumulation_points.empty()) continue;
+        const analysis::ObjectSummary& o = s.accumulation_points.front().object;
+        points.points.push_back({s.class_name, ObjectIdText(o.object_id), o.class_name});
+      }
+      SortPoints(&points.points);
+    }
     analysis = absl::CancelledError("released");  // frees the analysis before the next one
     metrics->ObserveExtendedDumpAnalysis(took);
 
@@ -507,6 +528,11 @@ struct Escalation::Impl {
     spdlog::info("escalation: extended dump {} of agent {} analysed in {:.1f} s: reports for {}",
                  j.record.dump_id(), id.value, absl::ToDoubleSeconds(took),
                  j.record.report_classes_size());
+    if (report_listener) {
+      lock.unlock();  // the listener takes the daemon's locks
+      report_listener(points);
+      lock.lock();
+    }
   }
 
   // Builds and stores the summary and the reports of one analysed dump; fills the analysis fields
@@ -756,10 +782,31 @@ void Escalation::OnCollection(const EscalationTarget& target,
   a.suspects = suspects;
   if (!d.config.enabled || !d.config.automatic) return;
   d.Load(target.info.id, a);
-  std::vector<const diff::Suspect*> uncovered;
+  // Per class: covered for its current episode. Per leak: covered when some class of it is covered
+  // for an episode at or after the leak's first_seen.
+  auto covered_since = [&a](const std::string& name, absl::Time t) {
+    auto it = a.covered.find(name);
+    return it != a.covered.end() && it->second >= t;
+  };
+  std::map<std::string, absl::Time> leak_first_seen;  // leak key -> earliest first_seen
+  auto leak_key = [](const diff::Suspect& s) {
+    return s.leak.empty() ? absl::StrCat("class ", s.class_name) : s.leak;
+  };
   for (const diff::Suspect& s : suspects) {
-    auto it = a.covered.find(s.class_name);
-    if (it == a.covered.end() || it->second < s.first_seen) uncovered.push_back(&s);
+    auto [it, added] = leak_first_seen.emplace(leak_key(s), s.first_seen);
+    if (!added) it->second = std::min(it->second, s.first_seen);
+  }
+  std::set<std::string> covered_leaks;
+  for (const diff::Suspect& s : suspects) {
+    const std::string key = leak_key(s);
+    if (covered_since(s.class_name, leak_first_seen.at(key))) covered_leaks.insert(key);
+  }
+  std::vector<const diff::Suspect*> uncovered;
+  std::set<std::string> new_leaks;
+  for (const diff::Suspect& s : suspects) {
+    if (covered_since(s.class_name, s.first_seen)) continue;
+    uncovered.push_back(&s);
+    if (!covered_leaks.count(leak_key(s))) new_leaks.insert(leak_key(s));
   }
   if (uncovered.empty()) return;
   if (a.open != nullptr && a.open->joinable) {
@@ -769,9 +816,14 @@ void Escalation::OnCollection(const EscalationTarget& target,
                  target.info.id.value, a.open->record.dump_id());
     return;
   }
+  // Classes that joined leaks already escalated: no new dump for them.
+  if (new_leaks.empty()) return;
   std::shared_ptr<Impl::Job> job = d.NewJob(target.info.id, a, v1::EXTENDED_DUMP_TRIGGER_SUSPECT,
                                             d.config.join_window);
   for (const diff::Suspect* s : uncovered) d.AddSuspect(*job, a, *s);
+  spdlog::info("escalation: dump {} of agent {} for {} new leak{} ({} classes)",
+               job->record.dump_id(), target.info.id.value, new_leaks.size(),
+               new_leaks.size() == 1 ? "" : "s", uncovered.size());
   if (std::string why = d.RefusalReason(a); !why.empty()) {
     d.Fail(*job, why, ExtendedDumpResult::kRefused);
     return;
@@ -788,6 +840,32 @@ void Escalation::SetDumpPauseListener(
     std::function<void(const AgentId&, absl::Duration)> listener) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->dump_pause_listener = std::move(listener);
+}
+
+void Escalation::SetReportListener(std::function<void(const AnalysedDump&)> listener) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->report_listener = std::move(listener);
+}
+
+StatusOr<std::optional<AnalysedDump>> Escalation::LatestAnalysedDump(const AgentId& agent) const {
+  HW_ASSIGN_OR_RETURN(std::vector<v1::ExtendedDump> dumps, ListDumps(agent));  // newest first
+  for (const v1::ExtendedDump& d : dumps) {
+    if (d.state() != v1::EXTENDED_DUMP_STATE_DONE) continue;
+    AnalysedDump out;
+    out.agent = agent;
+    out.dump_id = d.dump_id();
+    for (const std::string& c : d.report_classes()) {
+      HW_ASSIGN_OR_RETURN(std::string bytes,
+                          impl_->store->GetRecord(kReportTable, ReportKey(agent, c, d.dump_id())));
+      v1::DrillDownReport r;
+      if (!r.ParseFromString(bytes) || r.accumulation_points().empty()) continue;
+      const v1::HeapObject& o = r.accumulation_points(0).object();
+      out.points.push_back({c, ObjectIdText(o.object_id()), o.class_name()});
+    }
+    SortPoints(&out.points);
+    return std::optional<AnalysedDump>(std::move(out));
+  }
+  return std::optional<AnalysedDump>();
 }
 
 void Escalation::SetAnalysisStartListener(

@@ -1,5 +1,5 @@
-// Escalation: when a class of an agent becomes a leak suspect (or on request), take an extended
-// dump of that JVM through the attach API (collectors/heap_dump.h), analyse it in a bounded worker
+// Escalation: when a leak of an agent appears (a group of suspect classes, diff/leak_detector.h),
+// or on request, take an extended dump of that JVM through the attach API (collectors/heap_dump.h), analyse it in a bounded worker
 // pool (daemon/dump_analysis.h), store one drill-down report per suspect class plus a summary for
 // dump diffs in the store, and delete the raw dump. docs/escalation.md describes the policy, the
 // budgets and the stored records; seed 001 (dynaTrace: simple dumps trigger extended dumps) is the
@@ -16,12 +16,18 @@
 //   FAILED    `error` says why: the JVM exited or failed during the dump, the analysis failed, a
 //             budget refused it ("refused: ..."), or the daemon stopped before it finished ("daemon
 //             restarted ..."). The raw dump is deleted.
-// Suspects that appear while an agent's dump is QUEUED, DUMPING or waiting for analysis join it, so
-// several suspects in a short time cause one dump: an automatic dump waits `join_window` (default
-// 1 min) after its first suspect before it starts. A suspect that appears after the analysis
-// started waits in a new QUEUED dump for the agent's interval. A class counts as covered for its current suspect episode
-// (diff::Suspect::first_seen) once a dump requested after first_seen is in progress, done or
-// refused; a dump that failed for another reason is retried after the interval.
+// One escalation per leak, not per class. A class counts as covered for its current suspect
+// episode (diff::Suspect::first_seen) once a dump requested after first_seen is in progress, done
+// or refused; a dump that failed for another reason is retried after the interval. A leak (the
+// suspects sharing a diff::Suspect::leak id; a suspect without one is a leak of its own) is covered
+// when one of its classes is covered for an episode at or after the leak's first_seen (the
+// earliest first_seen of its classes), i.e. a dump was requested for it after it began. An
+// uncovered leak starts a dump with every uncovered suspect class of the agent. Classes that join a
+// covered leak start no dump: they only join the agent's dump that is still QUEUED, DUMPING or
+// waiting for analysis, if there is one. An automatic dump waits `join_window` (default 1 min)
+// after its first leak before it starts, so classes flagged meanwhile are analysed in it too.
+// After a dump's reports are stored, the report listener receives each analysed class's top
+// accumulation point (for diff::LeakDetector::SetAccumulationPoints).
 //
 // Thread-safety: thread-safe. OnCollection, RemoveAgent, Trigger and the queries may be called
 // concurrently from any thread; Stop from one thread.
@@ -31,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +50,7 @@
 #include "common/status.h"
 #include "daemon/config.h"
 #include "daemon/metrics.h"
+#include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
 #include "heapwatch/v1/heapwatch.pb.h"
 #include "storage/snapshot_store.h"
@@ -56,6 +64,16 @@ struct EscalationTarget {
   // Total shallow bytes of the agent's last class histogram: the basis of the dump size and
   // analysis memory estimates (1.2 times this).
   uint64_t heap_bytes = 0;
+};
+
+// What one analysed (DONE) extended dump says retains each suspect class's growth.
+struct AnalysedDump {
+  AgentId agent;
+  std::string dump_id;
+  // Per analysed class with at least one accumulation point: its top one (the report's
+  // accumulation_points[0]), object id as "0x" + lowercase hex of the dump's object id. Sorted by
+  // class name.
+  std::vector<diff::LeakDetector::AccumulationPoint> points;
 };
 
 class Escalation {
@@ -83,7 +101,8 @@ class Escalation {
   bool Stop(absl::Duration grace);
 
   // After a stored histogram of a live agent: refreshes the target and, when escalation is enabled
-  // and automatic, escalates the suspects not covered yet (see the file comment). Never blocks on a
+  // and automatic, escalates the leaks not covered yet (see the file comment; the leaks are the
+  // suspects grouped by diff::Suspect::leak). Never blocks on a
   // dump; writes the new or updated dump record to the store (an error is logged and counted as
   // refused).
   void OnCollection(const EscalationTarget& target, const std::vector<diff::Suspect>& suspects);
@@ -95,6 +114,15 @@ class Escalation {
   // accounting, daemon/pause_budget.h). Set once, before any dump; called from the dump thread
   // with no lock of the Escalation held, so it may take the caller's own locks.
   void SetDumpPauseListener(std::function<void(const AgentId&, absl::Duration)> listener);
+
+  // Called with the accumulation points of every dump that reaches DONE, after its reports are
+  // stored, from the analysis thread with no lock of the Escalation held (it may take the
+  // caller's locks). Set once, before any dump.
+  void SetReportListener(std::function<void(const AnalysedDump&)> listener);
+
+  // The accumulation points of the agent's newest DONE dump (from its stored reports), nullopt
+  // when it has none. Errors: the store's errors.
+  StatusOr<std::optional<AnalysedDump>> LatestAnalysedDump(const AgentId& agent) const;
 
   // Test seam: called on an analysis thread when the analysis of a dump starts, i.e. once it holds
   // a worker and its share of max_analysis_memory_bytes, before the raw dump is read; the analysis

@@ -30,6 +30,13 @@ inline constexpr std::string_view kLeakSuspectScore = "heapwatch_leak_suspect_sc
 inline constexpr std::string_view kClassGrowthBytes = "heapwatch_class_growth_bytes_per_second";
 inline constexpr std::string_view kClassGrowthInstances =
     "heapwatch_class_growth_instances_per_second";
+// Leaks (groups of suspect classes with one cause, diff/leak_detector.h).
+// Per (agent, leak, main_class) for current leaks only: the leak's growth in bytes per second (sum
+// of its classes' Theil-Sen slopes). Removed when the leak ends (or its main class changes: the
+// series with the new main_class replaces it) and when the JVM exits.
+inline constexpr std::string_view kLeakGrowthBytes = "heapwatch_leak_growth_bytes_per_second";
+// Per agent: number of current leaks. Created at 0 with the agent, removed when the JVM exits.
+inline constexpr std::string_view kLeaks = "heapwatch_leaks";
 // Per (agent, result): finished collections. result = ok | timeout | attach_error | parse_error |
 // store_error.
 inline constexpr std::string_view kCollections = "heapwatch_collections_total";
@@ -115,8 +122,10 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kHeapCapacity,
     metric_names::kHeapLive,
     metric_names::kHeapMax,
+    metric_names::kLeakGrowthBytes,
     metric_names::kLeakSuspect,
     metric_names::kLeakSuspectScore,
+    metric_names::kLeaks,
     metric_names::kPauseBudgetExceeded,
     metric_names::kRetentionRuns,
     metric_names::kStoreSize,

@@ -90,6 +90,9 @@ struct AgentSeries {
   std::map<CollectionResult, Counter*> collections;
   std::unordered_map<std::string, ClassSeries> classes;
   std::unordered_map<std::string, Gauge*> suspect_retained;
+  Gauge* leaks = nullptr;
+  // leak id -> (main class of its series, heapwatch_leak_growth_bytes_per_second series)
+  std::unordered_map<std::string, std::pair<std::string, Gauge*>> leak_growth;
   std::map<ExtendedDumpResult, Counter*> extended_dumps;
   Counter* pause = nullptr;
   Gauge* interval = nullptr;
@@ -133,6 +136,13 @@ struct Metrics::Impl {
   Family<Gauge>& growth_instances = RegisterFamily(
       prometheus::BuildGauge(), metric_names::kClassGrowthInstances,
       "Robust (Theil-Sen) growth rate of a suspect class in instances per second.", *registry);
+  Family<Gauge>& leak_growth = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kLeakGrowthBytes,
+      "Growth in bytes per second of a current leak (a group of suspect classes with one cause): "
+      "the sum of its classes' robust (Theil-Sen) growth rates.",
+      *registry);
+  Family<Gauge>& leaks = RegisterFamily(prometheus::BuildGauge(), metric_names::kLeaks,
+                                        "Number of current leaks of the agent.", *registry);
   Family<Counter>& collections =
       RegisterFamily(prometheus::BuildCounter(), metric_names::kCollections,
                      "Finished class-histogram collections by agent and result.", *registry);
@@ -285,6 +295,7 @@ void Metrics::AddAgent(const AgentInfo& info) {
     }
   }
   if (a.pause == nullptr) a.pause = &impl_->collection_pause.Add({{"agent", info.id.value}});
+  if (a.leaks == nullptr) a.leaks = &impl_->leaks.Add({{"agent", info.id.value}});
   for (ExtendedDumpResult r :
        {ExtendedDumpResult::kOk, ExtendedDumpResult::kError, ExtendedDumpResult::kRefused}) {
     if (!a.extended_dumps.count(r)) {
@@ -315,6 +326,8 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   for (auto& [r, counter] : a.collections) impl_->collections.Remove(counter);
   for (auto& [name, c] : a.classes) impl_->RemoveClassSeries(c);
   for (auto& [name, g] : a.suspect_retained) impl_->suspect_retained.Remove(g);
+  for (auto& [id, series] : a.leak_growth) impl_->leak_growth.Remove(series.second);
+  RemoveIfSet(&impl_->leaks, a.leaks);
   RemoveIfSet(&impl_->collection_pause, a.pause);
   RemoveIfSet(&impl_->collection_interval, a.interval);
   RemoveIfSet(&impl_->pause_budget_exceeded, a.over_budget);
@@ -408,6 +421,35 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
     a.last_snapshot = &m.agent_last_snapshot.Add({{"agent", agent.value}});
   }
   a.last_snapshot->Set(absl::ToDoubleSeconds(latest.time - absl::UnixEpoch()));
+}
+
+void Metrics::PublishLeaks(const AgentId& agent, const std::vector<diff::Leak>& leaks) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  Impl& m = *impl_;
+  std::unordered_map<std::string_view, const diff::Leak*> current;
+  for (const diff::Leak& l : leaks) current[l.id] = &l;
+  for (auto g = a.leak_growth.begin(); g != a.leak_growth.end();) {
+    auto c = current.find(g->first);
+    if (c == current.end() || c->second->main_class != g->second.first) {
+      m.leak_growth.Remove(g->second.second);
+      g = a.leak_growth.erase(g);
+    } else {
+      ++g;
+    }
+  }
+  for (const diff::Leak& l : leaks) {
+    auto& series = a.leak_growth[l.id];
+    if (series.second == nullptr) {
+      series.first = l.main_class;
+      series.second = &m.leak_growth.Add(
+          {{"agent", agent.value}, {"leak", l.id}, {"main_class", l.main_class}});
+    }
+    series.second->Set(l.growth_bytes_per_second);
+  }
+  if (a.leaks != nullptr) a.leaks->Set(static_cast<double>(a.leak_growth.size()));
 }
 
 void Metrics::RecordExtendedDump(const AgentId& agent, ExtendedDumpResult result) {

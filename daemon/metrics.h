@@ -1,9 +1,9 @@
 // heapwatchd's Prometheus metrics (prometheus-cpp): every family of daemon/metric_names.h, and the
 // life cycle of the per-agent series. docs/metrics.md documents each family.
 //
-// Cardinality is bounded: per agent, one info/up/last-snapshot series, one collections_total series
-// per result, and class series only for the agent's top `top_classes` classes by bytes plus its
-// suspects. Class series of a class that leaves that set are removed at the next snapshot; every
+// Cardinality is bounded: per agent, one info/up/last-snapshot/leaks series, one collections_total
+// series per result, class series only for the agent's top `top_classes` classes by bytes plus its
+// suspects, and one growth series per current leak. Class series of a class that leaves that set are removed at the next snapshot; every
 // series of an agent is removed by RemoveAgent() (its JVM exited).
 //
 // Thread-safety: thread-safe; every method may be called from any thread (one internal mutex, plus
@@ -21,6 +21,7 @@
 #include "common/agent.h"
 #include "common/gc.h"
 #include "common/histogram.h"
+#include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
 
 namespace prometheus {
@@ -85,6 +86,12 @@ class Metrics {
   // added. Complexity: O(r log r) for r rows.
   void PublishSnapshot(const AgentId& agent, const Snapshot& latest,
                        const std::vector<diff::Suspect>& suspects, int top_classes);
+  // Publishes the agent's current leaks: heapwatch_leaks{agent} = leaks.size() and one
+  // heapwatch_leak_growth_bytes_per_second{agent, leak, main_class} per leak (its
+  // growth_bytes_per_second). The series of a leak that is no longer in `leaks` is removed; a leak
+  // whose main class changed gets a new series in place of the old one. No effect for an agent not
+  // added. O(l log l) for l leaks.
+  void PublishLeaks(const AgentId& agent, const std::vector<diff::Leak>& leaks);
 
   // heapwatch_extended_dumps_total{agent, result}: counts one extended dump that ended. AddAgent
   // creates the series at 0; RemoveAgent keeps them when the agent had a dump (metric_names.h).

@@ -89,6 +89,58 @@ void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time las
   out->set_bytes(s.bytes);
   out->set_instances(s.instances);
   proto::SetTimestamp(last_snapshot, out, &v1::Suspect::mutable_last_snapshot_time);
+  out->set_leak(s.leak);
+  proto::ToDuration(s.time_scale, out->mutable_time_scale());
+}
+
+void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_snapshot,
+                 v1::Leak* out) {
+  out->set_agent(agent.value);
+  out->set_leak(leak.id);
+  out->set_main_class(leak.main_class);
+  for (const diff::LeakClass& c : leak.classes) {
+    v1::LeakClass* o = out->add_classes();
+    o->set_class_name(c.class_name);
+    o->set_bytes(c.bytes);
+    o->set_growth_bytes_per_second(c.growth_bytes_per_second);
+  }
+  out->set_bytes(leak.bytes);
+  out->set_growth_bytes_per_second(leak.growth_bytes_per_second);
+  out->set_score(leak.score);
+  proto::SetTimestamp(leak.first_seen, out, &v1::Leak::mutable_first_seen);
+  proto::ToDuration(leak.time_scale, out->mutable_time_scale());
+  out->set_accumulation_point(leak.accumulation_point);
+  proto::SetTimestamp(last_snapshot, out, &v1::Leak::mutable_last_snapshot_time);
+}
+
+namespace {
+void TestToProto(const diff::TestExplanation& t, v1::TrendTest* out) {
+  out->set_test(t.test);
+  out->set_value(t.value);
+  out->set_threshold(t.threshold);
+  out->set_op(t.op);
+  out->set_pass(t.pass);
+  out->set_unit(t.unit);
+}
+}  // namespace
+
+void ExplanationToProto(const AgentId& agent, const diff::Explanation& e,
+                        v1::ExplainSuspectResponse* out) {
+  out->set_agent(agent.value);
+  out->set_class_name(e.class_name);
+  out->set_known(e.known);
+  out->set_suspect(e.suspect);
+  out->set_leak(e.leak);
+  for (const diff::ScaleExplanation& s : e.scales) {
+    v1::TrendScale* o = out->add_scales();
+    proto::ToDuration(s.time_scale, o->mutable_time_scale());
+    o->set_suspect(s.suspect);
+    o->set_window_size(s.window_size);
+    o->set_min_window(s.min_window);
+    o->set_not_evaluated(s.not_evaluated);
+    for (const diff::TestExplanation& t : s.tests) TestToProto(t, o->add_tests());
+  }
+  if (e.cycle_veto.has_value()) TestToProto(*e.cycle_veto, out->mutable_cycle_veto());
 }
 
 namespace {
@@ -141,8 +193,12 @@ StatusOr<std::pair<absl::Time, absl::Time>> TimeRange(const Request& request) {
 class QueryServiceImpl final : public v1::QueryService::Service {
  public:
   QueryServiceImpl(storage::SnapshotStore* store, const AgentTable* agents, Metrics* metrics,
-                   Escalation* escalation)
-      : store_(store), agents_(agents), metrics_(metrics), escalation_(escalation) {}
+                   Escalation* escalation, SuspectExplainer explainer)
+      : store_(store),
+        agents_(agents),
+        metrics_(metrics),
+        escalation_(escalation),
+        explainer_(std::move(explainer)) {}
 
   grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override {
@@ -151,6 +207,14 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   grpc::Status ListSuspects(grpc::ServerContext*, const v1::ListSuspectsRequest* request,
                             v1::ListSuspectsResponse* response) override {
     return Count("ListSuspects", DoListSuspects(*request, response));
+  }
+  grpc::Status ListLeaks(grpc::ServerContext*, const v1::ListLeaksRequest* request,
+                         v1::ListLeaksResponse* response) override {
+    return Count("ListLeaks", DoListLeaks(*request, response));
+  }
+  grpc::Status ExplainSuspect(grpc::ServerContext*, const v1::ExplainSuspectRequest* request,
+                              v1::ExplainSuspectResponse* response) override {
+    return Count("ExplainSuspect", DoExplainSuspect(*request, response));
   }
   grpc::Status GetClassHistory(grpc::ServerContext*, const v1::GetClassHistoryRequest* request,
                                v1::GetClassHistoryResponse* response) override {
@@ -255,6 +319,61 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                        return x.class_name() < y.class_name();
                      });
     for (auto& s : suspects) *response->add_suspects() = std::move(s);
+    return grpc::Status::OK;
+  }
+
+  // The live agents a request names: all of them for an empty `agent`, the one named when it is
+  // live, none when it is known from the store but down. NOT_FOUND for an unknown agent.
+  grpc::Status SelectAgents(const std::string& agent, std::vector<AgentStatus>* out) {
+    if (agent.empty()) {
+      *out = agents_->List();
+      return grpc::Status::OK;
+    }
+    AgentId id(agent);
+    if (auto live = agents_->Get(id)) {
+      out->push_back(*std::move(live));
+      return grpc::Status::OK;
+    }
+    return ToGrpc(store_->GetAgent(id).status());  // NOT_FOUND, or INVALID_ARGUMENT for a bad id
+  }
+
+  grpc::Status DoListLeaks(const v1::ListLeaksRequest& request, v1::ListLeaksResponse* response) {
+    std::vector<AgentStatus> agents;
+    if (grpc::Status s = SelectAgents(request.agent(), &agents); !s.ok()) return s;
+    std::vector<v1::Leak> leaks;
+    for (const AgentStatus& a : agents) {
+      for (const diff::Leak& l : a.leaks) {
+        LeakToProto(a.info.id, l, a.last_snapshot_time, &leaks.emplace_back());
+      }
+    }
+    std::stable_sort(leaks.begin(), leaks.end(), [](const v1::Leak& x, const v1::Leak& y) {
+      if (x.growth_bytes_per_second() != y.growth_bytes_per_second()) {
+        return x.growth_bytes_per_second() > y.growth_bytes_per_second();
+      }
+      if (x.agent() != y.agent()) return x.agent() < y.agent();
+      return x.leak() < y.leak();
+    });
+    for (auto& l : leaks) *response->add_leaks() = std::move(l);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoExplainSuspect(const v1::ExplainSuspectRequest& request,
+                                v1::ExplainSuspectResponse* response) {
+    if (request.class_name().empty()) return InvalidArgument("class_name is required");
+    if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
+    if (!explainer_) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "this server has no trend detectors to explain suspects with");
+    }
+    const AgentId id(request.agent());
+    std::optional<diff::Explanation> e = explainer_(id, request.class_name());
+    if (!e.has_value()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("agent ", request.agent(),
+                                       " is not live: only a running JVM's trend detector can "
+                                       "explain its classes"));
+    }
+    ExplanationToProto(id, *e, response);
     return grpc::Status::OK;
   }
 
@@ -418,6 +537,7 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   const AgentTable* const agents_;
   Metrics* const metrics_;
   Escalation* const escalation_;  // may be null
+  const SuspectExplainer explainer_;  // may be null
 };
 
 }  // namespace
@@ -437,10 +557,12 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& lis
                                                           storage::SnapshotStore* store,
                                                           const AgentTable* agents,
                                                           Metrics* metrics,
-                                                          Escalation* escalation) {
+                                                          Escalation* escalation,
+                                                          SuspectExplainer explainer) {
   if (listen.empty()) return absl::InvalidArgumentError("empty gRPC listen address");
   auto impl = std::make_unique<Impl>();
-  impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation);
+  impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation,
+                                                     std::move(explainer));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -2,8 +2,8 @@
 // (proto/heapwatch/v1/heapwatch.proto), the standard health service (grpc.health.v1.Health; "" and
 // "heapwatch.v1.QueryService" are SERVING while the server runs) and server reflection.
 //
-// Answers come from the store (history, diffs, agents that are down) and from the AgentTable (live
-// agents and their current suspects). Every request is counted in
+// Answers come from the store (history, diffs, agents that are down), from the AgentTable (live
+// agents, their current suspects and leaks) and from the live trend detectors (ExplainSuspect). Every request is counted in
 // heapwatch_grpc_requests_total{method,code}. Status codes: INVALID_ARGUMENT for a malformed
 // request (empty agent or class, inverted time range), NOT_FOUND for an unknown agent, class or
 // snapshot, the store's code otherwise (see storage/).
@@ -15,17 +15,27 @@
 #ifndef HEAPWATCH_DAEMON_QUERY_SERVER_H_
 #define HEAPWATCH_DAEMON_QUERY_SERVER_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/time/time.h"
 #include "common/status.h"
 #include "daemon/agent_table.h"
 #include "daemon/escalation.h"
 #include "daemon/metrics.h"
+#include "diff/leak_detector.h"
 #include "storage/snapshot_store.h"
 
 namespace heapwatch::daemon {
+
+// Explains one class of a live agent with its trend detector (diff::LeakDetector::Explain);
+// nullopt when the agent is not live (no detector). Called on gRPC threads, concurrently: it must
+// serialise access to the detector itself.
+using SuspectExplainer =
+    std::function<std::optional<diff::Explanation>(const AgentId& agent, std::string_view class_name)>;
 
 class QueryServer {
  public:
@@ -33,12 +43,16 @@ class QueryServer {
   // `metrics` and `escalation` are not owned and must outlive the server. `escalation` serves
   // GetReport, ListReports, TriggerExtendedDump and DiffExtendedDumps; when null they fail with
   // FAILED_PRECONDITION (after the agent check: INVALID_ARGUMENT / NOT_FOUND come first).
+  // ListLeaks answers from the AgentTable's leaks. `explainer` serves ExplainSuspect: INVALID_ARGUMENT
+  // for an empty agent or class, NOT_FOUND for an agent that is neither live nor stored and for one
+  // that is down (no detector), FAILED_PRECONDITION when `explainer` is null.
   // Errors: Unavailable when the address cannot be bound (in use, bad host), InvalidArgument when
   // empty.
   static StatusOr<std::unique_ptr<QueryServer>> Start(const std::string& listen,
                                                       storage::SnapshotStore* store,
                                                       const AgentTable* agents, Metrics* metrics,
-                                                      Escalation* escalation = nullptr);
+                                                      Escalation* escalation = nullptr,
+                                                      SuspectExplainer explainer = nullptr);
   ~QueryServer();  // Shutdown(absl::ZeroDuration()) if still running.
   QueryServer(const QueryServer&) = delete;
   QueryServer& operator=(const QueryServer&) = delete;
@@ -55,10 +69,17 @@ class QueryServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// heapwatch.v1.Suspect from the trend detector's suspect of `agent`; `last_snapshot` is the time
-// of the newest snapshot the detector saw. Shared by ListSuspects and the drill-down reports.
+// heapwatch.v1.Suspect from the trend detector's suspect of `agent` (its leak id and time scale
+// included); `last_snapshot` is the time of the newest snapshot the detector saw. Shared by
+// ListSuspects and the drill-down reports.
 void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time last_snapshot,
                     v1::Suspect* out);
+// heapwatch.v1.Leak from a leak of `agent`. dump_id is left 0 (see ListLeaks in the proto).
+void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_snapshot,
+                 v1::Leak* out);
+// heapwatch.v1.ExplainSuspectResponse from the detector's explanation of a class of `agent`.
+void ExplanationToProto(const AgentId& agent, const diff::Explanation& e,
+                        v1::ExplainSuspectResponse* out);
 
 }  // namespace heapwatch::daemon
 

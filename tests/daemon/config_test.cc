@@ -102,6 +102,14 @@ trend:
   peak_lookback_snapshots: 40
   confirm_snapshots: 2
   clear_snapshots: 3
+  time_scales: false
+  min_time_scale: 10s
+  max_time_scale: 2h
+  scale_window_buckets: 20
+  scale_min_buckets: 9
+  scale_lookback_buckets: 60
+  cycle_lookback: 12h
+  group_min_correlation: 0.5
 retention:
   max_age: 168h
   max_bytes: 1GiB
@@ -153,20 +161,28 @@ escalation:
   EXPECT_FALSE(c.watch.agents.Matches("org.gradle.launcher.daemon.bootstrap.GradleDaemon"));
   EXPECT_TRUE(c.watch.agents.Matches("LeakyApp"));
   EXPECT_EQ(c.exporter.top_classes, 7);
-  EXPECT_EQ(c.trend.window_snapshots, 20u);
-  EXPECT_EQ(c.trend.min_snapshots, 10u);
-  EXPECT_EQ(c.trend.warmup_snapshots, 5u);
-  EXPECT_EQ(c.trend.warmup, absl::Minutes(2));
-  EXPECT_DOUBLE_EQ(c.trend.max_p_value, 0.05);
-  EXPECT_EQ(c.trend.min_growth_bytes, 2u << 20);
-  EXPECT_DOUBLE_EQ(c.trend.min_growth_bytes_per_second, 100.5);
-  EXPECT_DOUBLE_EQ(c.trend.min_relative_growth, 0.2);
-  EXPECT_EQ(c.trend.segments, 4u);
-  EXPECT_DOUBLE_EQ(c.trend.min_step_fraction, 0.5);
-  EXPECT_EQ(c.trend.recent_snapshots, 3u);
-  EXPECT_EQ(c.trend.peak_lookback_snapshots, 40u);
-  EXPECT_EQ(c.trend.confirm_snapshots, 2u);
-  EXPECT_EQ(c.trend.clear_snapshots, 3u);
+  EXPECT_EQ(c.trend.trend.window_snapshots, 20u);
+  EXPECT_EQ(c.trend.trend.min_snapshots, 10u);
+  EXPECT_EQ(c.trend.trend.warmup_snapshots, 5u);
+  EXPECT_EQ(c.trend.trend.warmup, absl::Minutes(2));
+  EXPECT_DOUBLE_EQ(c.trend.trend.max_p_value, 0.05);
+  EXPECT_EQ(c.trend.trend.min_growth_bytes, 2u << 20);
+  EXPECT_DOUBLE_EQ(c.trend.trend.min_growth_bytes_per_second, 100.5);
+  EXPECT_DOUBLE_EQ(c.trend.trend.min_relative_growth, 0.2);
+  EXPECT_EQ(c.trend.trend.segments, 4u);
+  EXPECT_DOUBLE_EQ(c.trend.trend.min_step_fraction, 0.5);
+  EXPECT_EQ(c.trend.trend.recent_snapshots, 3u);
+  EXPECT_EQ(c.trend.trend.peak_lookback_snapshots, 40u);
+  EXPECT_EQ(c.trend.trend.confirm_snapshots, 2u);
+  EXPECT_EQ(c.trend.trend.clear_snapshots, 3u);
+  EXPECT_FALSE(c.trend.enable_time_scales);
+  EXPECT_EQ(c.trend.min_time_scale, absl::Seconds(10));
+  EXPECT_EQ(c.trend.max_time_scale, absl::Hours(2));
+  EXPECT_EQ(c.trend.scale_window_buckets, 20u);
+  EXPECT_EQ(c.trend.scale_min_buckets, 9u);
+  EXPECT_EQ(c.trend.scale_lookback_buckets, 60u);
+  EXPECT_EQ(c.trend.cycle_lookback, absl::Hours(12));
+  EXPECT_DOUBLE_EQ(c.trend.group_min_correlation, 0.5);
   EXPECT_EQ(c.retention.max_age, absl::Hours(168));
   EXPECT_EQ(c.retention.max_bytes, uint64_t{1} << 30);
   EXPECT_EQ(c.retention.check_interval, absl::Minutes(1));
@@ -294,14 +310,28 @@ TEST(Config, ValidateRejectsInconsistentValues) {
   c.log_level = "loud";
   EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("log_level"));
   c = Config();
-  c.trend.min_snapshots = c.trend.window_snapshots + 1;
+  c.trend.trend.min_snapshots = c.trend.trend.window_snapshots + 1;
   EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("trend"));
+  // The time-scale fields are checked by diff::ValidateLeakOptions, named in the message.
+  c = Config();
+  c.trend.min_time_scale = absl::ZeroDuration();
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("min_time_scale"));
+  c = Config();
+  c.trend.max_time_scale = c.trend.min_time_scale / 2;
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("max_time_scale"));
+  c = Config();
+  c.trend.scale_window_buckets = 41;
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("scale_window_buckets"));
+  c = Config();
+  c.trend.group_min_correlation = 1.5;
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("group_min_correlation"));
 }
 
 TEST(Config, YamlOutputParsesBackToTheSameConfig) {
   auto c = ParseConfigYaml(
       "data_dir: /d\ncollection:\n  interval: 1m30s\n  jitter: 0.15\n  all_objects:\n    include: "
-      "['a.*']\ntrend:\n  max_p_value: 0.025\n  min_growth_bytes: 3000000\nretention:\n  "
+      "['a.*']\ntrend:\n  max_p_value: 0.025\n  min_growth_bytes: 3000000\n  max_time_scale: 1h30m\n  "
+      "time_scales: false\nretention:\n  "
       "max_bytes: "
       "12345\n",
       Config(), "x");
@@ -312,8 +342,10 @@ TEST(Config, YamlOutputParsesBackToTheSameConfig) {
   EXPECT_EQ(ConfigToYaml(*back), yaml);
   EXPECT_EQ(back->collection.interval, absl::Seconds(90));
   EXPECT_EQ(back->collection.jitter, 0.15);
-  EXPECT_EQ(back->trend.max_p_value, 0.025);
-  EXPECT_EQ(back->trend.min_growth_bytes, 3000000u);
+  EXPECT_EQ(back->trend.trend.max_p_value, 0.025);
+  EXPECT_EQ(back->trend.trend.min_growth_bytes, 3000000u);
+  EXPECT_EQ(back->trend.max_time_scale, absl::Minutes(90));
+  EXPECT_FALSE(back->trend.enable_time_scales);
   EXPECT_EQ(back->retention.max_bytes, 12345u);
   EXPECT_EQ(back->collection.all_objects.include, std::vector<std::string>{"a.*"});
   EXPECT_THAT(yaml, HasSubstr("interval: 1m30s"));

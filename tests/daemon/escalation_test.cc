@@ -91,9 +91,11 @@ class AnalysisGate {
   bool all_released_ = false;
 };
 
-diff::Suspect SuspectOf(const std::string& name, absl::Time first_seen) {
+diff::Suspect SuspectOf(const std::string& name, absl::Time first_seen,
+                        const std::string& leak = "") {
   diff::Suspect s;
   s.class_name = name;
+  s.leak = leak;
   s.score = 0.9;
   s.first_seen = first_seen;
   s.bytes = 1000;
@@ -509,6 +511,60 @@ TEST_F(EscalationJvmTest, ADumpNotWrittenWithinDumpTimeoutFails) {
   EXPECT_TRUE(RawFiles().empty());
 }
 
+// After a dump's reports are stored the report listener gets each analysed class's top
+// accumulation point, the same that the stored report names; LatestAnalysedDump reads them back
+// from the store (after a restart too).
+TEST_F(EscalationJvmTest, AnalysedDumpsHandTheirAccumulationPointsToTheListener) {
+  gate_.ReleaseAll();
+  Start(JvmConfig());
+  std::mutex mu;
+  std::vector<AnalysedDump> heard;
+  escalation_->SetReportListener([&](const AnalysedDump& d) {
+    std::lock_guard<std::mutex> lock(mu);
+    heard.push_back(d);
+  });
+  Flag(kAgent);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !heard.empty();
+  })) << OnlyDump().error();
+  AnalysedDump got;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(heard.size(), 1u);
+    got = heard[0];
+  }
+  EXPECT_EQ(got.agent, kAgent);
+  const v1::ExtendedDump dump = OnlyDump();
+  EXPECT_EQ(dump.state(), v1::EXTENDED_DUMP_STATE_DONE);
+  EXPECT_EQ(got.dump_id, dump.dump_id());
+  auto report = escalation_->GetReport(kAgent, "HwSession");
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_FALSE(report->accumulation_points().empty()) << report->DebugString();
+  const v1::HeapObject& top = report->accumulation_points(0).object();
+  ASSERT_EQ(got.points.size(), 1u);
+  EXPECT_EQ(got.points[0].suspect_class, "HwSession");
+  EXPECT_EQ(got.points[0].object_class, top.class_name());
+  EXPECT_EQ(got.points[0].object_id, absl::StrCat("0x", absl::Hex(top.object_id())));
+
+  auto latest = escalation_->LatestAnalysedDump(kAgent);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ((*latest)->dump_id, got.dump_id);
+  ASSERT_EQ((*latest)->points.size(), 1u);
+  EXPECT_EQ((*latest)->points[0].suspect_class, got.points[0].suspect_class);
+  EXPECT_EQ((*latest)->points[0].object_id, got.points[0].object_id);
+  EXPECT_EQ((*latest)->points[0].object_class, got.points[0].object_class);
+  auto none = escalation_->LatestAnalysedDump(kOther);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  escalation_.reset();
+  Start(JvmConfig());
+  latest = escalation_->LatestAnalysedDump(kAgent);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ((*latest)->dump_id, got.dump_id);
+}
+
 TEST_F(EscalationJvmTest, AnalysedRawDumpsAreDeletedUnlessKeepRawDumps) {
   gate_.ReleaseAll();
   EscalationConfig config = JvmConfig();
@@ -583,6 +639,53 @@ TEST_F(EscalationTest, StoredDumpsCoverTheEpisodesTheyAnalysed) {
   dumps = Dumps();
   ASSERT_EQ(dumps.size(), 2u);
   EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("C", "A"));
+}
+
+// One escalation per leak: classes that join a leak already escalated start no dump of their
+// own; a new leak starts one that analyses all its uncovered classes.
+TEST_F(EscalationTest, ClassesJoiningAnEscalatedLeakStartNoDump) {
+  const absl::Time requested = kT0 - absl::Hours(2);  // finished 2 minutes later
+  PutDump("20231114T201320.000000Z", v1::EXTENDED_DUMP_STATE_DONE, requested, {"A"});
+  Start();
+  // Leak L1 began before the dump (A's episode): covered.
+  escalation_->OnCollection(Target(), {SuspectOf("A", requested - absl::Minutes(1), "L1")});
+  EXPECT_EQ(Dumps().size(), 1u);
+  // B, C and D join L1 long after the dump: L1 stays covered, no dump for them.
+  escalation_->OnCollection(Target(), {SuspectOf("A", requested - absl::Minutes(1), "L1"),
+                                       SuspectOf("B", kT0, "L1"), SuspectOf("C", kT0, "L1"),
+                                       SuspectOf("D", kT0 - absl::Minutes(5), "L1")});
+  EXPECT_EQ(Dumps().size(), 1u) << "classes joining an escalated leak must not cause a dump";
+  // A new leak L2 (E and F): one dump, which analyses every class not covered yet, the late
+  // members of L1 included.
+  escalation_->OnCollection(Target(), {SuspectOf("A", requested - absl::Minutes(1), "L1"),
+                                       SuspectOf("B", kT0, "L1"), SuspectOf("C", kT0, "L1"),
+                                       SuspectOf("D", kT0 - absl::Minutes(5), "L1"),
+                                       SuspectOf("E", kT0, "L2"), SuspectOf("F", kT0, "L2")});
+  std::vector<v1::ExtendedDump> dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[0].state(), v1::EXTENDED_DUMP_STATE_QUEUED);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("B", "C", "D", "E", "F"));
+  // More classes of L2 join the queued dump; nothing else is requested.
+  clock_.Advance(absl::Seconds(10));
+  escalation_->OnCollection(Target(), {SuspectOf("E", kT0, "L2"), SuspectOf("F", kT0, "L2"),
+                                       SuspectOf("G", kT0 + absl::Seconds(10), "L2")});
+  dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("B", "C", "D", "E", "F", "G"));
+}
+
+// A leak that started after the dump is a new leak even when it shares a class with an old one:
+// a leak is covered only by a dump requested after it began.
+TEST_F(EscalationTest, ALeakIsCoveredOnlyByADumpRequestedAfterItBegan) {
+  const absl::Time requested = kT0 - absl::Hours(2);
+  PutDump("20231114T201320.000000Z", v1::EXTENDED_DUMP_STATE_DONE, requested, {"A"});
+  Start();
+  // A's new episode (after the old dump) and B form leak L3, which began after that dump.
+  escalation_->OnCollection(Target(), {SuspectOf("A", kT0 - absl::Minutes(10), "L3"),
+                                       SuspectOf("B", kT0 - absl::Minutes(9), "L3")});
+  std::vector<v1::ExtendedDump> dumps = Dumps();
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_THAT(dumps[0].suspect_classes(), ElementsAre("A", "B"));
 }
 
 TEST_F(EscalationTest, RequestsNeedALiveAgentAndEnabledEscalation) {

@@ -67,6 +67,16 @@ diff::Suspect SuspectOf(const std::string& name, uint64_t bytes) {
   return s;
 }
 
+diff::Leak LeakOf(const std::string& id, const std::string& main_class, double growth) {
+  diff::Leak l;
+  l.id = id;
+  l.main_class = main_class;
+  l.growth_bytes_per_second = growth;
+  l.classes.push_back({main_class, 1000, growth});
+  l.bytes = 1000;
+  return l;
+}
+
 // The list in metric_names.h is exactly what the daemon registers and exposes once every kind of
 // series exists (prometheus-cpp omits families without series from a scrape, so the test creates
 // one of each).
@@ -85,6 +95,7 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.ObserveExtendedDumpAnalysis(absl::Seconds(2));
   m.SetExtendedDumpAnalyses(1, 0);
   m.SetSuspectRetained(AgentId("a1"), "Leak", 123456);
+  m.PublishLeaks(AgentId("a1"), {LeakOf("L000000000001", "Leak", 1234.5)});
   m.RecordCollectionPause(AgentId("a1"), HistogramMode::kLive, absl::Milliseconds(20));
   m.SetCollectionPlan(AgentId("a1"), absl::Minutes(3), false);
   m.SetLiveSet(AgentId("a1"), LiveSetPoint{absl::Now(), LiveSetSource::kFullGc, 1 << 20, 2 << 20,
@@ -257,6 +268,49 @@ TEST(Metrics, ClassSeriesCoverTopClassesPlusSuspectsAndFollowThem) {
   EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{"}), ::testing::SizeIs(1));
   EXPECT_THAT(Samples(text, {"heapwatch_class_bytes{", "class=\"Small\"", "} 20"}),
               ::testing::SizeIs(1));
+}
+
+// One growth series per current leak, labelled with its id and main class; the count per agent
+// starts at 0 with the agent; a leak that ends loses its series, one whose main class changes gets
+// a new series in place of the old; everything goes with the agent.
+TEST(Metrics, LeakSeriesFollowTheCurrentLeaks) {
+  Metrics m;
+  m.AddAgent(Info("a"));
+  const AgentId a("a");
+  std::string text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_leaks{agent=\"a\"} 0"}), ::testing::SizeIs(1)) << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_growth_bytes_per_second{"}), ::testing::IsEmpty());
+
+  m.PublishLeaks(a, {LeakOf("L00000000000a", "com.example.Event", 5000),
+                     LeakOf("L00000000000b", "byte[]", 250.5)});
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_leaks{agent=\"a\"} 2"}), ::testing::SizeIs(1)) << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_growth_bytes_per_second{", "agent=\"a\"",
+                             "leak=\"L00000000000a\"", "main_class=\"com.example.Event\"",
+                             "} 5000"}),
+              ::testing::SizeIs(1))
+      << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_growth_bytes_per_second{", "leak=\"L00000000000b\"",
+                             "main_class=\"byte[]\"", "} 250.5"}),
+              ::testing::SizeIs(1))
+      << text;
+
+  // b ended; a's main class changed (an accumulation point named it) and it grows faster.
+  m.PublishLeaks(a, {LeakOf("L00000000000a", "com.example.Registry", 7000)});
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_leaks{agent=\"a\"} 1"}), ::testing::SizeIs(1)) << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_growth_bytes_per_second{"}), ::testing::SizeIs(1))
+      << text;
+  EXPECT_THAT(Samples(text, {"heapwatch_leak_growth_bytes_per_second{", "leak=\"L00000000000a\"",
+                             "main_class=\"com.example.Registry\"", "} 7000"}),
+              ::testing::SizeIs(1))
+      << text;
+
+  // Leaks of an agent not added are not published; removing the agent removes its leak series.
+  m.PublishLeaks(AgentId("other"), {LeakOf("L00000000000c", "X", 1)});
+  m.RemoveAgent(a);
+  text = m.ExpositionText();
+  EXPECT_THAT(Samples(text, {"heapwatch_leak"}), ::testing::IsEmpty()) << text;
 }
 
 TEST(Metrics, GrpcAndStoreSeries) {

@@ -6,7 +6,9 @@
 //       t0      Leak 10/1000   Cache 5/500   Gone 1/100
 //       t0+60   Leak 20/2000   Cache 5/500   Gone 1/100
 //       t0+120  Leak 30/3000   Cache 5/500   New 2/64
-//     suspect: Leak, score 0.9, first seen t0+120, 16.5 bytes/s
+//     suspect: Leak, score 0.9, first seen t0+120, 16.5 bytes/s, in leak kLeakId (every-snapshot
+//     scale); leaks: kLeakId (main class Leak, the one class Leak), 16.5 bytes/s
+//     ExplainSuspect: a real diff::LeakDetector (default options) fed the three snapshots
 //   kDown ("host-2-b", pid 2, com.example.Old): snapshots at t0 and t0+60 (Foo 1/16, then Foo 2/32)
 #ifndef HEAPWATCH_TESTS_DAEMON_QUERY_FIXTURE_H_
 #define HEAPWATCH_TESTS_DAEMON_QUERY_FIXTURE_H_
@@ -15,12 +17,15 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/agent_table.h"
 #include "daemon/metrics.h"
 #include "daemon/query_server.h"
+#include "diff/leak_detector.h"
 #include "gtest/gtest.h"
 #include "storage/snapshot_store.h"
 
@@ -31,6 +36,7 @@ class QueryFixture : public ::testing::Test {
   static inline const AgentId kLive{"host-1-a"};
   static inline const AgentId kDown{"host-2-b"};
   static inline const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+  static inline const std::string kLeakId = "L00000000002a";
 
   void SetUp() override {
     std::string tmpl = ::testing::TempDir() + "/heapwatch-query-XXXXXX";
@@ -52,6 +58,12 @@ class QueryFixture : public ::testing::Test {
            {{"Leak", 20, 2000}, {"Cache", 5, 500}, {"Gone", 1, 100}});
     Append(kLive, kT0 + absl::Seconds(120),
            {{"Leak", 30, 3000}, {"Cache", 5, 500}, {"New", 2, 64}});
+    detector_ = std::make_unique<diff::LeakDetector>(diff::LeakOptions(), live.start_time);
+    for (const absl::Duration d : {absl::Seconds(0), absl::Seconds(60), absl::Seconds(120)}) {
+      auto snapshot = store_->ReadSnapshot(kLive, kT0 + d);
+      ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+      ASSERT_TRUE(detector_->Observe(*snapshot));
+    }
     Append(kDown, kT0, {{"Foo", 1, 16}});
     Append(kDown, kT0 + absl::Seconds(60), {{"Foo", 2, 32}});
 
@@ -69,10 +81,27 @@ class QueryFixture : public ::testing::Test {
     suspect.growth_instances_per_second = 0.165;
     suspect.bytes = 3000;
     suspect.instances = 30;
+    suspect.leak = kLeakId;
     status.suspects = {suspect};
+    diff::Leak leak;
+    leak.id = kLeakId;
+    leak.main_class = "Leak";
+    leak.classes = {{"Leak", 3000, 16.5}};
+    leak.bytes = 3000;
+    leak.growth_bytes_per_second = 16.5;
+    leak.score = 0.9;
+    leak.first_seen = kT0 + absl::Seconds(120);
+    status.leaks = {leak};
     agents_.Put(status);
 
-    auto server = daemon::QueryServer::Start("127.0.0.1:0", store_.get(), &agents_, &metrics_);
+    auto server = daemon::QueryServer::Start(
+        "127.0.0.1:0", store_.get(), &agents_, &metrics_, nullptr,
+        [this](const AgentId& agent, std::string_view class_name)
+            -> std::optional<diff::Explanation> {
+          if (agent != kLive) return std::nullopt;
+          std::lock_guard<std::mutex> lock(detector_mu_);
+          return detector_->Explain(class_name);
+        });
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     address_ = absl::StrCat("127.0.0.1:", server_->port());
@@ -113,6 +142,8 @@ class QueryFixture : public ::testing::Test {
   std::unique_ptr<storage::SnapshotStore> store_;
   daemon::AgentTable agents_;
   daemon::Metrics metrics_;
+  std::mutex detector_mu_;
+  std::unique_ptr<diff::LeakDetector> detector_;  // guarded by detector_mu_: kLive's detector
   std::unique_ptr<daemon::QueryServer> server_;
   std::string address_;
 };

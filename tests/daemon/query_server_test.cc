@@ -3,6 +3,10 @@
 #include "daemon/query_server.h"
 
 #include <chrono>
+#include <cmath>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
@@ -28,6 +32,9 @@ google::protobuf::Timestamp Ts(absl::Time t) {
 }
 
 absl::Time T(const google::protobuf::Timestamp& ts) { return *proto::FromTimestamp(ts); }
+
+// Equal, or both NaN (a test's value may be undefined when it did not run).
+bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 class QueryServerTest : public heapwatch::testing::QueryFixture {
  protected:
@@ -92,6 +99,9 @@ TEST_F(QueryServerTest, ListSuspects) {
   EXPECT_DOUBLE_EQ(s.growth_bytes_per_second(), 16.5);
   EXPECT_EQ(s.bytes(), 3000u);
   EXPECT_EQ(s.instances(), 30u);
+  EXPECT_EQ(s.leak(), kLeakId);
+  EXPECT_TRUE(s.has_time_scale());
+  EXPECT_EQ(s.time_scale().seconds(), 0);
 
   v1::ListSuspectsRequest one;
   one.set_agent(kDown.value);  // known but down: no suspects, not an error
@@ -105,6 +115,156 @@ TEST_F(QueryServerTest, ListSuspects) {
   one.set_agent("bad agent id!");
   EXPECT_EQ(stub_->ListSuspects(Context().get(), one, &none).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(QueryServerTest, ListLeaks) {
+  v1::ListLeaksResponse all;
+  ASSERT_TRUE(stub_->ListLeaks(Context().get(), v1::ListLeaksRequest(), &all).ok());
+  ASSERT_EQ(all.leaks_size(), 1);
+  const v1::Leak& l = all.leaks(0);
+  EXPECT_EQ(l.agent(), kLive.value);
+  EXPECT_EQ(l.leak(), kLeakId);
+  EXPECT_EQ(l.main_class(), "Leak");
+  ASSERT_EQ(l.classes_size(), 1);
+  EXPECT_EQ(l.classes(0).class_name(), "Leak");
+  EXPECT_EQ(l.classes(0).bytes(), 3000u);
+  EXPECT_DOUBLE_EQ(l.classes(0).growth_bytes_per_second(), 16.5);
+  EXPECT_EQ(l.bytes(), 3000u);
+  EXPECT_DOUBLE_EQ(l.growth_bytes_per_second(), 16.5);
+  EXPECT_DOUBLE_EQ(l.score(), 0.9);
+  EXPECT_EQ(T(l.first_seen()), kT0 + absl::Seconds(120));
+  EXPECT_EQ(T(l.last_snapshot_time()), kT0 + absl::Seconds(120));
+  EXPECT_EQ(l.accumulation_point(), "");
+
+  v1::ListLeaksRequest one;
+  one.set_agent(kLive.value);
+  v1::ListLeaksResponse live;
+  ASSERT_TRUE(stub_->ListLeaks(Context().get(), one, &live).ok());
+  ASSERT_EQ(live.leaks_size(), 1);
+  EXPECT_EQ(live.leaks(0).leak(), kLeakId);
+
+  one.set_agent(kDown.value);  // known but down: no current leaks, not an error
+  v1::ListLeaksResponse none;
+  ASSERT_TRUE(stub_->ListLeaks(Context().get(), one, &none).ok());
+  EXPECT_EQ(none.leaks_size(), 0);
+  one.set_agent("no-such-agent");
+  EXPECT_EQ(stub_->ListLeaks(Context().get(), one, &none).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+// Leaks of several agents come fastest first, each with its own agent.
+TEST_F(QueryServerTest, ListLeaksSortsByGrowthAcrossAgents) {
+  AgentStatus other;
+  other.info = Info(AgentId("host-3-c"), 3, "com.example.Other");
+  other.last_snapshot_time = kT0;
+  for (const auto& [id, growth] : {std::pair<std::string, double>{"L000000000001", 5.0},
+                                   std::pair<std::string, double>{"L000000000002", 100.0}}) {
+    diff::Leak leak;
+    leak.id = id;
+    leak.main_class = "C" + id;
+    leak.growth_bytes_per_second = growth;
+    other.leaks.push_back(leak);
+  }
+  agents_.Put(other);
+  v1::ListLeaksResponse all;
+  ASSERT_TRUE(stub_->ListLeaks(Context().get(), v1::ListLeaksRequest(), &all).ok());
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const v1::Leak& l : all.leaks()) order.emplace_back(l.agent(), l.leak());
+  EXPECT_THAT(order, ElementsAre(std::pair<std::string, std::string>{"host-3-c", "L000000000002"},
+                                 std::pair<std::string, std::string>{kLive.value, kLeakId},
+                                 std::pair<std::string, std::string>{"host-3-c", "L000000000001"}));
+}
+
+// ExplainSuspect answers with the live agent's detector's own explanation, field by field.
+TEST_F(QueryServerTest, ExplainSuspectReturnsTheDetectorsExplanation) {
+  for (const std::string name : {"Leak", "Cache", "NeverSeen"}) {
+    SCOPED_TRACE(name);
+    diff::Explanation expected;
+    {
+      std::lock_guard<std::mutex> lock(detector_mu_);
+      expected = detector_->Explain(name);
+    }
+    v1::ExplainSuspectRequest request;
+    request.set_agent(kLive.value);
+    request.set_class_name(name);
+    v1::ExplainSuspectResponse r;
+    grpc::Status st = stub_->ExplainSuspect(Context().get(), request, &r);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(r.agent(), kLive.value);
+    EXPECT_EQ(r.class_name(), expected.class_name);
+    EXPECT_EQ(r.known(), expected.known);
+    EXPECT_EQ(r.suspect(), expected.suspect);
+    EXPECT_EQ(r.leak(), expected.leak);
+    ASSERT_EQ(r.scales_size(), static_cast<int>(expected.scales.size()));
+    for (size_t i = 0; i < expected.scales.size(); ++i) {
+      const diff::ScaleExplanation& e = expected.scales[i];
+      const v1::TrendScale& got = r.scales(static_cast<int>(i));
+      EXPECT_EQ(absl::Seconds(got.time_scale().seconds()) + absl::Nanoseconds(got.time_scale().nanos()),
+                e.time_scale);
+      EXPECT_EQ(got.suspect(), e.suspect);
+      EXPECT_EQ(got.window_size(), e.window_size);
+      EXPECT_EQ(got.min_window(), e.min_window);
+      EXPECT_EQ(got.not_evaluated(), e.not_evaluated);
+      ASSERT_EQ(got.tests_size(), static_cast<int>(e.tests.size()));
+      for (size_t j = 0; j < e.tests.size(); ++j) {
+        EXPECT_EQ(got.tests(static_cast<int>(j)).test(), e.tests[j].test);
+        EXPECT_TRUE(Same(got.tests(static_cast<int>(j)).value(), e.tests[j].value));
+        EXPECT_TRUE(Same(got.tests(static_cast<int>(j)).threshold(), e.tests[j].threshold));
+        EXPECT_EQ(got.tests(static_cast<int>(j)).op(), e.tests[j].op);
+        EXPECT_EQ(got.tests(static_cast<int>(j)).pass(), e.tests[j].pass);
+        EXPECT_EQ(got.tests(static_cast<int>(j)).unit(), e.tests[j].unit);
+      }
+    }
+    EXPECT_EQ(r.has_cycle_veto(), expected.cycle_veto.has_value());
+    if (expected.cycle_veto.has_value()) {
+      EXPECT_EQ(r.cycle_veto().test(), expected.cycle_veto->test);
+      EXPECT_TRUE(Same(r.cycle_veto().value(), expected.cycle_veto->value));
+      EXPECT_EQ(r.cycle_veto().pass(), expected.cycle_veto->pass);
+    }
+  }
+  // The detector has seen Leak (three snapshots) but never NeverSeen.
+  v1::ExplainSuspectRequest request;
+  request.set_agent(kLive.value);
+  request.set_class_name("Leak");
+  v1::ExplainSuspectResponse r;
+  ASSERT_TRUE(stub_->ExplainSuspect(Context().get(), request, &r).ok());
+  EXPECT_TRUE(r.known());
+  EXPECT_FALSE(r.scales().empty());
+  request.set_class_name("NeverSeen");
+  ASSERT_TRUE(stub_->ExplainSuspect(Context().get(), request, &r).ok());
+  EXPECT_FALSE(r.known());
+}
+
+TEST_F(QueryServerTest, ExplainSuspectErrors) {
+  v1::ExplainSuspectRequest request;
+  v1::ExplainSuspectResponse r;
+  request.set_class_name("Leak");
+  EXPECT_EQ(stub_->ExplainSuspect(Context().get(), request, &r).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // empty agent
+  request.set_agent(kLive.value);
+  request.set_class_name("");
+  EXPECT_EQ(stub_->ExplainSuspect(Context().get(), request, &r).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // empty class
+  request.set_class_name("Leak");
+  request.set_agent("no-such-agent");
+  EXPECT_EQ(stub_->ExplainSuspect(Context().get(), request, &r).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  request.set_agent(kDown.value);  // in the store, but no live detector
+  grpc::Status down = stub_->ExplainSuspect(Context().get(), request, &r);
+  EXPECT_EQ(down.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(down.error_message(), HasSubstr("not live"));
+
+  // A server without detectors: FAILED_PRECONDITION after the agent checks.
+  auto bare = QueryServer::Start("127.0.0.1:0", store_.get(), &agents_, &metrics_);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  auto stub = v1::QueryService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*bare)->port()), grpc::InsecureChannelCredentials()));
+  request.set_agent(kLive.value);
+  EXPECT_EQ(stub->ExplainSuspect(Context().get(), request, &r).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  request.set_agent("no-such-agent");
+  EXPECT_EQ(stub->ExplainSuspect(Context().get(), request, &r).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(QueryServerTest, ClassHistory) {

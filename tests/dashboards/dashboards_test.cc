@@ -284,6 +284,7 @@ TEST_F(DashboardTest, HasTheExpectedPanels) {
   const std::vector<Expected> expected = {
       {"Top classes by bytes ($agent)", "timeseries", "heapwatch_class_bytes"},
       {"Top classes by instances ($agent)", "timeseries", "heapwatch_class_instances"},
+      {"Leaks", "timeseries", "heapwatch_leak_growth_bytes_per_second"},
       {"Leak suspects", "table", "heapwatch_leak_suspect_score"},
       {"Suspect growth rates", "timeseries", "heapwatch_class_growth_bytes_per_second"},
       {"Suspect bytes over time", "timeseries", "heapwatch_leak_suspect"},
@@ -374,9 +375,11 @@ TEST_F(AlertRulesTest, EveryRuleIsACompleteAlert) {
 
 TEST_F(AlertRulesTest, HasTheRequiredAlerts) {
   auto rules = ByName();
-  ASSERT_TRUE(rules.contains("HeapwatchLeakSuspect"));
-  EXPECT_THAT(rules["HeapwatchLeakSuspect"]["expr"].as<std::string>(),
-              ::testing::HasSubstr("heapwatch_leak_suspect == 1"));
+  // One alert per leak (a group of suspect classes), not per class.
+  ASSERT_TRUE(rules.contains("HeapwatchLeak"));
+  EXPECT_THAT(rules["HeapwatchLeak"]["expr"].as<std::string>(),
+              ::testing::HasSubstr("heapwatch_leak_growth_bytes_per_second"));
+  EXPECT_FALSE(rules.contains("HeapwatchLeakSuspect")) << "the per-class alert is replaced";
   ASSERT_TRUE(rules.contains("HeapwatchAgentDown"));
   EXPECT_THAT(rules["HeapwatchAgentDown"]["expr"].as<std::string>(),
               ::testing::HasSubstr("heapwatch_agent_up == 0"));

@@ -13,8 +13,8 @@
 #     `for: $HEAPWATCH_E2E_FOR` (default 10s). Expressions, labels and annotations are the shipped ones;
 #  3. start Prometheus on 127.0.0.1:<free port> with scrape_interval and evaluation_interval 1s, the
 #     rules copy and a temporary TSDB;
-#  4. poll /api/v1/alerts every second until HeapwatchLeakSuspect is firing for agent=<LeakyApp's agent>,
-#     class="LeakyApp$Leak", at least HEAPWATCH_E2E_MIN_OBSERVE seconds (default 45) have passed, and
+#  4. poll /api/v1/alerts every second until HeapwatchLeak is firing for agent=<LeakyApp's agent> and a
+#     leak whose main class (in the summary) is LeakyApp$Leak, at least HEAPWATCH_E2E_MIN_OBSERVE seconds (default 45) have passed, and
 #     HealthyApp's cache fill (requested once the trend detector has evaluated the JVM, i.e. after
 #     warm-up + min_snapshots snapshots) has passed through two detector windows, within
 #     HEAPWATCH_E2E_TIMEOUT seconds (default 120). Fails at once if a leak alert (pending or firing) ever
@@ -168,7 +168,7 @@ leaky_agent= healthy_agent= t_agents= t_suspect= t_pending= t_firing= firing_ale
 deadline=$(($(date +%s) + timeout_s))
 while :; do
   now=$(date +%s)
-  ((now <= deadline)) || fail "HeapwatchLeakSuspect for $leak_class did not fire within ${timeout_s}s"
+  ((now <= deadline)) || fail "HeapwatchLeak for $leak_class did not fire within ${timeout_s}s"
 
   if [[ -z $leaky_agent || -z $healthy_agent ]]; then
     leaky_agent=$(query "heapwatch_agent_info{pid=\"$leaky_pid\"}" | jq -r '.data.result[0].metric.agent // empty')
@@ -207,17 +207,18 @@ while :; do
 
   if [[ -n $leaky_agent ]]; then
     mine=$(jq -c --arg a "$leaky_agent" --arg c "$leak_class" '[.data.alerts[]
-           | select(.labels.alertname == "HeapwatchLeakSuspect" and .labels.agent == $a and .labels.class == $c)][0] // empty' <<<"$alerts")
+           | select(.labels.alertname == "HeapwatchLeak" and .labels.agent == $a
+                    and (.annotations.summary // "" | contains("(" + $c + ")")))][0] // empty' <<<"$alerts")
     if [[ -n $mine ]]; then
       state=$(jq -r .state <<<"$mine")
-      if [[ -z $t_pending ]]; then t_pending=$(elapsed); log "HeapwatchLeakSuspect $state for $leak_class"; fi
+      if [[ -z $t_pending ]]; then t_pending=$(elapsed); log "HeapwatchLeak $state for $leak_class"; fi
       if [[ $state == firing && -z $t_firing ]]; then
         t_firing=$(elapsed)
         firing_alert=$mine
-        log "HeapwatchLeakSuspect firing for $leak_class"
+        log "HeapwatchLeak firing for $leak_class"
       fi
     elif [[ -n $t_firing ]]; then
-      fail "HeapwatchLeakSuspect for $leak_class stopped firing while the JVM still leaks"
+      fail "HeapwatchLeak for $leak_class stopped firing while the JVM still leaks"
     fi
   fi
   if [[ -n $t_firing && -n $fill_at ]] && ((($(date +%s%3N) - t_start_ms) / 1000 >= min_observe_s)) &&
@@ -247,7 +248,7 @@ log "heapwatchctl suspects --json agrees"
 sleep 2  # let Prometheus scrape the gRPC request counter
 
 # Every dashboard query runs here; the panels the dashboard exists for return data.
-must_have_data='^(Leak suspects|Suspect growth rates|Suspect bytes over time|Top classes by bytes \(\$agent\)|Top classes by instances \(\$agent\)|Collections by result|Collection duration|Agents up|Agents|Store size|Snapshot age|gRPC requests|Suspects)$'
+must_have_data='^(Leaks|Leak suspects|Suspect growth rates|Suspect bytes over time|Top classes by bytes \(\$agent\)|Top classes by instances \(\$agent\)|Collections by result|Collection duration|Agents up|Agents|Store size|Snapshot age|gRPC requests|Suspects)$'
 n_queries=0
 while IFS=$'\t' read -r title expr; do
   q=$(sed -E -e 's/\$__(rate_interval|interval|range)/15s/g' -e 's/\$\{?(agent|instance)\}?/.*/g' -e 's/\$\{?top\}?/10/g' <<<"$expr")
@@ -295,8 +296,8 @@ log "size gate (min_growth_bytes $min_growth): HealthyApp\$CacheEntry peak $c_pe
 echo "timeline (seconds since heapwatchd started; the JVMs start right after it):"
 echo "  both agents visible in Prometheus:        $t_agents"
 echo "  LeakyApp\$Leak suspect series scraped:     $t_suspect"
-echo "  HeapwatchLeakSuspect pending:              $t_pending"
-echo "  HeapwatchLeakSuspect firing (for: $for_override): $t_firing"
+echo "  HeapwatchLeak pending:                     $t_pending"
+echo "  HeapwatchLeak firing (for: $for_override):        $t_firing"
 echo "  HealthyApp's cache fill requested:       $t_fill (its snapshot $fill_at)"
 echo "  healthy JVM observed without a leak alert: $(elapsed)"
 ok=1

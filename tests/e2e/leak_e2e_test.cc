@@ -1,0 +1,463 @@
+// End to end test of "Leaks, not classes" with a real JVM, the real heapwatchd binary, real gRPC,
+// real /metrics and a real LMDB store:
+//
+//  SixSuspectProgramIsOneLeak: EventLeakApp leaks EventLeakApp$Event objects into the static
+//    ConcurrentHashMap EVENTS; each event holds a double[], a byte[], a String and a Long, so six
+//    classes grow together (the event class, double[], byte[], java.lang.String, java.lang.Long,
+//    java.util.concurrent.ConcurrentHashMap$Node). heapwatchd runs at a 1 s interval with automatic
+//    escalation. The test asserts that ListLeaks shows exactly one leak for the agent, whose
+//    classes include all six and whose main class is the event class; that one extended dump is
+//    taken for it; and that once its report exists the leak's accumulation point is the static
+//    map's table (java.util.concurrent.ConcurrentHashMap$Node[], reached from class EventLeakApp
+//    through "static EVENTS" and then "table", as the report's path shows). /metrics
+//    shows one leak series with the event class as main_class. After a SIGTERM restart on the same
+//    data dir the leak comes back from the replayed history and the stored report (one leak, all
+//    six classes, the same main class and accumulation point). It prints how long each step took.
+//
+// The JVM is started from a copy of its jar in the test's own directory and heapwatchd watches only
+// that (OwnJarsWatchConfig), so other e2e tests running in parallel are never watched or dumped.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "tests/e2e/e2e_support.h"
+#include "tests/e2e/subprocess.h"
+
+namespace heapwatch {
+namespace {
+
+namespace fs = std::filesystem;
+namespace v1 = ::heapwatch::v1;
+using testing::CopyJar;
+using testing::MakeTempDir;
+using testing::MetricValue;
+using testing::OwnJarsWatchConfig;
+using testing::ReadFile;
+using testing::ReadPort;
+using testing::RunCommand;
+using testing::Subprocess;
+using testing::WaitFor;
+
+constexpr char kEventClass[] = "EventLeakApp$Event";
+const std::vector<std::string>& SixClasses() {
+  static const std::vector<std::string> kSix = {kEventClass,
+                                                "double[]",
+                                                "byte[]",
+                                                "java.lang.String",
+                                                "java.lang.Long",
+                                                "java.util.concurrent.ConcurrentHashMap$Node"};
+  return kSix;
+}
+// What the analysis names as the accumulation point of the event leak: the map's bucket array. It
+// holds every Node and so (through them) every event; the ConcurrentHashMap object itself only
+// dominates it, with a few fields of its own. The path check below ties it to the static map.
+constexpr char kAccumulationPoint[] = "java.util.concurrent.ConcurrentHashMap$Node[]";
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(m, &out, options).ok());
+  return out;
+}
+
+std::string Secs(absl::Duration d) { return absl::StrFormat("%.1f s", absl::ToDoubleSeconds(d)); }
+
+class LeakEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("heapwatch-leaks");
+    std::cout << "e2e work directory: " << dir_ << std::endl;
+  }
+
+  void TearDown() override {
+    daemon_.reset();
+    jvms_.clear();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  Subprocess* StartJava(const std::string& main_class, const std::string& max_heap,
+                        const std::vector<std::string>& args = {}) {
+    const std::string log = dir_ + "/" + main_class + ".log";
+    std::vector<std::string> argv{HEAPWATCH_JAVA,
+                                  "-Xmx" + max_heap,
+                                  "-XX:+UseSerialGC",
+                                  "-jar",
+                                  CopyJar(HEAPWATCH_E2E_JARS, main_class, dir_),
+                                  "--max-seconds",
+                                  "900"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto jvm = std::make_unique<Subprocess>(argv, log);
+    Subprocess* raw = jvm.get();
+    jvms_.push_back(std::move(jvm));
+    EXPECT_TRUE(
+        WaitFor(absl::Seconds(90), [&] { return absl::StrContains(ReadFile(log), "ready"); }))
+        << main_class << " did not start:\n"
+        << ReadFile(log);
+    return raw;
+  }
+
+  void StartDaemon(const std::string& config, absl::Duration interval,
+                   const std::string& log_name = "heapwatchd.log") {
+    const std::string config_path = dir_ + "/heapwatchd.yaml";
+    std::ofstream(config_path) << config;
+    fs::remove(dir_ + "/grpc.port");
+    fs::remove(dir_ + "/metrics.port");
+    daemon_log_ = dir_ + "/" + log_name;
+    daemon_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{HEAPWATCHD, "--config", config_path, "--data-dir",
+                                 dir_ + "/data", "--grpc-listen", "127.0.0.1:0", "--metrics-listen",
+                                 "127.0.0.1:0", "--grpc-port-file", dir_ + "/grpc.port",
+                                 "--metrics-port-file", dir_ + "/metrics.port", "--interval",
+                                 absl::FormatDuration(interval)},
+        daemon_log_);
+    ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                        [&] {
+                          return (ReadPort(dir_ + "/grpc.port") &&
+                                  ReadPort(dir_ + "/metrics.port")) ||
+                                 !daemon_->running();
+                        }) &&
+                daemon_->running())
+        << "heapwatchd wrote no port files:\n"
+        << DaemonLog();
+    metrics_url_ = absl::StrCat("http://127.0.0.1:", *ReadPort(dir_ + "/metrics.port"), "/metrics");
+    grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
+    stub_ = v1::QueryService::NewStub(
+        grpc::CreateChannel(grpc_address_, grpc::InsecureChannelCredentials()));
+  }
+
+  std::string DaemonLog() { return ReadFile(daemon_log_); }
+
+  // SIGTERM; heapwatchd must exit 0.
+  void StopDaemon() {
+    daemon_->Kill(SIGTERM);
+    std::optional<int> status = daemon_->Wait(absl::Seconds(60));
+    ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM\n" << DaemonLog();
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << "\n" << DaemonLog();
+  }
+
+  template <typename Req, typename Resp>
+  Resp Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+            const Req& request) {
+    Resp response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    return response;
+  }
+
+  std::string AgentOf(pid_t pid) {
+    std::string agent;
+    WaitFor(absl::Seconds(30), [&] {
+      const v1::ListAgentsResponse r =
+          Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
+      for (const v1::Agent& a : r.agents()) {
+        if (a.pid() == pid && a.state() != v1::AGENT_STATE_DOWN) agent = a.agent();
+      }
+      return !agent.empty();
+    });
+    return agent;
+  }
+
+  std::vector<v1::Leak> Leaks(const std::string& agent) {
+    v1::ListLeaksRequest request;
+    request.set_agent(agent);
+    const v1::ListLeaksResponse r = Call(&v1::QueryService::Stub::ListLeaks, request);
+    return {r.leaks().begin(), r.leaks().end()};
+  }
+
+  std::string Metrics() {
+    auto r =
+        RunCommand({HEAPWATCH_CURL, "-sf", "--max-time", "10", metrics_url_}, absl::Seconds(15));
+    EXPECT_EQ(r.exit_code, 0) << "curl " << metrics_url_ << ": " << r.err;
+    return r.out;
+  }
+
+  std::string dir_, daemon_log_, metrics_url_, grpc_address_;
+  std::vector<std::unique_ptr<Subprocess>> jvms_;
+  std::unique_ptr<Subprocess> daemon_;
+  std::unique_ptr<v1::QueryService::Stub> stub_;
+};
+
+std::set<std::string> ClassesOf(const v1::Leak& leak) {
+  std::set<std::string> out;
+  for (const v1::LeakClass& c : leak.classes()) out.insert(c.class_name());
+  return out;
+}
+
+bool HasAllSix(const std::set<std::string>& classes) {
+  for (const std::string& c : SixClasses()) {
+    if (!classes.count(c)) return false;
+  }
+  return true;
+}
+
+std::string LeaksText(const std::vector<v1::Leak>& leaks) {
+  std::string out;
+  for (const v1::Leak& l : leaks) absl::StrAppend(&out, "\n  ", ToJson(l));
+  return out;
+}
+
+TEST_F(LeakEndToEnd, SixSuspectProgramIsOneLeak) {
+  const absl::Time test_start = absl::Now();
+  Subprocess* app = StartJava("EventLeakApp", "1g");
+  ASSERT_FALSE(HasFailure());
+  const std::string dump_dir = dir_ + "/dumps";
+  const std::string config = absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
+  discovery_interval: 1s
+  # Detection at one histogram a second; the pause budget's own tests are elsewhere (1 = no limit).
+  pause_budget: 1
+  backoff_initial: 2s
+  backoff_max: 4s
+trend:
+  min_growth_bytes: 262144
+escalation:
+  enabled: true
+  auto: true
+  min_dump_interval: 1h
+  join_window: 20s
+  dump_dir: )",
+                                          dump_dir, "\n");
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(config, absl::Seconds(1)));
+  const absl::Time daemon_start = absl::Now();
+  const std::string agent = AgentOf(app->pid());
+  ASSERT_FALSE(agent.empty()) << DaemonLog();
+
+  // Poll every half second; remember when each thing first happened.
+  std::map<std::string, absl::Time> suspect_at;  // class -> first seen as a suspect
+  std::optional<absl::Time> all_six_suspects, first_leak, one_leak_with_six, dump_done,
+      accumulation_point_at;
+  std::vector<v1::Leak> leaks;
+  v1::ListReportsResponse reports;
+  size_t most_leaks = 0;
+  auto poll = [&] {
+    const absl::Time now = absl::Now();
+    const v1::ListSuspectsResponse suspects =
+        Call(&v1::QueryService::Stub::ListSuspects, v1::ListSuspectsRequest());
+    for (const v1::Suspect& s : suspects.suspects()) {
+      if (s.agent() == agent) suspect_at.emplace(s.class_name(), now);
+    }
+    std::set<std::string> seen;
+    for (const auto& [c, t] : suspect_at) seen.insert(c);
+    if (!all_six_suspects && HasAllSix(seen)) all_six_suspects = now;
+    leaks = Leaks(agent);
+    most_leaks = std::max(most_leaks, leaks.size());
+    if (!first_leak && !leaks.empty()) first_leak = now;
+    if (!one_leak_with_six && leaks.size() == 1 && HasAllSix(ClassesOf(leaks[0]))) {
+      one_leak_with_six = now;
+    }
+    v1::ListReportsRequest request;
+    request.set_agent(agent);
+    reports = Call(&v1::QueryService::Stub::ListReports, request);
+    for (const v1::ExtendedDump& d : reports.dumps()) {
+      if (!dump_done && d.state() == v1::EXTENDED_DUMP_STATE_DONE) dump_done = now;
+    }
+    if (!accumulation_point_at && dump_done) {
+      for (const v1::Leak& l : leaks) {
+        if (!l.accumulation_point().empty()) accumulation_point_at = now;
+      }
+    }
+    return one_leak_with_six && accumulation_point_at;
+  };
+  const bool done = WaitFor(absl::Minutes(5), poll, absl::Milliseconds(500));
+  auto since = [&](const std::optional<absl::Time>& t) {
+    return t ? Secs(*t - daemon_start) : std::string("never");
+  };
+  std::cout << "E2E: after heapwatchd started (interval 1 s):" << std::endl;
+  for (const auto& [c, t] : suspect_at) {
+    std::cout << "E2E:   " << c << " became a suspect at " << Secs(t - daemon_start) << std::endl;
+  }
+  std::cout << "E2E:   all six suspects at " << since(all_six_suspects) << "; first leak at "
+            << since(first_leak) << "; one leak with all six at " << since(one_leak_with_six)
+            << "; extended dump DONE at " << since(dump_done)
+            << "; leak with an accumulation point at " << since(accumulation_point_at)
+            << "; at most " << most_leaks << " leaks at once" << std::endl;
+  std::cout << "E2E: leaks now:" << LeaksText(leaks) << std::endl;
+  std::cout << "E2E: dumps: " << ToJson(reports) << std::endl;
+  ASSERT_TRUE(done) << "no single leak with all six classes and an accumulation point within 5 "
+                       "minutes; leaks:"
+                    << LeaksText(leaks) << "\n"
+                    << DaemonLog();
+
+  // ---- the leak, a few snapshots later: still exactly one, with all six, named right ----
+  absl::SleepFor(absl::Seconds(3));
+  leaks = Leaks(agent);
+  std::cout << "E2E: leaks 3 s later:" << LeaksText(leaks) << std::endl;
+  ASSERT_EQ(leaks.size(), 1u) << LeaksText(leaks);
+  const v1::Leak& leak = leaks[0];
+  EXPECT_EQ(leak.agent(), agent);
+  const std::set<std::string> classes = ClassesOf(leak);
+  for (const std::string& c : SixClasses()) {
+    EXPECT_TRUE(classes.count(c)) << c << " is not in the leak:\n" << ToJson(leak);
+  }
+  EXPECT_EQ(leak.main_class(), kEventClass) << ToJson(leak);
+  EXPECT_EQ(leak.accumulation_point(), kAccumulationPoint) << ToJson(leak);
+  EXPECT_GT(leak.growth_bytes_per_second(), 0) << ToJson(leak);
+  EXPECT_TRUE(absl::StartsWith(leak.leak(), "L") && leak.leak().size() == 13) << leak.leak();
+  // Every suspect of the agent names this leak.
+  const v1::ListSuspectsResponse suspects =
+      Call(&v1::QueryService::Stub::ListSuspects, v1::ListSuspectsRequest());
+  for (const v1::Suspect& s : suspects.suspects()) {
+    if (s.agent() == agent) EXPECT_EQ(s.leak(), leak.leak()) << ToJson(s);
+  }
+
+  // ---- ExplainSuspect: the live detector says why the event class is a suspect, and in which leak ----
+  {
+    v1::ExplainSuspectRequest request;
+    request.set_agent(agent);
+    request.set_class_name(kEventClass);
+    const v1::ExplainSuspectResponse e = Call(&v1::QueryService::Stub::ExplainSuspect, request);
+    EXPECT_TRUE(e.known()) << ToJson(e);
+    EXPECT_TRUE(e.suspect()) << ToJson(e);
+    EXPECT_EQ(e.leak(), leak.leak());
+    bool some_scale_flags_it = false;
+    for (const v1::TrendScale& scale : e.scales()) some_scale_flags_it |= scale.suspect();
+    EXPECT_TRUE(some_scale_flags_it) << ToJson(e);
+    std::cout << "E2E: ExplainSuspect(" << kEventClass << "): " << e.scales_size()
+              << " time scales" << std::endl;
+  }
+
+  // ---- one extended dump for the leak; the event's report names the static map's table ----
+  int taken = 0;
+  const v1::ExtendedDump* done_dump = nullptr;
+  for (const v1::ExtendedDump& d : reports.dumps()) {
+    if (d.state() == v1::EXTENDED_DUMP_STATE_DUMPING ||
+        d.state() == v1::EXTENDED_DUMP_STATE_ANALYZING || d.state() == v1::EXTENDED_DUMP_STATE_DONE) {
+      ++taken;
+    }
+    if (d.state() == v1::EXTENDED_DUMP_STATE_DONE) done_dump = &d;
+  }
+  EXPECT_EQ(taken, 1) << "one leak must cause one dump: " << ToJson(reports);
+  ASSERT_NE(done_dump, nullptr);
+  const std::set<std::string> analysed(done_dump->report_classes().begin(),
+                                       done_dump->report_classes().end());
+  std::cout << "E2E: dump " << done_dump->dump_id() << " analysed "
+            << absl::StrJoin(analysed, ", ") << std::endl;
+  EXPECT_TRUE(analysed.count(kEventClass)) << ToJson(*done_dump);
+  v1::GetReportRequest get;
+  get.set_agent(agent);
+  get.set_class_name(kEventClass);
+  const v1::GetReportResponse report = Call(&v1::QueryService::Stub::GetReport, get);
+  ASSERT_FALSE(report.report().accumulation_points().empty()) << report.DebugString();
+  const v1::AccumulationPoint& ap = report.report().accumulation_points(0);
+  EXPECT_EQ(ap.object().class_name(), leak.accumulation_point());
+  std::string path;
+  bool through_static_map = false;
+  for (int i = 0; i < ap.path().steps_size(); ++i) {
+    const v1::PathStep& step = ap.path().steps(i);
+    absl::StrAppend(&path, " -> [", step.reference(), "] ", step.object().class_name());
+    if (step.reference() == "static EVENTS" &&
+        step.object().class_name() == "java.util.concurrent.ConcurrentHashMap" &&
+        i + 1 < ap.path().steps_size() &&
+        ap.path().steps(i + 1).reference() == "table" &&
+        i + 2 == ap.path().steps_size()) {
+      through_static_map = true;
+    }
+  }
+  std::cout << "E2E: accumulation point of " << kEventClass << ":" << path << " (share "
+            << ap.share() << ")" << std::endl;
+  EXPECT_TRUE(through_static_map)
+      << "the accumulation point must be the table of the map in static EVENTS:" << path;
+  // The other five classes' reports name the very same object (that is what makes them one leak
+  // once the report is in: SetAccumulationPoints groups by object).
+  for (const std::string& c : SixClasses()) {
+    if (!analysed.count(c)) continue;
+    get.set_class_name(c);
+    const v1::GetReportResponse r = Call(&v1::QueryService::Stub::GetReport, get);
+    if (r.report().accumulation_points().empty()) {
+      ADD_FAILURE() << c << " has no accumulation point";
+      continue;
+    }
+    const v1::AccumulationPoint& p = r.report().accumulation_points(0);
+    std::cout << "E2E: top accumulation point of " << c << ": " << p.object().class_name() << " @ "
+              << absl::StrCat("0x", absl::Hex(p.object().object_id())) << " (share " << p.share() << ", "
+              << p.suspect_instances() << " instances)" << std::endl;
+    EXPECT_EQ(p.object().object_id(), ap.object().object_id()) << c;
+  }
+
+  // ---- heapwatchctl leaks shows the same leak (text), with its accumulation point ----
+  {
+    const testing::CommandResult ctl =
+        RunCommand({HEAPWATCHCTL, "--server", grpc_address_, "leaks", "--agent", agent},
+                   absl::Seconds(30));
+    std::cout << "E2E: heapwatchctl leaks --agent " << agent << ":\n" << ctl.out << std::endl;
+    EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
+    EXPECT_TRUE(absl::StrContains(ctl.out, leak.leak())) << ctl.out;
+    EXPECT_TRUE(absl::StrContains(ctl.out, kEventClass)) << ctl.out;
+    EXPECT_TRUE(absl::StrContains(ctl.out, kAccumulationPoint)) << ctl.out;
+  }
+
+  // ---- /metrics: one leak series named by the event class; the per-class suspects stay ----
+  const std::string metrics = Metrics();
+  EXPECT_EQ(MetricValue(metrics, absl::StrCat("heapwatch_leaks{agent=\"", agent, "\"}")), 1.0)
+      << metrics;
+  const std::optional<double> growth = MetricValue(
+      metrics, absl::StrCat("heapwatch_leak_growth_bytes_per_second{agent=\"", agent,
+                            "\",leak=\"", leak.leak(), "\",main_class=\"", kEventClass, "\"}"));
+  ASSERT_TRUE(growth.has_value()) << metrics;
+  EXPECT_GT(*growth, 0);
+  for (const std::string& c : SixClasses()) {
+    EXPECT_EQ(MetricValue(metrics, absl::StrCat("heapwatch_leak_suspect{agent=\"", agent,
+                                                "\",class=\"", c, "\"}")),
+              1.0)
+        << c;
+  }
+
+  // ---- a restart rebuilds the leak from the stored history and the stored report ----
+  ASSERT_NO_FATAL_FAILURE(StopDaemon());
+  const std::string first_log = DaemonLog();
+  const absl::Time restart = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(config, absl::Seconds(1), "heapwatchd-2.log"));
+  ASSERT_EQ(AgentOf(app->pid()), agent) << DaemonLog();
+  std::vector<v1::Leak> after;
+  const bool back = WaitFor(absl::Seconds(30), [&] {
+    after = Leaks(agent);
+    return after.size() == 1 && HasAllSix(ClassesOf(after[0])) &&
+           !after[0].accumulation_point().empty();
+  });
+  std::cout << "E2E: after the restart (" << Secs(absl::Now() - restart) << "):" << LeaksText(after)
+            << std::endl;
+  for (absl::string_view line : absl::StrSplit(DaemonLog(), '\n')) {
+    if (absl::StrContains(line, "replayed")) std::cout << "E2E: log: " << line << std::endl;
+  }
+  ASSERT_TRUE(back) << "the leak did not come back after the restart:" << LeaksText(after) << "\n"
+                    << DaemonLog();
+  EXPECT_EQ(after[0].main_class(), kEventClass);
+  EXPECT_EQ(after[0].accumulation_point(), kAccumulationPoint);
+  std::cout << "E2E: leak id before the restart " << leak.leak() << ", after " << after[0].leak()
+            << std::endl;
+  EXPECT_TRUE(absl::StrContains(DaemonLog(), "replayed")) << DaemonLog();
+  ASSERT_NO_FATAL_FAILURE(StopDaemon());
+  for (absl::string_view line : absl::StrSplit(first_log + DaemonLog(), '\n')) {
+    EXPECT_FALSE(absl::StrContains(line, " critical ")) << line;
+    if (absl::StrContains(line, " is a leak") || absl::StrContains(line, "no longer a leak") ||
+        absl::StrContains(line, "extended dump")) {
+      std::cout << "E2E: log: " << line << std::endl;
+    }
+  }
+  std::cout << "E2E: total " << Secs(absl::Now() - test_start) << std::endl;
+}
+
+}  // namespace
+}  // namespace heapwatch
