@@ -103,6 +103,7 @@ json::Leak LeakToJson(const api::Leak& l) {
   o.set_score(l.score());
   if (l.has_first_seen()) *o.mutable_first_seen() = l.first_seen();
   if (!l.accumulation_point().empty()) o.set_accumulation_point(l.accumulation_point());
+  if (!l.dump_id().empty()) o.set_dump_id(l.dump_id());
   SetScale(l.has_time_scale(), l.time_scale(), o.mutable_time_scale());
   if (l.has_last_snapshot_time()) *o.mutable_last_snapshot_time() = l.last_snapshot_time();
   return o;

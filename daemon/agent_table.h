@@ -40,6 +40,8 @@ struct AgentStatus {
   uint32_t consecutive_failures = 0;
   std::vector<diff::Suspect> suspects;  // sorted by score, highest first; each names its leak
   std::vector<diff::Leak> leaks;        // the suspects grouped by cause, fastest growth first
+  // The extended dump whose accumulation points the leaks were last regrouped by; empty if none.
+  std::string analysed_dump_id;
   // Cost of watching (daemon/pause_budget.h).
   CollectionCost last_cost;                             // of the last stored histogram
   absl::Duration total_pause = absl::ZeroDuration();    // histograms and extended dumps

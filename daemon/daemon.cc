@@ -346,6 +346,7 @@ struct Daemon::Impl {
     auto analysed = escalation->LatestAnalysedDump(rt.info.id);
     if (analysed.ok() && analysed->has_value() && !(*analysed)->points.empty()) {
       rt.detector->SetAccumulationPoints((*analysed)->points);
+      status->analysed_dump_id = (*analysed)->dump_id;
     }
     status->suspects = rt.detector->Suspects();
     status->leaks = rt.detector->Leaks();
@@ -427,6 +428,7 @@ struct Daemon::Impl {
     if (it == runtimes.end() || it->second != rt) return;
     metrics.PublishLeaks(dump.agent, leaks);
     agents.Update(dump.agent, [&](AgentStatus& s) {
+      s.analysed_dump_id = dump.dump_id;
       s.suspects = suspects;
       s.leaks = leaks;
     });

@@ -94,7 +94,7 @@ void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time las
 }
 
 void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_snapshot,
-                 v1::Leak* out) {
+                 std::string_view analysed_dump_id, v1::Leak* out) {
   out->set_agent(agent.value);
   out->set_leak(leak.id);
   out->set_main_class(leak.main_class);
@@ -110,6 +110,7 @@ void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_s
   proto::SetTimestamp(leak.first_seen, out, &v1::Leak::mutable_first_seen);
   proto::ToDuration(leak.time_scale, out->mutable_time_scale());
   out->set_accumulation_point(leak.accumulation_point);
+  if (!leak.accumulation_point.empty()) out->set_dump_id(std::string(analysed_dump_id));
   proto::SetTimestamp(last_snapshot, out, &v1::Leak::mutable_last_snapshot_time);
 }
 
@@ -343,7 +344,7 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     std::vector<v1::Leak> leaks;
     for (const AgentStatus& a : agents) {
       for (const diff::Leak& l : a.leaks) {
-        LeakToProto(a.info.id, l, a.last_snapshot_time, &leaks.emplace_back());
+        LeakToProto(a.info.id, l, a.last_snapshot_time, a.analysed_dump_id, &leaks.emplace_back());
       }
     }
     std::stable_sort(leaks.begin(), leaks.end(), [](const v1::Leak& x, const v1::Leak& y) {

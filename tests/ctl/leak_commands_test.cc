@@ -68,6 +68,7 @@ v1::Leak CacheLeak() {
   proto::ToTimestamp(kT0, l.mutable_first_seen());
   // time_scale left unset: 0, every snapshot.
   l.set_accumulation_point("java.util.concurrent.ConcurrentHashMap");
+  l.set_dump_id("20231114T221320.000000Z");
   return l;
 }
 
@@ -154,6 +155,7 @@ TEST(LeakJson, ClassesAreNamesAndDetailsGoUnderClassGrowth) {
   EXPECT_EQ(j["last_snapshot_time"], "2023-11-14T22:23:20Z");
   EXPECT_EQ(j["time_scale"], "128s");
   EXPECT_FALSE(j.contains("accumulation_point")) << j.dump();  // no report yet
+  EXPECT_FALSE(j.contains("dump_id")) << j.dump();
   ASSERT_EQ(j["class_growth"].size(), 4u);
   EXPECT_EQ(j["class_growth"][1],
             nlohmann::json({{"class", "com.example.Session"},
@@ -165,6 +167,7 @@ TEST(LeakJson, ClassesAreNamesAndDetailsGoUnderClassGrowth) {
 TEST(LeakJson, AccumulationPointOnceAReportNamesItAndScaleZero) {
   nlohmann::json j = AsJson(LeakToJson(CacheLeak()));
   EXPECT_EQ(j["accumulation_point"], "java.util.concurrent.ConcurrentHashMap");
+  EXPECT_EQ(j["dump_id"], "20231114T221320.000000Z");
   EXPECT_EQ(j["classes"], nlohmann::json::array({"com.example.Cache$Entry"}));
   EXPECT_EQ(j["time_scale"], "0s");  // every snapshot, present even when the server left it unset
   EXPECT_FALSE(j.contains("last_snapshot_time"));  // unknown: omitted

@@ -355,6 +355,9 @@ escalation:
   std::cout << "E2E: dump " << done_dump->dump_id() << " analysed "
             << absl::StrJoin(analysed, ", ") << std::endl;
   EXPECT_TRUE(analysed.count(kEventClass)) << ToJson(*done_dump);
+  EXPECT_EQ(leak.dump_id(), done_dump->dump_id()) << "the leak names the dump its accumulation point "
+                                                     "comes from: "
+                                                  << ToJson(leak);
   v1::GetReportRequest get;
   get.set_agent(agent);
   get.set_class_name(kEventClass);
