@@ -159,6 +159,11 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
         o->set_heap_capacity_bytes(static_cast<double>(a.live_set().capacity_bytes()));
         o->set_heap_max_bytes(static_cast<double>(a.live_set().max_bytes()));
       }
+      o->set_live_set_growth_bytes_per_second(a.live_set_growth_bytes_per_second());
+      if (a.has_live_set_growing_since_time()) {
+        *o->mutable_live_set_time_scale() = a.live_set_time_scale();
+        *o->mutable_live_set_growing_since_time() = a.live_set_growing_since_time();
+      }
     }
     return EmitJson(root, out, err);
   }
@@ -179,6 +184,12 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
          a.has_live_set() ? HumanBytes(static_cast<double>(a.live_set().live_bytes())) : "-",
          a.last_error()});
     if (!down && !a.budget_note().empty()) notes.push_back(a.agent() + ": " + a.budget_note());
+    if (!down && a.has_live_set_growing_since_time()) {
+      notes.push_back(absl::StrFormat(
+          "%s: the live set keeps growing, %s/s since %s", a.agent(),
+          HumanBytes(a.live_set_growth_bytes_per_second()),
+          ShortTime(TimeOf(true, a.live_set_growing_since_time()))));
+    }
   }
   if (table.rows() == 0) {
     out << "no agents\n";

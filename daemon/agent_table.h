@@ -50,6 +50,8 @@ struct AgentStatus {
   std::string budget_note;  // why the interval is stretched or the agent over budget
   bool over_budget = false;
   std::optional<LiveSetPoint> live_set;  // the newest live-set point
+  // The live-set series as a trend suspect (class name kLiveSetSeries) while it grows.
+  std::optional<diff::Suspect> live_set_growth;
 };
 
 class AgentTable {

@@ -49,6 +49,9 @@
 namespace heapwatch::daemon {
 namespace {
 
+// The "class" name under which an agent's live-set series goes through its own LeakDetector.
+constexpr std::string_view kLiveSetSeries = "<live set>";
+
 std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
@@ -100,6 +103,9 @@ struct Daemon::Impl {
     bool all_objects = false;
     std::mutex detector_mu;
     std::unique_ptr<diff::LeakDetector> detector;  // guarded by detector_mu
+    // The live-set series as one "class" (kLiveSetSeries), same options; guarded by detector_mu.
+    std::unique_ptr<diff::LeakDetector> live_set_detector;
+    bool live_set_growing = false;  // guarded by detector_mu; for state-change logs
     std::set<std::string> suspect_names;           // guarded by detector_mu; for state-change logs
     std::map<std::string, diff::Leak> leaks;       // guarded by detector_mu; for state-change logs
     bool failing = false;                           // guarded by detector_mu; for state-change logs
@@ -242,6 +248,7 @@ struct Daemon::Impl {
     rt->jvm = jvm;
     rt->all_objects = config.collection.all_objects.Matches(info->main_class);
     rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
+    rt->live_set_detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
     rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
                                            absl::Now());
     if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
@@ -350,6 +357,13 @@ struct Daemon::Impl {
     }
     status->suspects = rt.detector->Suspects();
     status->leaks = rt.detector->Leaks();
+    // The live-set series of the same span.
+    auto points = store->ReadLiveSet(rt.info.id, times->at(first), absl::InfiniteFuture(), 0);
+    if (points.ok()) {
+      for (const LiveSetPoint& p : *points) ObserveLiveSet(rt, p);
+      status->live_set_growth = rt.live_set_detector->SuspectFor(kLiveSetSeries);
+      rt.live_set_growing = status->live_set_growth.has_value();
+    }
     for (const diff::Suspect& s : status->suspects) rt.suspect_names.insert(s.class_name);
     for (const diff::Leak& l : status->leaks) rt.leaks[l.id] = l;
     spdlog::info(
@@ -547,6 +561,19 @@ struct Daemon::Impl {
     return plan;
   }
 
+  // Feeds a live-set point to the agent's live-set trend detector. Young-collection upper bounds
+  // are left out: they include the old generation's garbage, whose build-up between reclaims is a
+  // sawtooth, not a trend. REQUIRES: rt.detector_mu held.
+  void ObserveLiveSet(Runtime& rt, const LiveSetPoint& point) {
+    if (point.source == LiveSetSource::kYoungUpperBound) return;
+    Snapshot s;
+    s.agent = rt.info.id;
+    s.time = point.time;
+    s.cost.mode = HistogramMode::kLive;
+    s.histogram.rows.push_back({std::string(kLiveSetSeries), "", 1, point.live_bytes});
+    rt.live_set_detector->Observe(s);
+  }
+
   // Feeds one reading of an agent's GC counters to its live-set tracker; stores and publishes the
   // point it completes. After a natural old-generation reclaim, makes the agent due at once if its
   // interval has (nearly) passed. `forced`: the reading follows heapwatch's own histogram.
@@ -559,11 +586,35 @@ struct Daemon::Impl {
         spdlog::error("agent {}: cannot store a live-set point: {}", Describe(rt.info),
                       stored.ToString());
       }
+      std::optional<diff::Suspect> growth;
+      {
+        std::lock_guard<std::mutex> lock(rt.detector_mu);
+        ObserveLiveSet(rt, *o.point);
+        growth = rt.live_set_detector->SuspectFor(kLiveSetSeries);
+        if (growth.has_value() != rt.live_set_growing) {
+          if (growth) {
+            spdlog::warn("agent {}: its live set keeps growing ({:.0f} bytes/s on the {} time "
+                         "scale, now {} bytes)",
+                         Describe(rt.info), growth->growth_bytes_per_second,
+                         growth->time_scale == absl::ZeroDuration()
+                             ? std::string("every-point")
+                             : FormatDurationText(growth->time_scale),
+                         growth->bytes);
+          } else {
+            spdlog::info("agent {}: its live set no longer grows", Describe(rt.info));
+          }
+          rt.live_set_growing = growth.has_value();
+        }
+      }
       std::lock_guard<std::mutex> lock(mu);
       auto it = runtimes.find(id);
       if (it != runtimes.end() && it->second.get() == &rt) {
         metrics.SetLiveSet(id, *o.published);
-        agents.Update(id, [&](AgentStatus& s) { s.live_set = o.published; });
+        metrics.SetLiveSetGrowth(id, growth ? growth->growth_bytes_per_second : 0);
+        agents.Update(id, [&](AgentStatus& s) {
+          s.live_set = o.published;
+          s.live_set_growth = growth;
+        });
       }
     }
     if (o.natural_old_gc && !forced) {

@@ -86,6 +86,9 @@ inline constexpr std::string_view kPauseBudgetExceeded = "heapwatch_pause_budget
 // the newest collection that reclaimed the old generation (or, when none happened for a minute,
 // after a young collection: an upper bound).
 inline constexpr std::string_view kHeapLive = "heapwatch_heap_live_bytes";
+// Per agent: Theil-Sen growth of the live set in bytes/s while the trend detector flags the live-set
+// series as growing (docs/trend-detection.md, "The live set"), else 0.
+inline constexpr std::string_view kHeapLiveGrowth = "heapwatch_heap_live_growth_bytes_per_second";
 // Per agent: committed heap and maximum heap (-Xmx), bytes.
 inline constexpr std::string_view kHeapCapacity = "heapwatch_heap_capacity_bytes";
 inline constexpr std::string_view kHeapMax = "heapwatch_heap_max_bytes";
@@ -121,6 +124,7 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kGrpcRequests,
     metric_names::kHeapCapacity,
     metric_names::kHeapLive,
+    metric_names::kHeapLiveGrowth,
     metric_names::kHeapMax,
     metric_names::kLeakGrowthBytes,
     metric_names::kLeakSuspect,

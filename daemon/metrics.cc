@@ -98,6 +98,7 @@ struct AgentSeries {
   Gauge* interval = nullptr;
   Gauge* over_budget = nullptr;
   Gauge* live = nullptr;
+  Gauge* live_growth = nullptr;
   Gauge* capacity = nullptr;
   Gauge* max = nullptr;
 };
@@ -222,6 +223,11 @@ struct Metrics::Impl {
       "Heap occupancy in bytes after the agent's newest old-generation reclaim (live set), from "
       "its GC counters.",
       *registry);
+  Family<Gauge>& heap_live_growth = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kHeapLiveGrowth,
+      "Growth of the agent's live set in bytes/s while the trend detector flags it as growing, "
+      "else 0.",
+      *registry);
   Family<Gauge>& heap_capacity =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kHeapCapacity,
                      "Committed heap of the agent in bytes.", *registry);
@@ -332,6 +338,7 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   RemoveIfSet(&impl_->collection_interval, a.interval);
   RemoveIfSet(&impl_->pause_budget_exceeded, a.over_budget);
   RemoveIfSet(&impl_->heap_live, a.live);
+  RemoveIfSet(&impl_->heap_live_growth, a.live_growth);
   RemoveIfSet(&impl_->heap_capacity, a.capacity);
   RemoveIfSet(&impl_->heap_max, a.max);
   // Extended-dump counters stay when the agent had a dump (a failure must stay visible after the
@@ -524,6 +531,17 @@ void Metrics::SetLiveSet(const AgentId& agent, const LiveSetPoint& point) {
   a.live->Set(static_cast<double>(point.live_bytes));
   a.capacity->Set(static_cast<double>(point.capacity_bytes));
   a.max->Set(static_cast<double>(point.max_bytes));
+}
+
+void Metrics::SetLiveSetGrowth(const AgentId& agent, double bytes_per_second) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  if (a.live_growth == nullptr) {
+    a.live_growth = &impl_->heap_live_growth.Add(Labels{{"agent", agent.value}});
+  }
+  a.live_growth->Set(bytes_per_second);
 }
 
 void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }

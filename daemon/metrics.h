@@ -116,6 +116,9 @@ class Metrics {
   // heapwatch_heap_live_bytes / _capacity_bytes / _max_bytes{agent} from a live-set point. No
   // effect for an agent not added.
   void SetLiveSet(const AgentId& agent, const LiveSetPoint& point);
+  // heapwatch_heap_live_growth_bytes_per_second{agent}: the live set's growth while it is flagged
+  // as growing, 0 otherwise. No effect for an unknown agent.
+  void SetLiveSetGrowth(const AgentId& agent, double bytes_per_second);
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);

@@ -275,6 +275,12 @@ class QueryServiceImpl final : public v1::QueryService::Service {
       a.set_budget_note(s.budget_note);
       a.set_over_budget(s.over_budget);
       if (s.live_set.has_value()) LiveSetToProto(*s.live_set, a.mutable_live_set());
+      if (s.live_set_growth.has_value()) {
+        a.set_live_set_growth_bytes_per_second(s.live_set_growth->growth_bytes_per_second);
+        proto::ToDuration(s.live_set_growth->time_scale, a.mutable_live_set_time_scale());
+        proto::SetTimestamp(s.live_set_growth->first_seen, &a,
+                            &v1::Agent::mutable_live_set_growing_since_time);
+      }
     }
     auto stored = store_->ListAgents();
     if (!stored.ok()) return ToGrpc(stored.status());

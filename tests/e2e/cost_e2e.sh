@@ -16,6 +16,8 @@
 #         full collection (mode all_after_gc);
 #       - heapwatch_collection_pause_seconds_total of SteadyApp agrees within 10% with the JVM's own safepoint
 #         log (the "Total" of its GC_HeapInspection safepoints: the histograms);
+#       - LeakyApp (System.gc() every 3 s: exact points) is flagged by the live-set trend at about its
+#         leak rate (agents --json live_set_growth_bytes_per_second), the busy SteadyApp is not;
 #       - every histogram's mode and pause are in heapwatchctl history, and heapwatch_heap_live_bytes,
 #         _capacity_bytes and _max_bytes are exported.
 #  B. heapwatchd with a low budget (0.2%: 2 ms a second) at a 1 s interval watches a second SteadyApp
@@ -94,7 +96,7 @@ log "daemons up: A gRPC $grpc_a metrics $metrics_a; B gRPC $grpc_b metrics $metr
 
 max_s=$((observe_s + 300))
 java -Xmx512m -Xlog:safepoint:file="$tmp/leaky-safepoint.txt" -jar "$tmp/a/LeakyApp.jar" \
-  --bytes-per-second 1000000 --max-seconds $max_s >"$tmp/leaky.log" 2>&1 &
+  --bytes-per-second 1000000 --system-gc-seconds 3 --max-seconds $max_s >"$tmp/leaky.log" 2>&1 &
 pids+=($!)
 java -Xmx512m -Xlog:safepoint:file="$tmp/steady-safepoint.txt" -jar "$tmp/a/SteadyApp.jar" \
   --live-mb 64 --garbage-kb-per-second 0 --max-seconds $max_s >"$tmp/steady.log" 2>&1 &
@@ -202,12 +204,21 @@ read -r lo hi <<<"$(awk 'NR == 1 { lo = $2; hi = $2 } { if ($2 < lo) lo = $2; if
 log "A: the busy SteadyApp's live set between $lo and $hi bytes"
 awk -v lo="$lo" -v hi="$hi" 'BEGIN { mib = 1048576; exit !(hi - lo < 8 * mib && lo > 60 * mib && hi < 90 * mib) }' ||
   fail "A: the busy SteadyApp's live set is not flat: $lo..$hi"
+# The live-set series through the trend detector: LeakyApp's (an exact point every ~3 s) is flagged as
+# growing, the busy SteadyApp's is not.
+agents_json=$(ctl_a --json agents)
+leaky_growth=$(jq -r --arg a "$leaky" '.agents[] | select(.agent == $a) | .live_set_growth_bytes_per_second' <<<"$agents_json")
+busy_growth=$(jq -r --arg a "$busy" '.agents[] | select(.agent == $a) | .live_set_growth_bytes_per_second' <<<"$agents_json")
+log "A: live-set trend: LeakyApp grows ${leaky_growth} B/s, the busy SteadyApp ${busy_growth} B/s"
+awk -v g="$leaky_growth" 'BEGIN { exit !(g >= 0.5 * 1000000 && g <= 2 * 1000000) }' ||
+  fail "A: LeakyApp's live set is not flagged as growing at about 1 MB/s: $leaky_growth"
+[[ $busy_growth == 0 ]] || fail "A: the busy SteadyApp's flat live set is flagged as growing: $busy_growth"
 busy_modes=$(ctl_a --json history "$busy" 'long[]' | jq -r '[.points[].mode] | group_by(.) | map("\(.[0]) x\(length)") | join(", ")')
 log "A: the busy SteadyApp's histograms: $busy_modes"
 [[ $busy_modes == *all_after_gc* ]] || fail "A: no histogram of the busy SteadyApp was taken right after its own GC"
 
 metrics=$(curl -fsS "http://127.0.0.1:$metrics_a/metrics")
-for family in heapwatch_heap_live_bytes heapwatch_heap_capacity_bytes heapwatch_heap_max_bytes; do
+for family in heapwatch_heap_live_bytes heapwatch_heap_live_growth_bytes_per_second heapwatch_heap_capacity_bytes heapwatch_heap_max_bytes; do
   grep -q "^$family{.*$steady" <<<"$metrics" || fail "A: $family missing for SteadyApp"
 done
 counter=$(awk -v a="$steady" '$1 ~ "^heapwatch_collection_pause_seconds_total" && index($1, a) { print $2 }' <<<"$metrics")

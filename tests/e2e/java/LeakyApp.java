@@ -8,7 +8,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * list that is never cleared, at a configurable rate (default 300000 bytes/s, about 9400 objects/s). It also
  * churns short-lived garbage so that the heap is not trivially quiet.
  *
- * <p>Usage: {@code java -cp CLASSES LeakyApp [--bytes-per-second N] [--max-seconds S]}.
+ * <p>With {@code --system-gc-seconds N} it also calls System.gc() every N seconds, so that its live set is
+ * measured exactly (a full collection) that often.
+ *
+ * <p>Usage: {@code java -cp CLASSES LeakyApp [--bytes-per-second N] [--max-seconds S] [--system-gc-seconds N]}.
  * It never exits on its own before --max-seconds (default 3600) and exits within a second once the process
  * that started it is gone, so a crashed test cannot leave it behind. Prints "LeakyApp ready pid=N" when the
  * leak has started.
@@ -33,10 +36,12 @@ public final class LeakyApp {
   public static void main(String[] args) throws InterruptedException {
     long bytesPerSecond = 300_000;
     long maxSeconds = 3600;
+    long systemGcSeconds = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--bytes-per-second" -> bytesPerSecond = Long.parseLong(args[++i]);
         case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
+        case "--system-gc-seconds" -> systemGcSeconds = Long.parseLong(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
@@ -45,6 +50,7 @@ public final class LeakyApp {
 
     final long perTick = Math.max(1, bytesPerSecond / 10 / 32);
     long next = 0;
+    long lastGcNanos = System.nanoTime();
     System.out.println("LeakyApp ready pid=" + ProcessHandle.current().pid());
     System.out.flush();
     while (true) {
@@ -54,6 +60,10 @@ public final class LeakyApp {
       // Short-lived garbage: dies young, never accumulates.
       for (int i = 0; i < 1000; i++) {
         sink = new byte[ThreadLocalRandom.current().nextInt(16, 256)];
+      }
+      if (systemGcSeconds > 0 && System.nanoTime() - lastGcNanos >= systemGcSeconds * 1_000_000_000L) {
+        System.gc();
+        lastGcNanos = System.nanoTime();
       }
       Thread.sleep(100);
     }
