@@ -284,15 +284,29 @@ std::string GrowthText(const v1::DrillDownReport& report) {
 
 struct ReportArgs {
   std::string agent;
-  std::string class_name;
+  std::string class_name;  // or a leak id
 };
+
+// A leak id as ListLeaks gives it: "L" and 12 lowercase hex digits. An argument of that form is
+// taken as a leak id (a class in the default package named like one cannot be asked for by name).
+bool IsLeakId(std::string_view s) {
+  if (s.size() != 13 || s[0] != 'L') return false;
+  for (char c : s.substr(1)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
 
 int RunReport(const ReportArgs& args, const GlobalOptions& global, std::ostream& out,
               std::ostream& err) {
   RpcClient client(global);
   v1::GetReportRequest request;
   request.set_agent(args.agent);
-  request.set_class_name(args.class_name);
+  if (IsLeakId(args.class_name)) {
+    request.set_leak(args.class_name);
+  } else {
+    request.set_class_name(args.class_name);
+  }
   v1::GetReportResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::GetReport, request, &response);
   if (!status.ok()) return ServerError(err, global, "GetReport", status);
@@ -421,6 +435,29 @@ int RunDumpDiff(const DumpDiffArgs& args, const GlobalOptions& global, std::ostr
 
 std::string RenderReport(const v1::DrillDownReport& report) {
   std::string text;
+  if (report.has_leak()) {
+    const v1::Leak& l = report.leak();
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("Leak %s in %s: %s, %d classes, %s in the newest histogram, growing %s/s "
+                        "(%s/h) since %s%s\n",
+                        l.leak(), report.agent(), l.main_class(), l.classes_size(),
+                        HumanBytes(D(l.bytes())), SignedHumanBytes(l.growth_bytes_per_second()),
+                        SignedHumanBytes(l.growth_bytes_per_second() * 3600),
+                        TimeText(l.has_first_seen(), l.first_seen()),
+                        l.accumulation_point().empty()
+                            ? ""
+                            : absl::StrCat(", accumulates in ", l.accumulation_point())));
+    Table classes({"CLASS", "BYTES", "GROWTH/S", "GROWTH/H"}, {1, 2, 3});
+    for (const v1::LeakClass& c : l.classes()) {
+      classes.AddRow({c.class_name(), HumanBytes(D(c.bytes())),
+                      SignedHumanBytes(c.growth_bytes_per_second()),
+                      SignedHumanBytes(c.growth_bytes_per_second() * 3600)});
+    }
+    std::ostringstream table;
+    classes.Print(table);
+    absl::StrAppend(&text, table.str(), "\n");
+  }
   absl::StrAppend(&text, "Drill-down report: ", report.class_name(), " in ", report.agent(), "\n");
   if (report.has_dump()) {
     const v1::ExtendedDump& dump = report.dump();
@@ -604,10 +641,13 @@ std::vector<Subcommand> AddReportCommands(CLI::App& app) {
 
   auto report_args = std::make_shared<ReportArgs>();
   CLI::App* report = app.add_subcommand(
-      "report", "Drill-down report of a suspect class from the newest extended dump");
+      "report",
+      "Drill-down report of a leak (its id from `leaks`) or of a suspect class, from the newest "
+      "extended dump");
   report->add_option("agent", report_args->agent, "Agent id (see `heapwatchctl agents`)")
       ->required();
-  report->add_option("class", report_args->class_name, "Class name, e.g. com.example.Cache$Entry")
+  report->add_option("class", report_args->class_name,
+                     "Leak id (e.g. L1df5ce41a2b4) or class name (e.g. com.example.Cache$Entry)")
       ->required();
   commands.push_back(
       {report, [report_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {

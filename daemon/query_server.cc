@@ -499,13 +499,53 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   }
 
   grpc::Status DoGetReport(const v1::GetReportRequest& request, v1::GetReportResponse* response) {
-    if (request.class_name().empty()) return InvalidArgument("class_name is required");
+    if (!request.leak().empty()) return DoGetLeakReport(request, response);
+    if (request.class_name().empty()) return InvalidArgument("class_name or leak is required");
     if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
     if (escalation_ == nullptr) return NoEscalation();
     auto report = escalation_->GetReport(AgentId(request.agent()), request.class_name());
     if (!report.ok()) return ToGrpc(report.status());
     *response->mutable_report() = *std::move(report);
     return grpc::Status::OK;
+  }
+
+  // GetReport by leak id: the report of the leak's main class, else of its biggest class with one.
+  grpc::Status DoGetLeakReport(const v1::GetReportRequest& request,
+                               v1::GetReportResponse* response) {
+    if (!request.class_name().empty()) return InvalidArgument("set class_name or leak, not both");
+    if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
+    if (escalation_ == nullptr) return NoEscalation();
+    const AgentId id(request.agent());
+    std::optional<AgentStatus> status = agents_->Get(id);
+    const diff::Leak* leak = nullptr;
+    if (status.has_value()) {
+      for (const diff::Leak& l : status->leaks) {
+        if (l.id == request.leak()) leak = &l;
+      }
+    }
+    if (leak == nullptr) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("agent ", request.agent(), " has no current leak ",
+                                       request.leak(), " (see ListLeaks)"));
+    }
+    std::vector<std::string> candidates = {leak->main_class};
+    for (const diff::LeakClass& c : leak->classes) {  // by bytes, descending
+      if (c.class_name != leak->main_class) candidates.push_back(c.class_name);
+    }
+    Status last = absl::NotFoundError("no class of the leak has a report");
+    for (const std::string& c : candidates) {
+      auto report = escalation_->GetReport(id, c);
+      if (report.ok()) {
+        *response->mutable_report() = *std::move(report);
+        LeakToProto(id, *leak, status->last_snapshot_time, status->analysed_dump_id,
+                    response->mutable_report()->mutable_leak());
+        return grpc::Status::OK;
+      }
+      if (report.status().code() != absl::StatusCode::kNotFound) return ToGrpc(report.status());
+      last = report.status();
+    }
+    return ToGrpc(absl::NotFoundError(absl::StrCat("no class of leak ", request.leak(),
+                                                   " has a report yet: ", last.message())));
   }
 
   grpc::Status DoListReports(const v1::ListReportsRequest& request,

@@ -212,6 +212,7 @@ struct LeakDetector::Impl {
   };
 
   const LeakOptions& options;
+  absl::Time agent_start;
   AgentId agent;
   TrendDetector scale0;
   std::vector<Scale> scales;
@@ -254,22 +255,13 @@ struct LeakDetector::Impl {
     return t;
   }
 
-  Impl(const LeakOptions& o, absl::Time agent_start)
-      : options(o), scale0(Scale0Options(o), agent_start) {
+  Impl(const LeakOptions& o, absl::Time start)
+      : options(o), agent_start(start), scale0(Scale0Options(o), start) {
     if (options.enable_time_scales) {
       for (absl::Duration w = options.min_time_scale; w <= options.max_time_scale; w *= 2) {
-        TrendOptions t = options.trend;
-        t.window_snapshots = options.scale_window_buckets;
-        t.min_snapshots = options.scale_min_buckets;
-        t.peak_lookback_snapshots = options.scale_lookback_buckets;
-        // The first bucket is usually partial; one more lets the window start on a whole one.
-        t.warmup_snapshots = 2;
-        t.recent_max_p_value = kScaleRecentMaxP;
-        t.record_noise_sigmas = kRecordNoiseSigmas;
         Scale s;
         s.width = w;
         s.width_us = absl::ToInt64Microseconds(w);
-        s.detector = std::make_unique<TrendDetector>(t, agent_start);
         scales.push_back(std::move(s));
       }
     }
@@ -282,10 +274,26 @@ struct LeakDetector::Impl {
       cycle_positions = kFineSlots + kCoarseSlots;
     }
     scale0.SetEntryVeto([this](std::string_view name) { return Vetoed(name, 0); });
-    for (size_t k = 0; k < scales.size(); ++k) {
-      scales[k].detector->SetEntryVeto(
-          [this, k](std::string_view name) { return Vetoed(name, k + 1); });
-    }
+    for (Scale& s : scales) ResetScale(s);
+  }
+
+  TrendOptions ScaleOptions() const {
+    TrendOptions t = options.trend;
+    t.window_snapshots = options.scale_window_buckets;
+    t.min_snapshots = options.scale_min_buckets;
+    t.peak_lookback_snapshots = options.scale_lookback_buckets;
+    // The first bucket is usually partial; one more lets the window start on a whole one.
+    t.warmup_snapshots = 2;
+    t.recent_max_p_value = kScaleRecentMaxP;
+    t.record_noise_sigmas = kRecordNoiseSigmas;
+    return t;
+  }
+
+  // A fresh detector for the scale (its history and suspects dropped), with the cycle veto.
+  void ResetScale(Scale& s) {
+    const size_t k = static_cast<size_t>(&s - scales.data());
+    s.detector = std::make_unique<TrendDetector>(ScaleOptions(), agent_start);
+    s.detector->SetEntryVeto([this, k](std::string_view name) { return Vetoed(name, k + 1); });
   }
 
   TrendDetector& DetectorOf(size_t scale) {
@@ -460,7 +468,8 @@ struct LeakDetector::Impl {
       ClassInfo& c = classes[id];
       if (!c.in_use) continue;
       const uint64_t raw = current_bytes[id];
-      const uint64_t value = garbage ? std::min(raw, c.raw) : raw;
+      // The -all minimum over two snapshots, as on scale 0 (not on the agent's first snapshot).
+      const uint64_t value = garbage && previous_time != absl::InfinitePast() ? std::min(raw, c.raw) : raw;
       c.raw = raw;
       c.previous = c.value;
       c.value = value;
@@ -482,9 +491,13 @@ struct LeakDetector::Impl {
         s.bucket = b;
         s.bucket_snapshots = 0;
         std::fill(s.present.begin(), s.present.end(), 0);
-        // A scale is used once its buckets hold at least two snapshots on average; it stays in use
-        // while they do (decided at bucket boundaries, so a bucket is never half-fed).
-        s.active = typical != absl::InfiniteDuration() && s.width >= kMinSnapshotsPerBucket * typical;
+        // A scale is used once its buckets hold at least one snapshot on average; it stays in use
+        // while they do (decided at bucket boundaries, so a bucket is never half-fed). A scale that
+        // falls out of use starts afresh: its suspects would otherwise never be re-evaluated.
+        const bool active =
+            typical != absl::InfiniteDuration() && s.width >= kMinSnapshotsPerBucket * typical;
+        if (s.active && !active) ResetScale(s);
+        s.active = active;
       }
       if (!s.active) continue;
       for (uint32_t id = 0; id < classes.size(); ++id) {
@@ -502,11 +515,10 @@ struct LeakDetector::Impl {
     // Forget classes that have had no objects for longer than any scale or the veto looks back and
     // that no detector tracks.
     if (scale0.snapshots_observed() % 64 == 0) {
+      // The detectors forget their classes by themselves (checked below); the veto needs a class's
+      // maxima for cycle_lookback, and an open bucket may still hold it.
       absl::Duration horizon = options.cycle_lookback;
-      if (!scales.empty()) {
-        horizon = std::max(horizon,
-                           scales.back().width * static_cast<int64_t>(options.scale_lookback_buckets));
-      }
+      if (!scales.empty()) horizon += scales.back().width;
       for (uint32_t id = 0; id < classes.size(); ++id) {
         const ClassInfo& c = classes[id];
         if (!c.in_use || c.last_seen >= now - horizon) continue;
@@ -553,9 +565,11 @@ struct LeakDetector::Impl {
     const size_t coarse = std::max(next[i].scale, next[j].scale);
     const size_t fine = std::min(next[i].scale, next[j].scale);
     for (size_t scale : {coarse, fine}) {
+      // Both entries first: a lookup may insert and rehash, which moves the other one.
+      IncrementsOf(next, i, scale);
+      const CachedIncrements& b = IncrementsOf(next, j, scale);
       const CachedIncrements& a = IncrementsOf(next, i, scale);
       if (!a.ok) continue;
-      const CachedIncrements& b = IncrementsOf(next, j, scale);
       if (!b.ok || a.d.size() != b.d.size()) continue;
       if (KendallTau(a.d, b.d) >= options.group_min_correlation) return true;
       return a.even && b.even;
@@ -643,6 +657,7 @@ struct LeakDetector::Impl {
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return groups[a].size() > groups[b].size(); });
     std::vector<bool> taken(leaks.size(), false);
+    std::vector<bool> inherited(groups.size(), false);
     std::vector<Leak> next_leaks(groups.size());
     for (size_t g : order) {
       std::vector<size_t> shared(leaks.size(), 0);
@@ -692,18 +707,25 @@ struct LeakDetector::Impl {
       }
       if (best < leaks.size()) {
         taken[best] = true;
+        inherited[g] = true;
         leak.id = leaks[best].id;
         leak.first_seen = std::min(leak.first_seen, leaks[best].first_seen);
       } else {
         leak.id = LeakId(leak.main_class, leak.first_seen);
       }
     }
-    // Two groups can only get the same new id from the same main class and first_seen: then the
-    // later one (in group order) is made distinct deterministically.
+    // A new id can collide with an inherited one or another new one (same main class and
+    // first_seen): inherited ids keep theirs, new ones are made distinct deterministically.
     absl::flat_hash_map<std::string, int> seen_ids;
-    for (Leak& leak : next_leaks) {
-      const int n = seen_ids[leak.id]++;
-      if (n > 0) leak.id = LeakId(absl::StrFormat("%s#%d", leak.main_class, n), leak.first_seen);
+    for (size_t g = 0; g < next_leaks.size(); ++g) {
+      if (inherited[g]) seen_ids[next_leaks[g].id] = 1;
+    }
+    for (size_t g = 0; g < next_leaks.size(); ++g) {
+      if (inherited[g]) continue;
+      Leak& leak = next_leaks[g];
+      for (int n = seen_ids[leak.id]++; n > 0; n = seen_ids[leak.id]++) {
+        leak.id = LeakId(absl::StrFormat("%s#%d", leak.main_class, n), leak.first_seen);
+      }
     }
     absl::flat_hash_map<std::string, std::string> leak_of_class;
     for (const Leak& leak : next_leaks) {
@@ -786,16 +808,28 @@ struct LeakDetector::Impl {
       std::sort(e.classes.begin(), e.classes.end());
     }
     if (episodes->size() > kMaxEpisodes) {
-      const size_t drop = episodes->size() - kMaxEpisodes + kMaxEpisodes / 10;
-      episodes->erase(episodes->begin(), episodes->begin() + static_cast<ptrdiff_t>(drop));
-      for (auto* open : {&open_class_episode, &open_leak_episode}) {
-        for (auto it = open->begin(); it != open->end();) {
-          auto copy = it++;
-          if (copy->second < drop) {
-            open->erase(copy);  // its start was dropped; it is no longer followed
-          } else {
-            copy->second -= drop;
-          }
+      // Drop the oldest closed episodes (open ones stay, so they can still be closed), then
+      // re-index the open ones.
+      size_t drop = episodes->size() - kMaxEpisodes + kMaxEpisodes / 10;
+      std::vector<Episode> kept;
+      kept.reserve(episodes->size());
+      for (Episode& e : *episodes) {
+        if (drop > 0 && e.cleared.has_value()) {
+          --drop;
+        } else {
+          kept.push_back(std::move(e));
+        }
+      }
+      *episodes = std::move(kept);
+      open_class_episode.clear();
+      open_leak_episode.clear();
+      for (size_t i = 0; i < episodes->size(); ++i) {
+        const Episode& e = (*episodes)[i];
+        if (e.cleared.has_value()) continue;
+        if (e.kind == Episode::Kind::kClass) {
+          open_class_episode[e.main_class] = i;
+        } else {
+          open_leak_episode[e.leak] = i;
         }
       }
     }
@@ -865,6 +899,14 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
     }
     ScaleExplanation e = impl_->DetectorOf(scale).Explain(class_name);
     e.time_scale = impl_->WidthOf(scale);
+    if (out.known && !impl_->rings.empty() && e.not_evaluated.empty()) {
+      // The cycle veto as this scale applies it (its exclusion is this scale's window).
+      const Impl::ClassInfo& c = impl_->classes[it->second];
+      const double level = static_cast<double>(std::min(c.value, c.previous));
+      const double threshold = impl_->VetoThreshold(c, scale);
+      e.tests.push_back(
+          TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"});
+    }
     out.scales.push_back(std::move(e));
   }
   if (out.known && !impl_->rings.empty()) {

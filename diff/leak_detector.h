@@ -4,7 +4,8 @@
 // A LeakDetector runs the tests of diff/trend_detector.h (Mann-Kendall significance, Theil-Sen
 // magnitude, sustained growth, still growing; hysteresis) on several time scales at once:
 //   - scale 0, "every snapshot": the snapshots as they come, with TrendOptions as given (window of
-//     12 snapshots by default). It keeps the guarantee for fast leaks: flagged within 10 snapshots.
+//     12 snapshots by default) except that recent_max_p_value is 0.05 when left at 0 (the recent-
+//     trend entry tests). It keeps the guarantee for fast leaks: flagged within 10 snapshots.
 //   - bucketed scales of width w = min_time_scale * 2^k (k = 0, 1, ...) up to max_time_scale (4 s to
 //     about 4.5 h by default, 13 scales): the snapshots are grouped into buckets aligned to the Unix
 //     epoch (floor(t / w)), and each bucket contributes, per class, the *minimum* of the class's
@@ -12,8 +13,11 @@
 //     the phase of the GC cycle, and turns a sawtooth shorter than w into its flat trough). A scale
 //     is evaluated when one of its buckets closes, on a window of up to scale_window_buckets
 //     buckets, with the same tests and thresholds (min_growth_bytes, min_relative_growth,
-//     max_p_value; min_snapshots becomes scale_min_buckets). A scale whose buckets would hold fewer
-//     than one snapshot on average is left out (it would only repeat scale 0).
+//     max_p_value; min_snapshots becomes scale_min_buckets) plus the entry tests against steps
+//     (recent_max_p_value 0.05, record_noise_sigmas 2). A scale is used while its width is at least
+//     the median of the last 16 collection intervals (fewer than one snapshot per bucket would only
+//     repeat scale 0: 9 scales from 64 s up at a 60 s interval, all 13 at 2 s); a scale that falls
+//     out of use is reset (its suspects are dropped).
 // Because every scale's thresholds are in growth over its own window and the windows span from a
 // few snapshots to days, a steady growth of G = max(min_growth_bytes, min_relative_growth * level)
 // per T is flagged by the scale whose window is about T long, after about T (plus one bucket of
@@ -21,8 +25,9 @@
 //
 // Daily cycles (cycle veto): a class can only *become* a suspect, at any scale, if its current
 // level (the smaller of its last two snapshot values) is above the highest level it had in the
-// past cycle_lookback (26 h by default), apart from the last scale window; that maximum is kept per
-// class in hourly slots. Sessions that fill every morning and drain every night never set a new
+// past cycle_lookback (26 h by default), apart from the scale's window and one bucket, by a quarter
+// of G; those maxima are kept per class in 64 one-minute slots and 104 slots of cycle_lookback /
+// 104. Sessions that fill every morning and drain every night never set a new
 // daily record unless the peaks themselves rise, and neither does a sawtooth or a cache that is
 // emptied and refilled with a period up to a day.
 //
@@ -42,23 +47,24 @@
 //     their growth (from an extended dump, analysis/report.h), classes with the same accumulation
 //     point are one leak and classes with different ones are different leaks, whatever their
 //     increments say; classes without one join the group they correlate with.
-// A leak is named by its main class: the accumulation point's owner class when the caller gives one
-// (SetAccumulationPoints), else the grouped class that is not a JDK class (IsJdkClass) and holds
-// the most bytes, else the class holding the most bytes. Its id is stable while the leak exists:
+// A leak is named by its main class: the grouped class that is not a JDK class (IsJdkClass) and
+// holds the most bytes, else the accumulation point's class when that is not a JDK class, else the
+// class holding the most bytes. Its id is stable while the leak exists:
 // a new group takes the id of the previous leak it shares the most classes with (ties: the older
-// leak), otherwise it gets a new id derived from its main class and first_seen, so replaying the
-// same history gives the same ids.
+// leak), otherwise it gets a new id derived from its main class and first_seen (made distinct from
+// every other id), so replaying the same history gives the same ids.
 //
 // Determinism: like TrendDetector, the state is a pure function of the options, the agent start
 // time, the snapshot sequence and the SetAccumulationPoints() calls between them.
 //
 // Memory: scale 0 as TrendDetector (about 0.75 KB per class); each bucketed scale keeps 16 bytes
 // per bucket of its lookback (48 by default) for the classes that reached min_growth_bytes / 4 in
-// some bucket of it (classes that never do cannot grow by min_growth_bytes there), plus 27 hourly
-// maxima (8 bytes each) per class for the cycle veto.
+// some bucket of it (classes that never do cannot grow by min_growth_bytes there) and 20 bytes per
+// class for its open bucket; the cycle veto 168 maxima (8 bytes each) per class. A class with no
+// objects for cycle_lookback plus the widest bucket, tracked by no scale, is forgotten.
 //
-// Thread-safety: not thread-safe; one per agent, the caller serialises calls. Const methods may run
-// concurrently with each other.
+// Thread-safety: not thread-safe; one per agent, the caller serialises calls. Const methods other
+// than Explain() may run concurrently with each other (Explain reuses the scales' scratch space).
 #ifndef HEAPWATCH_DIFF_LEAK_DETECTOR_H_
 #define HEAPWATCH_DIFF_LEAK_DETECTOR_H_
 

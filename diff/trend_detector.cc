@@ -427,7 +427,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
   // Spread (with the noise floor): no single increment among the last m values (and the one
   // before them) may make more than kMaxIncrementShare of their rise. A step is one increment.
   double largest_share = 0;
-  if (entry && noise_floor > 0) {
+  if (entry && options_.record_noise_sigmas > 0 && (records || explain != nullptr)) {
     for (size_t g = 1; g <= segments; ++g) {
       c_worst_noise = std::min(c_worst_noise, segment_max_[g] - prefix_max_[g - 1]);
     }

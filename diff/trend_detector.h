@@ -244,8 +244,9 @@ class TrendDetector {
   ScaleExplanation Explain(std::string_view class_name) const;
 
   // Entry veto: when set, a class that passes every test but is not a suspect yet becomes one only
-  // if veto(class_name) is false. Called at most once per such class and snapshot, from Observe and
-  // Explain. LeakDetector uses it for its daily-cycle veto. Empty = no veto.
+  // if veto(class_name) is false. Called at most once per such class and snapshot, from Observe
+  // (Explain leaves it to the caller). LeakDetector uses it for its daily-cycle veto. Empty = no
+  // veto.
   void SetEntryVeto(std::function<bool(std::string_view class_name)> veto) {
     entry_veto_ = std::move(veto);
   }

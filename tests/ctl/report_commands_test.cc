@@ -223,6 +223,32 @@ TEST(RenderReport, NamesTheAccumulationPointAndItsPathFromAGcRoot) {
   EXPECT_THAT(text, Not(HasSubstr("No earlier extended dump")));
 }
 
+TEST(RenderReport, ALeaksReportListsItsClassesWithTheirGrowth) {
+  v1::DrillDownReport r = Report();
+  v1::Leak* l = r.mutable_leak();
+  l->set_leak("L0123456789ab");
+  l->set_main_class("com.example.Session");
+  l->set_bytes(3 << 20);
+  l->set_growth_bytes_per_second(2048);
+  l->set_accumulation_point("java.util.HashMap$Node[]");
+  for (const auto& [name, bytes, growth] :
+       {std::tuple{"com.example.Session", 2 << 20, 1536.0}, {"byte[]", 1 << 20, 512.0}}) {
+    v1::LeakClass* c = l->add_classes();
+    c->set_class_name(name);
+    c->set_bytes(bytes);
+    c->set_growth_bytes_per_second(growth);
+  }
+  std::string text = RenderReport(r);
+  EXPECT_THAT(text, HasSubstr("Leak L0123456789ab in "));
+  EXPECT_THAT(text, HasSubstr("com.example.Session, 2 classes, 3.0 MiB"));
+  EXPECT_THAT(text, HasSubstr("accumulates in java.util.HashMap$Node[]"));
+  EXPECT_THAT(text, HasSubstr("byte[]"));
+  EXPECT_THAT(text, HasSubstr("+1.5 KiB"));
+  EXPECT_LT(text.find("Leak L0123456789ab"), text.find("Drill-down report:"));
+  // Without a leak, no leak header.
+  EXPECT_THAT(RenderReport(Report()), ::testing::Not(HasSubstr("Leak L")));
+}
+
 TEST(RenderReport, SaysWhatIsMissing) {
   v1::DrillDownReport r = Report();
   r.clear_accumulation_points();

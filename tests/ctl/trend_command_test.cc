@@ -486,8 +486,9 @@ TEST_F(TrendCommandTest, ExplainPrintsEachTestPerScale) {
     bool all_pass = !scale["tests"].empty();
     for (const nlohmann::json& t : scale["tests"]) {
       const double v = t["value"], th = t["threshold"];
-      ASSERT_TRUE(t["op"] == "<=" || t["op"] == ">=") << t.dump();
-      EXPECT_EQ(t["pass"].get<bool>(), t["op"] == "<=" ? v <= th : v >= th) << t.dump();
+      ASSERT_TRUE(t["op"] == "<=" || t["op"] == ">=" || t["op"] == ">") << t.dump();
+      const bool holds = t["op"] == "<=" ? v <= th : t["op"] == ">=" ? v >= th : v > th;
+      EXPECT_EQ(t["pass"].get<bool>(), holds) << t.dump();
       all_pass = all_pass && t["pass"].get<bool>();
     }
     if (scale["suspect"] == true && all_pass) passes_everything_somewhere = true;

@@ -410,6 +410,39 @@ TEST(LeakDetectorTest, FirstSeenIsTheSnapshotThatFlaggedIt) {
   EXPECT_EQ(detector.Leaks().at(0).first_seen, *flagged_at);
 }
 
+// When the interval stretches (the pause budget), the scales finer than it fall out of use and are
+// reset: a leak flagged on them, that then stops, is cleared instead of staying flagged for good.
+TEST(LeakDetectorTest, ScalesThatFallOutOfUseDropTheirSuspects) {
+  LeakDetector detector{LeakOptions{}};
+  Snapshot s;
+  s.agent = AgentId("a");
+  absl::Time t = absl::FromUnixSeconds(1'700'000'000);
+  uint64_t bytes = 20'000'000;
+  for (int i = 0; i < 150; ++i, t += absl::Seconds(2)) {  // 5 minutes at 2 s, leaking 40 KB/s
+    s.time = t;
+    bytes += 80'000;
+    s.histogram.rows = {{"com.example.Leak", "", 1, bytes}};
+    detector.Observe(s);
+  }
+  ASSERT_TRUE(detector.SuspectFor("com.example.Leak").has_value());
+  EXPECT_GE(detector.time_scales().size(), 8u);  // 4 s to 512 s have had a bucket boundary
+  // Then every 10 minutes: still leaking while the fine scales fall out of use (the median
+  // interval passes their widths after 8 long intervals), then flat for a day.
+  for (int i = 0; i < 12; ++i, t += absl::Minutes(10)) {
+    s.time = t;
+    bytes += 24'000'000;
+    s.histogram.rows = {{"com.example.Leak", "", 1, bytes}};
+    detector.Observe(s);
+  }
+  for (int i = 0; i < 144; ++i, t += absl::Minutes(10)) {
+    s.time = t;
+    detector.Observe(s);
+  }
+  EXPECT_FALSE(detector.SuspectFor("com.example.Leak").has_value());
+  EXPECT_TRUE(detector.Leaks().empty());
+  for (absl::Duration w : detector.time_scales()) EXPECT_GE(w, absl::Minutes(10));
+}
+
 TEST(LeakDetectorTest, JdkClasses) {
   EXPECT_TRUE(IsJdkClass("byte[]"));
   EXPECT_TRUE(IsJdkClass("java.lang.String[][]"));

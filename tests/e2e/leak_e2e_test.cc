@@ -363,6 +363,15 @@ escalation:
   get.set_class_name(kEventClass);
   const v1::GetReportResponse report = Call(&v1::QueryService::Stub::GetReport, get);
   ASSERT_FALSE(report.report().accumulation_points().empty()) << report.DebugString();
+  // One drill-down report per leak: asked by leak id, it is the main class's, with every class.
+  v1::GetReportRequest by_leak;
+  by_leak.set_agent(agent);
+  by_leak.set_leak(leak.leak());
+  const v1::GetReportResponse leak_report = Call(&v1::QueryService::Stub::GetReport, by_leak);
+  EXPECT_EQ(leak_report.report().class_name(), kEventClass);
+  EXPECT_EQ(leak_report.report().leak().leak(), leak.leak());
+  EXPECT_EQ(leak_report.report().leak().classes_size(), leak.classes_size());
+  EXPECT_EQ(leak_report.report().leak().accumulation_point(), leak.accumulation_point());
   const v1::AccumulationPoint& ap = report.report().accumulation_points(0);
   EXPECT_EQ(ap.object().class_name(), leak.accumulation_point());
   std::string path;
