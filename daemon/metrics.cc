@@ -528,6 +528,8 @@ void Metrics::SetLiveSet(const AgentId& agent, const LiveSetPoint& point) {
   if (a.live == nullptr) a.live = &impl_->heap_live.Add(labels);
   if (a.capacity == nullptr) a.capacity = &impl_->heap_capacity.Add(labels);
   if (a.max == nullptr) a.max = &impl_->heap_max.Add(labels);
+  // The live set's growth exists from the first point on (0 until SetLiveSetGrowth says more).
+  if (a.live_growth == nullptr) a.live_growth = &impl_->heap_live_growth.Add(labels);
   a.live->Set(static_cast<double>(point.live_bytes));
   a.capacity->Set(static_cast<double>(point.capacity_bytes));
   a.max->Set(static_cast<double>(point.max_bytes));

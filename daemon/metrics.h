@@ -117,7 +117,8 @@ class Metrics {
   // effect for an agent not added.
   void SetLiveSet(const AgentId& agent, const LiveSetPoint& point);
   // heapwatch_heap_live_growth_bytes_per_second{agent}: the live set's growth while it is flagged
-  // as growing, 0 otherwise. No effect for an unknown agent.
+  // as growing, 0 otherwise (the series exists from the agent's first SetLiveSet, at 0). No effect
+  // for an unknown agent.
   void SetLiveSetGrowth(const AgentId& agent, double bytes_per_second);
 
   // heapwatch_store_size_bytes.

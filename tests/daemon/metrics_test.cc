@@ -119,6 +119,9 @@ TEST(Metrics, CostOfWatchingSeriesLiveAndDieWithTheAgent) {
   m.SetCollectionPlan(AgentId("a1"), absl::Seconds(170), true);
   m.SetLiveSet(AgentId("a1"), LiveSetPoint{absl::Now(), LiveSetSource::kConcurrentCycle,
                                            700 << 20, 900 << 20, 1024 << 20});
+  EXPECT_NE(m.ExpositionText().find(R"(heapwatch_heap_live_growth_bytes_per_second{agent="a1"} 0)"),
+            std::string::npos);
+  m.SetLiveSetGrowth(AgentId("a1"), 1234.5);
   const std::string text = m.ExpositionText();
   for (const char* series :
        {R"(heapwatch_collection_pause_seconds_total{agent="a1"} 0.75)",
@@ -128,7 +131,8 @@ TEST(Metrics, CostOfWatchingSeriesLiveAndDieWithTheAgent) {
         R"(heapwatch_pause_budget_exceeded{agent="a1"} 1)",
         R"(heapwatch_heap_live_bytes{agent="a1"} 734003200)",
         R"(heapwatch_heap_capacity_bytes{agent="a1"} 943718400)",
-        R"(heapwatch_heap_max_bytes{agent="a1"} 1073741824)"}) {
+        R"(heapwatch_heap_max_bytes{agent="a1"} 1073741824)",
+        R"(heapwatch_heap_live_growth_bytes_per_second{agent="a1"} 1234.5)"}) {
     EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
   }
   m.RemoveAgent(AgentId("a1"));

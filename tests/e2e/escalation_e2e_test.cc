@@ -51,6 +51,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "tests/e2e/daemon_fixture.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/e2e/subprocess.h"
 
@@ -145,118 +146,19 @@ std::string PathText(const v1::GcRootPath& path) {
   return out;
 }
 
-class EscalationEndToEnd : public ::testing::Test {
+class EscalationEndToEnd : public testing::DaemonFixture {
  protected:
+  EscalationEndToEnd() : DaemonFixture("heapwatch-escalation") {}
+
   void SetUp() override {
-    dir_ = MakeTempDir("heapwatch-escalation");
+    DaemonFixture::SetUp();
     dump_dir_ = dir_ + "/dumps";
-    std::cout << "e2e work directory: " << dir_ << std::endl;
   }
 
-  void TearDown() override {
-    daemon_.reset();
-    jvms_.clear();
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  // Starts a test program from a copy of its jar in the test's directory and waits for its "ready"
-  // line.
-  Subprocess* StartJava(const std::string& main_class, const std::string& max_heap,
-                        const std::vector<std::string>& args = {}) {
-    const std::string log = dir_ + "/" + main_class + ".log";
-    std::vector<std::string> argv{HEAPWATCH_JAVA,
-                                  "-Xmx" + max_heap,
-                                  "-XX:+UseSerialGC",
-                                  "-jar",
-                                  CopyJar(HEAPWATCH_E2E_JARS, main_class, dir_),
-                                  "--max-seconds",
-                                  "900"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto jvm = std::make_unique<Subprocess>(argv, log);
-    Subprocess* raw = jvm.get();
-    jvms_.push_back(std::move(jvm));
-    EXPECT_TRUE(
-        WaitFor(absl::Seconds(90), [&] { return absl::StrContains(ReadFile(log), "ready"); }))
-        << main_class << " did not start:\n"
-        << ReadFile(log);
-    return raw;
-  }
-
-  // Starts heapwatchd with <dir>/<config> and the data dir <dir>/data; waits for its ports.
+  // Starts heapwatchd with <dir>/<config>, logging to <dir>/<log_name>.
   void StartDaemon(const std::string& log_name, const std::string& config,
                    absl::Duration interval) {
-    fs::remove(dir_ + "/grpc.port");
-    fs::remove(dir_ + "/metrics.port");
-    daemon_log_ = dir_ + "/" + log_name;
-    daemon_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{HEAPWATCHD, "--config", dir_ + "/" + config, "--data-dir",
-                                 dir_ + "/data", "--grpc-listen", "127.0.0.1:0", "--metrics-listen",
-                                 "127.0.0.1:0", "--grpc-port-file", dir_ + "/grpc.port",
-                                 "--metrics-port-file", dir_ + "/metrics.port", "--interval",
-                                 absl::FormatDuration(interval)},
-        daemon_log_);
-    ASSERT_TRUE(WaitFor(absl::Seconds(30),
-                        [&] {
-                          return (ReadPort(dir_ + "/grpc.port") &&
-                                  ReadPort(dir_ + "/metrics.port")) ||
-                                 !daemon_->running();
-                        }) &&
-                daemon_->running())
-        << "heapwatchd wrote no port files:\n"
-        << DaemonLog();
-    grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
-    metrics_url_ = absl::StrCat("http://127.0.0.1:", *ReadPort(dir_ + "/metrics.port"), "/metrics");
-    stub_ = v1::QueryService::NewStub(
-        grpc::CreateChannel(grpc_address_, grpc::InsecureChannelCredentials()));
-  }
-
-  // SIGTERM; heapwatchd must exit 0.
-  void StopDaemon() {
-    daemon_->Kill(SIGTERM);
-    std::optional<int> status = daemon_->Wait(absl::Seconds(60));
-    ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM\n" << DaemonLog();
-    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << "\n" << DaemonLog();
-  }
-
-  std::string DaemonLog() { return ReadFile(daemon_log_); }
-
-  template <typename Req, typename Resp>
-  grpc::Status CallStatus(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*,
-                                                                         const Req&, Resp*),
-                          const Req& request, Resp* response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    return (stub_.get()->*method)(&context, request, response);
-  }
-
-  template <typename Req, typename Resp>
-  Resp Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-            const Req& request) {
-    Resp response;
-    grpc::Status status = CallStatus(method, request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
-    return response;
-  }
-
-  // The agent id of the JVM with `pid` once the daemon lists it ("" after 30 s). Every agent the
-  // daemon lists must be one of this test's JVMs (started from its directory).
-  std::string AgentOf(pid_t pid) {
-    std::string agent;
-    WaitFor(absl::Seconds(30), [&] {
-      const v1::ListAgentsResponse r =
-          Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
-      for (const v1::Agent& a : r.agents()) {
-        if (a.pid() == pid && a.state() != v1::AGENT_STATE_DOWN) agent = a.agent();
-      }
-      return !agent.empty();
-    });
-    const v1::ListAgentsResponse r =
-        Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
-    for (const v1::Agent& a : r.agents()) {
-      EXPECT_TRUE(absl::StartsWith(a.main_class(), dir_ + "/"))
-          << "heapwatchd watches a JVM that is not this test's: " << a.DebugString();
-    }
-    return agent;
+    DaemonFixture::StartDaemon(dir_ + "/" + config, interval, log_name);
   }
 
   std::set<std::string> SuspectClasses(const std::string& agent) {
@@ -297,13 +199,6 @@ class EscalationEndToEnd : public ::testing::Test {
     return response.samples_size();
   }
 
-  std::string Metrics() {
-    auto r =
-        RunCommand({HEAPWATCH_CURL, "-sf", "--max-time", "10", metrics_url_}, absl::Seconds(15));
-    EXPECT_EQ(r.exit_code, 0) << "curl " << metrics_url_ << ": " << r.err;
-    return r.out;
-  }
-
   testing::CommandResult Ctl(std::vector<std::string> args) {
     args.insert(args.begin(), {HEAPWATCHCTL, "--server", grpc_address_});
     return RunCommand(args, absl::Seconds(30));
@@ -333,11 +228,7 @@ escalation:
     std::ofstream(dir_ + "/" + name) << body;
   }
 
-  std::string dir_, dump_dir_, daemon_log_;
-  std::vector<std::unique_ptr<Subprocess>> jvms_;
-  std::unique_ptr<Subprocess> daemon_;
-  std::string grpc_address_, metrics_url_;
-  std::unique_ptr<v1::QueryService::Stub> stub_;
+  std::string dump_dir_;
 };
 
 // Checks the accumulation point of `report`: an object of `holder_class` whose strong path from a

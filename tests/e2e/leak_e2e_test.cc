@@ -40,6 +40,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "tests/e2e/daemon_fixture.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/e2e/subprocess.h"
 
@@ -83,101 +84,16 @@ std::string ToJson(const google::protobuf::Message& m) {
 
 std::string Secs(absl::Duration d) { return absl::StrFormat("%.1f s", absl::ToDoubleSeconds(d)); }
 
-class LeakEndToEnd : public ::testing::Test {
+class LeakEndToEnd : public testing::DaemonFixture {
  protected:
-  void SetUp() override {
-    dir_ = MakeTempDir("heapwatch-leaks");
-    std::cout << "e2e work directory: " << dir_ << std::endl;
-  }
+  LeakEndToEnd() : DaemonFixture("heapwatch-leaks") {}
 
-  void TearDown() override {
-    daemon_.reset();
-    jvms_.clear();
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  Subprocess* StartJava(const std::string& main_class, const std::string& max_heap,
-                        const std::vector<std::string>& args = {}) {
-    const std::string log = dir_ + "/" + main_class + ".log";
-    std::vector<std::string> argv{HEAPWATCH_JAVA,
-                                  "-Xmx" + max_heap,
-                                  "-XX:+UseSerialGC",
-                                  "-jar",
-                                  CopyJar(HEAPWATCH_E2E_JARS, main_class, dir_),
-                                  "--max-seconds",
-                                  "900"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto jvm = std::make_unique<Subprocess>(argv, log);
-    Subprocess* raw = jvm.get();
-    jvms_.push_back(std::move(jvm));
-    EXPECT_TRUE(
-        WaitFor(absl::Seconds(90), [&] { return absl::StrContains(ReadFile(log), "ready"); }))
-        << main_class << " did not start:\n"
-        << ReadFile(log);
-    return raw;
-  }
-
+  // Writes `config` to <dir>/heapwatchd.yaml and starts heapwatchd with it.
   void StartDaemon(const std::string& config, absl::Duration interval,
                    const std::string& log_name = "heapwatchd.log") {
     const std::string config_path = dir_ + "/heapwatchd.yaml";
     std::ofstream(config_path) << config;
-    fs::remove(dir_ + "/grpc.port");
-    fs::remove(dir_ + "/metrics.port");
-    daemon_log_ = dir_ + "/" + log_name;
-    daemon_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{HEAPWATCHD, "--config", config_path, "--data-dir",
-                                 dir_ + "/data", "--grpc-listen", "127.0.0.1:0", "--metrics-listen",
-                                 "127.0.0.1:0", "--grpc-port-file", dir_ + "/grpc.port",
-                                 "--metrics-port-file", dir_ + "/metrics.port", "--interval",
-                                 absl::FormatDuration(interval)},
-        daemon_log_);
-    ASSERT_TRUE(WaitFor(absl::Seconds(30),
-                        [&] {
-                          return (ReadPort(dir_ + "/grpc.port") &&
-                                  ReadPort(dir_ + "/metrics.port")) ||
-                                 !daemon_->running();
-                        }) &&
-                daemon_->running())
-        << "heapwatchd wrote no port files:\n"
-        << DaemonLog();
-    metrics_url_ = absl::StrCat("http://127.0.0.1:", *ReadPort(dir_ + "/metrics.port"), "/metrics");
-    grpc_address_ = absl::StrCat("127.0.0.1:", *ReadPort(dir_ + "/grpc.port"));
-    stub_ = v1::QueryService::NewStub(
-        grpc::CreateChannel(grpc_address_, grpc::InsecureChannelCredentials()));
-  }
-
-  std::string DaemonLog() { return ReadFile(daemon_log_); }
-
-  // SIGTERM; heapwatchd must exit 0.
-  void StopDaemon() {
-    daemon_->Kill(SIGTERM);
-    std::optional<int> status = daemon_->Wait(absl::Seconds(60));
-    ASSERT_TRUE(status.has_value()) << "heapwatchd did not exit after SIGTERM\n" << DaemonLog();
-    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << "\n" << DaemonLog();
-  }
-
-  template <typename Req, typename Resp>
-  Resp Call(grpc::Status (v1::QueryService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-            const Req& request) {
-    Resp response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
-    return response;
-  }
-
-  std::string AgentOf(pid_t pid) {
-    std::string agent;
-    WaitFor(absl::Seconds(30), [&] {
-      const v1::ListAgentsResponse r =
-          Call(&v1::QueryService::Stub::ListAgents, v1::ListAgentsRequest());
-      for (const v1::Agent& a : r.agents()) {
-        if (a.pid() == pid && a.state() != v1::AGENT_STATE_DOWN) agent = a.agent();
-      }
-      return !agent.empty();
-    });
-    return agent;
+    DaemonFixture::StartDaemon(config_path, interval, log_name);
   }
 
   std::vector<v1::Leak> Leaks(const std::string& agent) {
@@ -186,18 +102,6 @@ class LeakEndToEnd : public ::testing::Test {
     const v1::ListLeaksResponse r = Call(&v1::QueryService::Stub::ListLeaks, request);
     return {r.leaks().begin(), r.leaks().end()};
   }
-
-  std::string Metrics() {
-    auto r =
-        RunCommand({HEAPWATCH_CURL, "-sf", "--max-time", "10", metrics_url_}, absl::Seconds(15));
-    EXPECT_EQ(r.exit_code, 0) << "curl " << metrics_url_ << ": " << r.err;
-    return r.out;
-  }
-
-  std::string dir_, daemon_log_, metrics_url_, grpc_address_;
-  std::vector<std::unique_ptr<Subprocess>> jvms_;
-  std::unique_ptr<Subprocess> daemon_;
-  std::unique_ptr<v1::QueryService::Stub> stub_;
 };
 
 std::set<std::string> ClassesOf(const v1::Leak& leak) {
