@@ -895,7 +895,7 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
   for (size_t scale = 0; scale <= impl_->scales.size(); ++scale) {
     if (scale > 0 && !impl_->scales[scale - 1].active &&
         !impl_->scales[scale - 1].detector->Tracks(class_name)) {
-      continue;  // a scale not in use (its buckets would hold fewer than two snapshots)
+      continue;  // a scale not in use (its buckets would hold less than one snapshot on average)
     }
     ScaleExplanation e = impl_->DetectorOf(scale).Explain(class_name);
     e.time_scale = impl_->WidthOf(scale);
