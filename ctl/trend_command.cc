@@ -27,6 +27,7 @@
 #include "diff/trend_detector.h"
 #include "heapwatch/v1/heapwatch.pb.h"
 #include "proto/time_util.h"
+#include "proto/trend_proto.h"
 
 namespace heapwatch::ctl {
 namespace {
@@ -160,76 +161,6 @@ bool ValidAgentId(const std::string& id) {
   });
 }
 
-// The offline detector's figures as the daemon's messages, so that they are rendered by the same
-// functions as the daemon's (ctl/leak_output.h).
-v1::Suspect ToProto(const diff::Suspect& s, const std::string& agent, absl::Time last) {
-  v1::Suspect o;
-  o.set_agent(agent);
-  o.set_class_name(s.class_name);
-  o.set_score(s.score);
-  proto::ToTimestamp(s.first_seen, o.mutable_first_seen());
-  o.set_growth_bytes_per_second(s.growth_bytes_per_second);
-  o.set_growth_instances_per_second(s.growth_instances_per_second);
-  o.set_bytes(s.bytes);
-  o.set_instances(s.instances);
-  proto::ToTimestamp(last, o.mutable_last_snapshot_time());
-  o.set_leak(s.leak);
-  proto::ToDuration(s.time_scale, o.mutable_time_scale());
-  return o;
-}
-
-v1::Leak ToProto(const diff::Leak& l, const std::string& agent, absl::Time last) {
-  v1::Leak o;
-  o.set_agent(agent);
-  o.set_leak(l.id);
-  o.set_main_class(l.main_class);
-  for (const diff::LeakClass& c : l.classes) {
-    v1::LeakClass* m = o.add_classes();
-    m->set_class_name(c.class_name);
-    m->set_bytes(c.bytes);
-    m->set_growth_bytes_per_second(c.growth_bytes_per_second);
-  }
-  o.set_bytes(l.bytes);
-  o.set_growth_bytes_per_second(l.growth_bytes_per_second);
-  o.set_score(l.score);
-  proto::ToTimestamp(l.first_seen, o.mutable_first_seen());
-  proto::ToDuration(l.time_scale, o.mutable_time_scale());
-  o.set_accumulation_point(l.accumulation_point);
-  proto::ToTimestamp(last, o.mutable_last_snapshot_time());
-  return o;
-}
-
-v1::TrendTest ToProto(const diff::TestExplanation& t) {
-  v1::TrendTest o;
-  o.set_test(t.test);
-  o.set_value(t.value);
-  o.set_threshold(t.threshold);
-  o.set_op(t.op);
-  o.set_pass(t.pass);
-  o.set_unit(t.unit);
-  return o;
-}
-
-v1::ExplainSuspectResponse ToProto(const diff::Explanation& e, const std::string& agent) {
-  v1::ExplainSuspectResponse o;
-  o.set_agent(agent);
-  o.set_class_name(e.class_name);
-  o.set_known(e.known);
-  o.set_suspect(e.suspect);
-  o.set_leak(e.leak);
-  for (const diff::ScaleExplanation& s : e.scales) {
-    v1::TrendScale* m = o.add_scales();
-    proto::ToDuration(s.time_scale, m->mutable_time_scale());
-    m->set_suspect(s.suspect);
-    m->set_window_size(s.window_size);
-    m->set_min_window(s.min_window);
-    m->set_not_evaluated(s.not_evaluated);
-    for (const diff::TestExplanation& t : s.tests) *m->add_tests() = ToProto(t);
-  }
-  if (e.cycle_veto) *o.mutable_cycle_veto() = ToProto(*e.cycle_veto);
-  return o;
-}
-
 json::TrendEpisode ToJson(const diff::Episode& e) {
   json::TrendEpisode o;
   for (const std::string& c : e.classes) o.add_classes(c);
@@ -349,10 +280,14 @@ int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
   proto::ToTimestamp(first, trend.mutable_first_snapshot_time());
   proto::ToTimestamp(last, trend.mutable_last_snapshot_time());
   for (const diff::Suspect& s : detector.Suspects()) {
-    *trend.add_suspects() = SuspectToJson(ToProto(s, args.agent, last));
+    v1::Suspect suspect;
+    proto::SuspectToProto(AgentId(args.agent), s, last, &suspect);
+    *trend.add_suspects() = SuspectToJson(suspect);
   }
   for (const diff::Leak& l : detector.Leaks()) {
-    *trend.add_leaks() = LeakToJson(ToProto(l, args.agent, last));
+    v1::Leak leak;
+    proto::LeakToProto(AgentId(args.agent), l, last, /*analysed_dump_id=*/"", &leak);
+    *trend.add_leaks() = LeakToJson(leak);
   }
   if (args.history) {
     // Episodes() is oldest first (by the histogram that flagged them); within one histogram, leaks
@@ -368,7 +303,8 @@ int Run(const TrendArgs& args, const GlobalOptions& global, std::ostream& out,
   }
   if (!args.explain.empty()) {
     // --explain: the explanation instead of the summary, as `suspects --explain` prints it.
-    v1::ExplainSuspectResponse explanation = ToProto(detector.Explain(args.explain), args.agent);
+    v1::ExplainSuspectResponse explanation;
+    proto::ExplanationToProto(AgentId(args.agent), detector.Explain(args.explain), &explanation);
     if (global.json) return EmitJson(explanation, out, err);
     out << RenderExplanation(explanation);
     return kExitOk;

@@ -28,6 +28,7 @@
 #include "daemon/report_proto.h"
 #include "heapwatch/records/v1/records.pb.h"
 #include "proto/time_util.h"
+#include "proto/trend_proto.h"
 #include "spdlog/spdlog.h"
 
 namespace heapwatch::daemon {
@@ -608,7 +609,7 @@ struct Escalation::Impl {
         }
       }
       if (auto it = suspects.find(s.class_name); it != suspects.end()) {
-        SuspectToProto(id, it->second, dump_time, report.mutable_suspect());
+        proto::SuspectToProto(id, it->second, dump_time, report.mutable_suspect());
       }
       if (diff) *report.mutable_diff_from_previous() = *diff;
       record->add_report_classes(s.class_name);

@@ -69,20 +69,6 @@ class QueryServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// heapwatch.v1.Suspect from the trend detector's suspect of `agent` (its leak id and time scale
-// included); `last_snapshot` is the time of the newest snapshot the detector saw. Shared by
-// ListSuspects and the drill-down reports.
-void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time last_snapshot,
-                    v1::Suspect* out);
-// heapwatch.v1.Leak from a leak of `agent`. `analysed_dump_id` is the extended dump whose
-// accumulation points the agent's leaks were regrouped by (AgentStatus::analysed_dump_id); it is
-// set as dump_id on a leak that names an accumulation point.
-void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_snapshot,
-                 std::string_view analysed_dump_id, v1::Leak* out);
-// heapwatch.v1.ExplainSuspectResponse from the detector's explanation of a class of `agent`.
-void ExplanationToProto(const AgentId& agent, const diff::Explanation& e,
-                        v1::ExplainSuspectResponse* out);
-
 }  // namespace heapwatch::daemon
 
 #endif  // HEAPWATCH_DAEMON_QUERY_SERVER_H_
