@@ -23,10 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collectors/heap_dump.h"
-#include "daemon/dump_analysis.h"
 #include "daemon/query_server.h"
-#include "daemon/report_proto.h"
 #include "heapwatch/records/v1/records.pb.h"
+#include "pipeline/analyze_dump.h"
+#include "proto/report_proto.h"
 #include "proto/time_util.h"
 #include "proto/trend_proto.h"
 #include "spdlog/spdlog.h"
@@ -51,6 +51,20 @@ constexpr uint32_t kReportDiffRows = 20;
 
 // "0x7f0012345678": how an accumulation point's object id is named to the leak detector.
 std::string ObjectIdText(uint64_t id) { return absl::StrFormat("0x%x", id); }
+
+// A class with no reachable instance in the dump gets no report: it joins the classes the dump
+// does not name (logged when the reports are stored).
+void DropUnreachableSuspects(pipeline::DumpAnalysis* analysis) {
+  std::vector<analysis::SuspectReport> kept;
+  for (analysis::SuspectReport& s : analysis->suspects) {
+    if (s.instances == 0) {
+      analysis->missing_classes.push_back(s.class_name);
+    } else {
+      kept.push_back(std::move(s));
+    }
+  }
+  analysis->suspects = std::move(kept);
+}
 
 void SortPoints(std::vector<diff::LeakDetector::AccumulationPoint>* points) {
   std::sort(points->begin(), points->end(), [](const auto& x, const auto& y) {
@@ -479,17 +493,21 @@ struct Escalation::Impl {
     lock.unlock();
     if (analysis_start_listener) analysis_start_listener(id, record.dump_id());
 
-    DumpAnalysisOptions options;
+    pipeline::AnalyzeDumpOptions options;
+    options.suspect_classes = classes;
     options.exclude_patterns = config.exclude_patterns;
     options.top_objects = static_cast<size_t>(config.top_objects);
+    options.histogram_rows = 1;  // the stored summary has the histogram by class name
+    options.dump_summary = true;
     const absl::Time start = absl::Now();
-    StatusOr<DumpAnalysis> analysis = absl::InternalError("not analysed");
+    StatusOr<pipeline::DumpAnalysis> analysis = absl::InternalError("not analysed");
     StatusOr<int> fd = OpenRawDump(path, j.jvm_uid);
     if (!fd.ok()) {
       analysis = fd.status();
     } else {
       try {
-        analysis = AnalyzeDumpFile(absl::StrCat("/proc/self/fd/", *fd), classes, options);
+        analysis = pipeline::AnalyzeDump(absl::StrCat("/proc/self/fd/", *fd), options);
+        if (analysis.ok()) DropUnreachableSuspects(&*analysis);
       } catch (const std::bad_alloc&) {
         analysis = absl::ResourceExhaustedError(
             "out of memory while analysing the dump (escalation.max_analysis_memory_bytes is "
@@ -538,18 +556,19 @@ struct Escalation::Impl {
 
   // Builds and stores the summary and the reports of one analysed dump; fills the analysis fields
   // of `record`. Runs without mu.
-  Status StoreAnalysis(const AgentId& id, const DumpAnalysis& analysis,
+  Status StoreAnalysis(const AgentId& id, const pipeline::DumpAnalysis& analysis,
                        const std::map<std::string, diff::Suspect>& suspects,
                        v1::ExtendedDump* record) {
-    record->set_format(analysis.format);
-    *record->mutable_totals() = ToProto(analysis.totals);
-    proto::ToDuration(absl::Seconds(analysis.analysis_seconds),
+    record->set_format(analysis.report.dump_format);
+    *record->mutable_totals() = proto::ToProto(analysis.report.totals);
+    proto::ToDuration(absl::Seconds(analysis.report.timings.total_seconds),
                       record->mutable_analysis_duration());
     record->set_analysis_peak_memory_bytes(analysis.peak_memory_bytes);
     const absl::Time dump_time = TimeOf(record->dump_time());
 
     records::v1::ExtendedDumpSummary summary;
-    FillDumpSummaryRecord(analysis.summary, &summary);
+    const analysis::DumpSummary& dump_summary = *analysis.summary;
+    proto::FillDumpSummaryRecord(dump_summary, &summary);
     summary.set_agent(id.value);
     summary.set_dump_id(record->dump_id());
     *summary.mutable_dump_time() = record->dump_time();
@@ -573,8 +592,8 @@ struct Escalation::Impl {
     }
     std::optional<v1::ExtendedDumpDiff> diff;
     if (previous) {
-      v1::ExtendedDumpDiff d = ToProto(
-          analysis::DiffDumpSummaries(DumpSummaryFromRecord(*previous), analysis.summary),
+      v1::ExtendedDumpDiff d = proto::ToProto(
+          analysis::DiffDumpSummaries(proto::DumpSummaryFromRecord(*previous), dump_summary),
           kReportDiffRows, kReportDiffRows);
       d.set_agent(id.value);
       d.set_from_dump(previous->dump_id());
@@ -597,7 +616,7 @@ struct Escalation::Impl {
     for (const analysis::SuspectReport& s : analysis.suspects) {
       v1::DrillDownReport report;
       report.set_agent(id.value);
-      FillDrillDownReport(s, analysis.top_objects, &report);
+      proto::FillDrillDownReport(s, analysis.report.top_objects, &report);
       auto history = store->ClassHistory(id, s.class_name, absl::InfinitePast(), dump_time);
       if (history.ok()) {
         size_t first = history->size() > kMaxHistoryPoints ? history->size() - kMaxHistoryPoints : 0;
@@ -1036,12 +1055,12 @@ StatusOr<v1::ExtendedDumpDiff> Escalation::Diff(const AgentId& agent, std::strin
       return absl::DataLossError(
           absl::StrCat("the stored summary of extended dump ", d.dump_id(), " is corrupt"));
     }
-    return DumpSummaryFromRecord(s);
+    return proto::DumpSummaryFromRecord(s);
   };
   HW_ASSIGN_OR_RETURN(analysis::DumpSummary before, load(*from));
   HW_ASSIGN_OR_RETURN(analysis::DumpSummary after, load(*to));
   v1::ExtendedDumpDiff out =
-      ToProto(analysis::DiffDumpSummaries(before, after), max_classes, max_owners);
+      proto::ToProto(analysis::DiffDumpSummaries(before, after), max_classes, max_owners);
   out.set_agent(agent.value);
   out.set_from_dump(from->dump_id());
   out.set_to_dump(to->dump_id());

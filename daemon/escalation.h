@@ -1,6 +1,6 @@
 // Escalation: when a leak of an agent appears (a group of suspect classes, diff/leak_detector.h),
 // or on request, take an extended dump of that JVM through the attach API (collectors/heap_dump.h), analyse it in a bounded worker
-// pool (daemon/dump_analysis.h), store one drill-down report per suspect class plus a summary for
+// pool (pipeline/analyze_dump.h), store one drill-down report per suspect class plus a summary for
 // dump diffs in the store, and delete the raw dump. docs/escalation.md describes the policy, the
 // budgets and the stored records; seed 001 (dynaTrace: simple dumps trigger extended dumps) is the
 // model.

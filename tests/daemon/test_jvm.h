@@ -1,6 +1,6 @@
 // A real JVM for daemon tests: `java -cp <classes> HwSecretHolder <count>` (tests/daemon/java),
 // started by fork/exec and killed (SIGKILL) by the destructor. The constructor waits for its
-// "ready" line, so the heap then holds `count` sessions. Used by dump_analysis_test (a dump taken
+// "ready" line, so the heap then holds `count` sessions. Used by pipeline_test (a dump taken
 // with jcmd) and escalation_test (dumps taken by the Escalation itself).
 #ifndef HEAPWATCH_TESTS_DAEMON_TEST_JVM_H_
 #define HEAPWATCH_TESTS_DAEMON_TEST_JVM_H_

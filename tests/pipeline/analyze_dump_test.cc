@@ -1,8 +1,8 @@
-// Tests of daemon/dump_analysis.h: the whole analysis of a real dump from the corpora (plain and
+// Tests of pipeline/analyze_dump.h: the whole analysis of a real dump from the corpora (plain and
 // gzip), clear errors for missing, truncated and non-dump files, and a dump taken with jcmd of a
 // real JVM holding secrets: the accumulation point and its static field are found, and nothing of
 // the secrets reaches the stored messages.
-#include "daemon/dump_analysis.h"
+#include "pipeline/analyze_dump.h"
 
 #include <unistd.h>
 
@@ -13,13 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "daemon/report_proto.h"
+#include "proto/report_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon/test_jvm.h"
 
-namespace heapwatch::daemon {
+namespace heapwatch::pipeline {
 namespace {
+
+using daemon::TestJvm;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -41,6 +43,14 @@ class TempDir {
   std::string path_;
 };
 
+// The daemon's use: the suspect classes and the dump summary.
+StatusOr<DumpAnalysis> Analyze(const std::string& path, const std::vector<std::string>& classes,
+                               AnalyzeDumpOptions options = {}) {
+  options.suspect_classes = classes;
+  options.dump_summary = true;
+  return AnalyzeDump(path, options);
+}
+
 uint64_t Instances(const analysis::DumpSummary& s, const std::string& name) {
   for (const analysis::ClassRow& row : s.classes) {
     if (row.class_name == name) return row.instances;
@@ -48,62 +58,62 @@ uint64_t Instances(const analysis::DumpSummary& s, const std::string& name) {
   return 0;
 }
 
-TEST(DumpAnalysisTest, CorpusDumpForOnePresentAndOneMissingClass) {
-  DumpAnalysisOptions options;
+TEST(AnalyzeDumpTest, CorpusDumpForOnePresentAndOneMissingClass) {
+  AnalyzeDumpOptions options;
   options.top_objects = 5;
   options.summary.min_owner_bytes = 1024;
   bool progressed = false;
   options.progress = [&](std::string_view, double) { progressed = true; };
-  auto a = AnalyzeDumpFile(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"),
+  auto a = Analyze(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"),
                            {"java.lang.String", "com.acme.Nope", "java.lang.String"}, options);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(progressed);
-  EXPECT_EQ(a->format, "JAVA PROFILE 1.0.1");
-  EXPECT_GT(a->totals.objects, 0u);
-  EXPECT_EQ(a->totals.objects, a->summary.totals.objects);
-  EXPECT_EQ(a->totals.reachable_shallow_bytes, a->summary.totals.reachable_shallow_bytes);
+  EXPECT_EQ(a->report.dump_format, "JAVA PROFILE 1.0.1");
+  EXPECT_GT(a->report.totals.objects, 0u);
+  EXPECT_EQ(a->report.totals.objects, a->summary->totals.objects);
+  EXPECT_EQ(a->report.totals.reachable_shallow_bytes, a->summary->totals.reachable_shallow_bytes);
   ASSERT_EQ(a->suspects.size(), 1u);  // the duplicate counts once
   const analysis::SuspectReport& s = a->suspects[0];
   EXPECT_EQ(s.class_name, "java.lang.String");
-  EXPECT_EQ(s.instances, Instances(a->summary, "java.lang.String"));
+  EXPECT_EQ(s.instances, Instances(*a->summary, "java.lang.String"));
   EXPECT_GT(s.instances, 0u);
   EXPECT_GE(s.retained_bytes, s.minimum_retained_bytes);
   EXPECT_FALSE(s.kept_alive_by.empty());
   EXPECT_TRUE(s.shortest_path.found);
   EXPECT_THAT(s.exclude_patterns, ::testing::Contains("java.*"));
   EXPECT_THAT(a->missing_classes, ElementsAre("com.acme.Nope"));
-  ASSERT_EQ(a->top_objects.size(), 5u);
-  for (size_t i = 1; i < a->top_objects.size(); ++i)
-    EXPECT_GE(a->top_objects[i - 1].retained_bytes, a->top_objects[i].retained_bytes);
-  EXPECT_FALSE(a->summary.owners.empty());
-  EXPECT_GT(a->analysis_seconds, 0);
+  ASSERT_EQ(a->report.top_objects.size(), 5u);
+  for (size_t i = 1; i < a->report.top_objects.size(); ++i)
+    EXPECT_GE(a->report.top_objects[i - 1].retained_bytes, a->report.top_objects[i].retained_bytes);
+  EXPECT_FALSE(a->summary->owners.empty());
+  EXPECT_GT(a->report.timings.total_seconds, 0);
 }
 
-TEST(DumpAnalysisTest, GzipDumpGivesTheSameAnalysis) {
+TEST(AnalyzeDumpTest, GzipDumpGivesTheSameAnalysis) {
   TempDir dir;
   const std::string gz = dir.path() + "/dump.hprof.gz";
   const std::string command =
       "gzip -c '" + Corpus("eclipse-mat/sun_jdk5_64bit.hprof") + "' > '" + gz + "'";
   ASSERT_EQ(std::system(command.c_str()), 0);
-  auto plain = AnalyzeDumpFile(Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), {"java.lang.String"});
-  auto packed = AnalyzeDumpFile(gz, {"java.lang.String"});
+  auto plain = Analyze(Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), {"java.lang.String"});
+  auto packed = Analyze(gz, {"java.lang.String"});
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE(packed.ok()) << packed.status();
-  EXPECT_EQ(plain->totals.objects, packed->totals.objects);
-  EXPECT_EQ(plain->totals.reachable_shallow_bytes, packed->totals.reachable_shallow_bytes);
+  EXPECT_EQ(plain->report.totals.objects, packed->report.totals.objects);
+  EXPECT_EQ(plain->report.totals.reachable_shallow_bytes, packed->report.totals.reachable_shallow_bytes);
   ASSERT_EQ(packed->suspects.size(), 1u);
   EXPECT_EQ(plain->suspects[0].retained_bytes, packed->suspects[0].retained_bytes);
-  EXPECT_EQ(plain->summary.classes.size(), packed->summary.classes.size());
+  EXPECT_EQ(plain->summary->classes.size(), packed->summary->classes.size());
 }
 
-TEST(DumpAnalysisTest, BadFilesGiveErrors) {
+TEST(AnalyzeDumpTest, BadFilesGiveErrors) {
   TempDir dir;
-  EXPECT_EQ(AnalyzeDumpFile(dir.path() + "/missing.hprof", {}).status().code(),
+  EXPECT_EQ(Analyze(dir.path() + "/missing.hprof", {}).status().code(),
             absl::StatusCode::kNotFound);
 
   const std::string text = dir.path() + "/text.hprof";
   std::ofstream(text) << "not a heap dump at all\n";
-  EXPECT_EQ(AnalyzeDumpFile(text, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Analyze(text, {}).status().code(), absl::StatusCode::kInvalidArgument);
 
   // Truncated at a few points inside the heap dump.
   std::ifstream in(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), std::ios::binary);
@@ -112,21 +122,21 @@ TEST(DumpAnalysisTest, BadFilesGiveErrors) {
   for (size_t keep : {bytes.size() / 3, bytes.size() / 2, bytes.size() - 7}) {
     const std::string cut = dir.path() + "/cut.hprof";
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, keep);
-    auto a = AnalyzeDumpFile(cut, {"java.lang.String"});
+    auto a = Analyze(cut, {"java.lang.String"});
     EXPECT_FALSE(a.ok()) << keep;
     EXPECT_EQ(a.status().code(), absl::StatusCode::kDataLoss) << a.status();
   }
 
-  DumpAnalysisOptions options;
+  AnalyzeDumpOptions options;
   options.exclude_patterns = {"("};
   EXPECT_EQ(
-      AnalyzeDumpFile(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), {}, options).status().code(),
+      Analyze(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), {}, options).status().code(),
       absl::StatusCode::kInvalidArgument);
 }
 
 // ---- A real JVM.
 
-TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
+TEST(AnalyzeDumpTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
   TempDir dir;
   TestJvm java(2000);
   ASSERT_TRUE(java.ready());
@@ -136,8 +146,8 @@ TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
   ASSERT_EQ(std::system(command.c_str()), 0);
   ASSERT_TRUE(fs::exists(dump));
 
-  DumpAnalysisOptions options;
-  auto a = AnalyzeDumpFile(dump, {"HwSession", "HwNothing"}, options);
+  AnalyzeDumpOptions options;
+  auto a = Analyze(dump, {"HwSession", "HwNothing"}, options);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_THAT(a->missing_classes, ElementsAre("HwNothing"));
   ASSERT_EQ(a->suspects.size(), 1u);
@@ -163,7 +173,7 @@ TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
   // application class is not a GC root in a HotSpot dump: its path starts at a sticky system class,
   // e.g. sun.launcher.LauncherHelper's static appClass.)
   bool list_owner = false;
-  for (const analysis::OwnerRow& row : a->summary.owners) {
+  for (const analysis::OwnerRow& row : a->summary->owners) {
     if (row.class_name == "java.util.ArrayList" && row.path.back() == "static SESSIONS") {
       EXPECT_EQ(row.path.front().rfind("STICKY_CLASS class ", 0), 0u) << row.path.front();
       EXPECT_GE(row.retained_bytes, s.minimum_retained_bytes);
@@ -173,7 +183,7 @@ TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
   }
   EXPECT_TRUE(list_owner);
   if (!list_owner) {
-    for (const analysis::OwnerRow& row : a->summary.owners) {
+    for (const analysis::OwnerRow& row : a->summary->owners) {
       std::string path;
       for (const std::string& step : row.path) path += step + " / ";
       ADD_FAILURE() << "owner " << row.class_name << " " << row.retained_bytes << ": " << path;
@@ -184,11 +194,11 @@ TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
   std::string stored;
   for (const analysis::SuspectReport& suspect : a->suspects) {
     v1::DrillDownReport report;
-    FillDrillDownReport(suspect, a->top_objects, &report);
+    proto::FillDrillDownReport(suspect, a->report.top_objects, &report);
     stored += report.SerializeAsString() + report.DebugString();
   }
   records::v1::ExtendedDumpSummary record;
-  FillDumpSummaryRecord(a->summary, &record);
+  proto::FillDumpSummaryRecord(*a->summary, &record);
   stored += record.SerializeAsString() + record.DebugString();
   EXPECT_EQ(stored.find("hw-secret-token"), std::string::npos);
   EXPECT_EQ(stored.find("QQQQ"), std::string::npos);
@@ -196,4 +206,4 @@ TEST(DumpAnalysisTest, RealJvmDumpFindsTheStaticListAndKeepsNoSecrets) {
 }
 
 }  // namespace
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::pipeline

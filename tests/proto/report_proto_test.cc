@@ -1,6 +1,6 @@
-// Tests of daemon/report_proto.h: every field of the analysis model reaches its message, the dump
+// Tests of proto/report_proto.h: every field of the analysis model reaches its message, the dump
 // summary survives a round trip through its stored record, and the diff is truncated with counts.
-#include "daemon/report_proto.h"
+#include "proto/report_proto.h"
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
-namespace heapwatch::daemon {
+namespace heapwatch::proto {
 namespace {
 
 using ::testing::ElementsAre;
@@ -209,4 +209,4 @@ TEST(ReportProtoTest, DiffIsTruncatedWithCounts) {
 }
 
 }  // namespace
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::proto

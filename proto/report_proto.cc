@@ -1,9 +1,9 @@
-#include "daemon/report_proto.h"
+#include "proto/report_proto.h"
 
 #include <algorithm>
 #include <string>
 
-namespace heapwatch::daemon {
+namespace heapwatch::proto {
 namespace {
 
 v1::ClassChange ChangeToProto(analysis::DumpClassChange change) {
@@ -205,4 +205,4 @@ v1::ExtendedDumpDiff ToProto(const analysis::DumpDiff& diff, uint32_t max_classe
   return out;
 }
 
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::proto

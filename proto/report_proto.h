@@ -6,8 +6,8 @@
 // Field by field and lossless where both sides have the field; the analysis model holds structure
 // and sizes only (no primitive values, no string contents) and so do the messages made from it.
 // Sizes in bytes. Thread-safety: pure functions. None can fail.
-#ifndef HEAPWATCH_DAEMON_REPORT_PROTO_H_
-#define HEAPWATCH_DAEMON_REPORT_PROTO_H_
+#ifndef HEAPWATCH_PROTO_REPORT_PROTO_H_
+#define HEAPWATCH_PROTO_REPORT_PROTO_H_
 
 #include <cstdint>
 #include <span>
@@ -17,7 +17,7 @@
 #include "heapwatch/records/v1/records.pb.h"
 #include "heapwatch/v1/heapwatch.pb.h"
 
-namespace heapwatch::daemon {
+namespace heapwatch::proto {
 
 v1::HeapObject ToProto(const analysis::ObjectSummary& object);
 v1::GcRootPath ToProto(const analysis::GcRootPathReport& path);
@@ -47,6 +47,6 @@ analysis::DumpSummary DumpSummaryFromRecord(const records::v1::ExtendedDumpSumma
 v1::ExtendedDumpDiff ToProto(const analysis::DumpDiff& diff, uint32_t max_classes,
                              uint32_t max_owners);
 
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::proto
 
-#endif  // HEAPWATCH_DAEMON_REPORT_PROTO_H_
+#endif  // HEAPWATCH_PROTO_REPORT_PROTO_H_

@@ -1,0 +1,187 @@
+#include "pipeline/analyze_dump.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/aggregations.h"
+#include "analysis/dominator_tree.h"
+#include "analysis/retained_size.h"
+#include "collectors/hprof/hprof_reader.h"
+
+namespace heapwatch::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void Progress(const AnalyzeDumpOptions& options, std::string_view stage, double fraction) {
+  if (options.progress) options.progress(stage, fraction);
+}
+
+// The one call of a dump reader: switching readers (or formats) changes this function only.
+StatusOr<analysis::HeapGraph> ReadDumpGraph(const std::string& path,
+                                            const AnalyzeDumpOptions& options) {
+  hprof::ReadOptions read;
+  read.dump_ordinal = options.dump_ordinal;
+  read.size_model = options.size_model;
+  if (options.progress) {
+    read.progress = [&options](uint64_t done, uint64_t total) {
+      options.progress("reading the dump",
+                       total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total));
+    };
+  }
+  return hprof::ReadHeapGraph(path, read);
+}
+
+// A "VmHWM:"/"VmRSS:" line of /proc/self/status in bytes; nullopt when unreadable.
+std::optional<uint64_t> ProcStatusBytes(std::string_view key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size())) * 1024;
+  }
+  return std::nullopt;
+}
+
+// The growth of the process's peak RSS from construction to Measure() (see
+// DumpAnalysis::peak_memory_bytes): VmHWM is reset to VmRSS first when the kernel allows it (Linux
+// >= 4.0: "5" to /proc/self/clear_refs).
+class PeakMemory {
+ public:
+  PeakMemory() {
+    const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    bool reset = false;
+    if (fd >= 0) {
+      reset = ::write(fd, "5", 1) == 1;
+      ::close(fd);
+    }
+    baseline_ = ProcStatusBytes(reset ? "VmRSS:" : "VmHWM:");
+  }
+  // Growth since construction, 0 when unknown.
+  uint64_t Growth() const {
+    const std::optional<uint64_t> peak = ProcStatusBytes("VmHWM:");
+    return baseline_ && peak && *peak > *baseline_ ? *peak - *baseline_ : 0;
+  }
+  // VmHWM now (the peak since the reset), 0 when unknown.
+  static uint64_t Peak() { return ProcStatusBytes("VmHWM:").value_or(0); }
+
+ private:
+  std::optional<uint64_t> baseline_;
+};
+
+Status CheckOptions(const AnalyzeDumpOptions& options, std::vector<std::string>* exclude) {
+  *exclude = options.exclude_patterns.empty() ? analysis::DefaultExcludePatterns()
+                                              : options.exclude_patterns;
+  HW_RETURN_IF_ERROR(analysis::ClassNamePatterns::Compile(*exclude).status());
+  if (!(options.accumulation_ratio > 0 && options.accumulation_ratio <= 1)) {
+    return absl::InvalidArgumentError("the accumulation ratio must be in (0, 1]");
+  }
+  if (!(options.summary.min_owner_share >= 0 && options.summary.min_owner_share <= 1)) {
+    return absl::InvalidArgumentError("summary.min_owner_share must be in [0, 1]");
+  }
+  return absl::OkStatus();
+}
+
+// Everything after the read; fills all of DumpAnalysis but the dump file's fields, parse time,
+// total time and memory.
+StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDumpOptions& options,
+                               const std::vector<std::string>& exclude) {
+  const auto start = Clock::now();
+  Progress(options, "dominator tree", 0);
+  HW_ASSIGN_OR_RETURN(analysis::DominatorTree tree,
+                      analysis::ComputeDominatorTree(graph.graph(), graph.root_objects()));
+  const double dominators_seconds = SecondsSince(start);
+  const auto retained_start = Clock::now();
+  Progress(options, "retained sizes", 0);
+  const analysis::RetainedSizes retained = analysis::ComputeRetainedSizes(
+      tree, [&graph](analysis::ObjectIndex v) { return graph.shallow_size(v); });
+  const double retained_seconds = SecondsSince(retained_start);
+
+  analysis::ReportOptions report_options;
+  report_options.top_objects = options.top_objects;
+  report_options.histogram_rows = options.histogram_rows;
+  report_options.exclude_patterns = exclude;
+  report_options.accumulation_ratio = options.accumulation_ratio;
+  report_options.progress = options.progress;
+
+  DumpAnalysis result;
+  HW_ASSIGN_OR_RETURN(result.report, analysis::BuildReport(graph, tree, retained, report_options));
+  result.report.timings.dominators_seconds = dominators_seconds;
+  result.report.timings.retained_seconds = retained_seconds;
+
+  std::set<std::string> seen;
+  for (const std::string& name : options.suspect_classes) {
+    if (!seen.insert(name).second) continue;
+    if (graph.FindClasses(name).empty()) {
+      result.missing_classes.push_back(name);
+      continue;
+    }
+    const auto suspect_start = Clock::now();
+    HW_ASSIGN_OR_RETURN(
+        analysis::SuspectReport suspect,
+        analysis::BuildSuspectReport(graph, tree, retained, name, report_options));
+    // The suspect analysis is mostly paths from GC roots and the simulated GC; counted as paths
+    // as BuildReport does for its suspect.
+    result.report.timings.gc_root_paths_seconds += SecondsSince(suspect_start);
+    result.suspects.push_back(std::move(suspect));
+  }
+
+  if (options.dump_summary) {
+    Progress(options, "summary", 0);
+    const auto summary_start = Clock::now();
+    HW_ASSIGN_OR_RETURN(result.summary,
+                        analysis::BuildDumpSummary(graph, tree, retained, options.summary));
+    result.report.timings.aggregation_seconds += SecondsSince(summary_start);
+  }
+  return result;
+}
+
+}  // namespace
+
+StatusOr<DumpAnalysis> AnalyzeHeapGraph(const analysis::HeapGraph& graph,
+                                        const AnalyzeDumpOptions& options) {
+  const auto start = Clock::now();
+  std::vector<std::string> exclude;
+  HW_RETURN_IF_ERROR(CheckOptions(options, &exclude));
+  const PeakMemory memory;
+  HW_ASSIGN_OR_RETURN(DumpAnalysis result, Analyze(graph, options, exclude));
+  result.peak_memory_bytes = memory.Growth();
+  result.report.timings.peak_rss_bytes = PeakMemory::Peak();
+  result.report.timings.total_seconds = SecondsSince(start);
+  Progress(options, "done", 1);
+  return result;
+}
+
+StatusOr<DumpAnalysis> AnalyzeDump(const std::string& path, const AnalyzeDumpOptions& options) {
+  const auto start = Clock::now();
+  std::vector<std::string> exclude;
+  HW_RETURN_IF_ERROR(CheckOptions(options, &exclude));
+  const PeakMemory memory;
+  DumpAnalysis result;
+  {
+    HW_ASSIGN_OR_RETURN(analysis::HeapGraph graph, ReadDumpGraph(path, options));
+    const double parse_seconds = SecondsSince(start);
+    HW_ASSIGN_OR_RETURN(result, Analyze(graph, options, exclude));
+    result.report.timings.parse_seconds = parse_seconds;
+    result.peak_memory_bytes = memory.Growth();
+  }  // the graph is freed here
+  result.report.dump_path = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) result.report.dump_file_bytes = static_cast<uint64_t>(st.st_size);
+  result.report.timings.peak_rss_bytes = PeakMemory::Peak();
+  result.report.timings.total_seconds = SecondsSince(start);
+  Progress(options, "done", 1);
+  return result;
+}
+
+}  // namespace heapwatch::pipeline
