@@ -1,5 +1,8 @@
-// One report model for an extended dump (a whole heap graph): what `heapwatchctl analyze` prints
-// now and what the daemon will serve over gRPC later (issue "Escalation and drill-down").
+// The report data of an extended dump (a whole heap graph): what the analysis pipeline
+// (pipeline/analyze_dump.h) returns to the daemon and to `heapwatchctl analyze`. Data only: nothing
+// here prints. The report model people and programs read is heapwatch.v1.DumpReport /
+// DrillDownReport (proto/report_proto.h converts these structs into it; ctl/report_render.h
+// renders it).
 //
 // A Report holds structure and sizes only: class names, field names, GC-root kinds, counts, raw
 // object ids (addresses from the dump) and sizes. Never primitive values or string contents, so a
@@ -202,13 +205,6 @@ StatusOr<SuspectReport> BuildSuspectReport(const HeapGraph& graph, const Dominat
                                            const RetainedSizes& retained_sizes,
                                            const std::string& class_name,
                                            const ReportOptions& options);
-
-// The report as JSON (nlohmann::json, serialised with 2-space indent). Field names are the struct
-// members' names; sizes are integers in bytes, durations in seconds.
-std::string ReportToJson(const Report& report);
-
-// The report as readable text tables (what `heapwatchctl analyze` prints without --json).
-std::string ReportToText(const Report& report);
 
 }  // namespace heapwatch::analysis
 

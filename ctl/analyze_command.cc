@@ -1,22 +1,23 @@
 #include "ctl/analyze_command.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "analysis/aggregations.h"
-#include "analysis/report.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "ctl/dump_report_json.h"
+#include "ctl/report_render.h"
+#include "pipeline/analyze_dump.h"
+#include "proto/report_proto.h"
 
 namespace heapwatch::ctl {
 namespace {
 
+namespace v1 = ::heapwatch::v1;
 using Clock = std::chrono::steady_clock;
 
 struct AnalyzeArgs {
@@ -29,16 +30,6 @@ struct AnalyzeArgs {
   std::string size_model = "auto";
   double ratio = 0.7;
 };
-
-// Peak resident set size of this process (VmHWM), in bytes; 0 when /proc is not there.
-uint64_t PeakRssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 // Prints "heapwatchctl analyze: <stage> NN% (T s)" lines to `err`, but only once the command has
 // run for more than a second, and then at most once a second (and at every stage change).
@@ -69,74 +60,75 @@ class Progress {
   double last_ = 0;
 };
 
-int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
-        std::ostream& err) {
-  analysis::ReportOptions options;
-  options.top_objects = args.top;
-  options.histogram_rows = args.rows;
-  if (!args.suspect_class.empty()) options.suspect_class = args.suspect_class;
-  if (!args.exclude.empty()) options.exclude_patterns = args.exclude;
+// The --size-model argument; nullopt for an unknown name.
+std::optional<analysis::SizeModel> ParseSizeModel(const std::string& name) {
+  if (name == "auto") return analysis::SizeModel::kAuto;
+  if (name == "hotspot") return analysis::SizeModel::kHotSpot;
+  if (name == "android") return analysis::SizeModel::kAndroid;
+  if (name == "netbeans") return analysis::SizeModel::kNetBeans;
+  return std::nullopt;
+}
+
+// The pipeline's options from the arguments; false (after a message on `err`) for a usage error.
+bool MakeOptions(const AnalyzeArgs& args, std::ostream& err,
+                 pipeline::AnalyzeDumpOptions* options) {
+  options->dump_ordinal = args.dump;
+  options->top_objects = args.top;
+  options->histogram_rows = args.rows;
+  if (!args.suspect_class.empty()) options->suspect_classes = {args.suspect_class};
+  options->exclude_patterns = args.exclude;
   if (!(args.ratio > 0 && args.ratio <= 1)) {
     err << "heapwatchctl analyze: --ratio must be in (0, 1]\n";
-    return kExitUsage;
+    return false;
   }
-  options.accumulation_ratio = args.ratio;
-  if (options.exclude_patterns) {
-    auto compiled = analysis::ClassNamePatterns::Compile(*options.exclude_patterns);
+  options->accumulation_ratio = args.ratio;
+  if (!args.exclude.empty()) {
+    auto compiled = analysis::ClassNamePatterns::Compile(args.exclude);
     if (!compiled.ok()) {
       err << "heapwatchctl analyze: --exclude: " << compiled.status().message() << "\n";
-      return kExitUsage;
+      return false;
     }
   }
-  hprof::ReadOptions read;
-  read.dump_ordinal = args.dump;
-  if (args.size_model == "auto") {
-    read.size_model = analysis::SizeModel::kAuto;
-  } else if (args.size_model == "hotspot") {
-    read.size_model = analysis::SizeModel::kHotSpot;
-  } else if (args.size_model == "android") {
-    read.size_model = analysis::SizeModel::kAndroid;
-  } else if (args.size_model == "netbeans") {
-    read.size_model = analysis::SizeModel::kNetBeans;
-  } else {
+  std::optional<analysis::SizeModel> model = ParseSizeModel(args.size_model);
+  if (!model) {
     err << "heapwatchctl analyze: --size-model must be auto, hotspot, android or netbeans\n";
-    return kExitUsage;
+    return false;
   }
+  options->size_model = *model;
+  return true;
+}
 
+// The report of the dump: runs the pipeline and prints its report model as text or JSON.
+int RunReport(const AnalyzeArgs& args, pipeline::AnalyzeDumpOptions options,
+              const GlobalOptions& global, std::ostream& out, std::ostream& err) {
   Progress progress(err);
-  read.progress = [&progress](uint64_t done, uint64_t total) {
-    progress.Update("reading the dump",
-                    total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total));
-  };
   options.progress = [&progress](std::string_view stage, double fraction) {
     progress.Update(stage, fraction);
   };
-
-  auto start = Clock::now();
-  auto graph = hprof::ReadHeapGraph(args.file, read);
-  if (!graph.ok()) {
-    err << "heapwatchctl analyze: " << args.file << ": " << graph.status().message() << "\n";
+  auto analysis = pipeline::AnalyzeDump(args.file, options);
+  if (!analysis.ok()) {
+    err << "heapwatchctl analyze: " << args.file << ": " << analysis.status().message() << "\n";
     return kExitError;
   }
-  double parse_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  auto report = analysis::BuildReport(*graph, options);
-  if (!report.ok()) {
-    err << "heapwatchctl analyze: " << args.file << ": " << report.status().message() << "\n";
+  if (!analysis->missing_classes.empty()) {
+    err << "heapwatchctl analyze: " << args.file << ": no class named \""
+        << analysis->missing_classes.front() << "\" in the dump\n";
     return kExitError;
   }
-  report->dump_path = args.file;
-  struct stat st {};
-  if (::stat(args.file.c_str(), &st) == 0)
-    report->dump_file_bytes = static_cast<uint64_t>(st.st_size);
-  report->timings.parse_seconds = parse_seconds;
-  report->timings.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  report->timings.peak_rss_bytes = PeakRssBytes();
+  const v1::DumpReport report = proto::ToDumpReport(analysis->report, analysis->suspects);
   if (global.json) {
-    out << analysis::ReportToJson(*report) << "\n";
+    out << DumpReportToJson(report) << "\n";
   } else {
-    out << analysis::ReportToText(*report);
+    out << RenderDumpReport(report);
   }
   return kExitOk;
+}
+
+int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
+        std::ostream& err) {
+  pipeline::AnalyzeDumpOptions options;
+  if (!MakeOptions(args, err, &options)) return kExitUsage;
+  return RunReport(args, std::move(options), global, out, err);
 }
 
 }  // namespace

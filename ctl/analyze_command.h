@@ -1,19 +1,20 @@
 // `heapwatchctl analyze`: an offline report on one heap dump file (no daemon needed).
 //
 //   heapwatchctl analyze FILE [--class C] [--top N] [--rows N] [--json] [--dump N] [--exclude
-//   PATTERN...]
-//                             [--size-model auto|hotspot|android|netbeans] [--ratio R]
+//   PATTERN...] [--size-model auto|hotspot|android|netbeans] [--ratio R]
 //
-// Reads FILE with collectors/hprof (HPROF 1.0.1/1.0.2/1.0.3, .gz), computes the dominator tree and
-// retained sizes and prints the analysis::Report (analysis/report.h): totals (objects, classes, GC
-// roots, unreachable), the class histogram with shallow and retained sizes, the biggest objects by
-// retained size, the first level of the dominator tree grouped by class and, with --class, the
-// suspect analysis: total (precise) and minimum retained size of the class's instances, the
-// accumulation point(s) with their paths from a GC root, who keeps the instances alive (immediate
-// dominators grouped by class, climbing past --exclude patterns; default java.*, javax.*, jdk.*,
-// sun.*, com\.sun\..*) and the shortest strong path from a GC root to the biggest instance. Sizes
-// in bytes, times in seconds. --json prints the report as JSON (field names as in
-// analysis/report.h). Progress goes to stderr once the command has run for a second.
+// Runs the analysis pipeline the daemon runs on its extended dumps (pipeline/analyze_dump.h: read
+// FILE, dominator tree, retained sizes, report, suspect analysis) and prints its report model
+// (heapwatch.v1.DumpReport, proto/report_proto.h) through the renderer `heapwatchctl report` uses
+// (ctl/report_render.h): totals (objects, classes, GC roots, unreachable), the class histogram with
+// shallow and retained sizes, the biggest objects by retained size, the first level of the
+// dominator tree grouped by class and, with --class, the suspect analysis: total (precise) and
+// minimum retained size of the class's instances, the accumulation point(s) with their paths from
+// a GC root, who keeps the instances alive (immediate dominators grouped by class, climbing past
+// --exclude patterns; default java.*, javax.*, jdk.*, sun.*, com\.sun\..*) and the shortest strong
+// path from a GC root to the biggest instance. Sizes in bytes, times in seconds. --json prints the
+// same model as JSON with the field names of ctl/dump_report_json.h. Progress goes to stderr once
+// the command has run for a second.
 //
 // Options: --top N biggest objects (default 20); --rows N histogram rows (default 30, 0 = all);
 // --dump N which heap dump of a file holding several (0-based, default the last); --size-model how

@@ -10,8 +10,9 @@
 //                                                  DiffExtendedDumps: two analysed dumps (default
 //                                                  the last two)
 //
-// Text output is rendered by the Render* functions below (pure, so they are tested on hand-built
-// messages); sizes there are human-readable (ctl/output.h HumanBytes). --json prints the RPC's
+// Text output is rendered by ctl/report_render.h (pure, so it is tested on hand-built messages),
+// the renderer `heapwatchctl analyze` uses too; sizes there are human-readable (ctl/output.h
+// HumanBytes). --json prints the RPC's
 // response message with protobuf's JSON printer (proto field names, zero values included): the
 // schema is heapwatch.v1 itself, sizes are exact (proto3 JSON prints 64-bit integers as decimal
 // strings), enums are their names, durations "1.5s", times RFC 3339.
@@ -30,6 +31,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "ctl/command.h"
+#include "ctl/report_render.h"
 #include "heapwatch/v1/heapwatch.pb.h"
 
 namespace heapwatch::ctl {
@@ -37,27 +39,6 @@ namespace heapwatch::ctl {
 // Adds `report`, `reports`, `dump` and `dump-diff` to `app` (a heapwatchctl app with the global
 // --server, --json and --timeout options).
 std::vector<Subcommand> AddReportCommands(CLI::App& app);
-
-// The drill-down report as text: header (agent, class, dump id and times, file size, JVM pause,
-// analysis time and peak memory), instances / shallow / retained (precise) / minimum retained size,
-// each accumulation point with its retained size, share and path from a GC root (one line per
-// step: "reference -> class@0xid (retained)"), the "kept alive by" table, the shortest strong path,
-// the biggest objects, the growth history (first and last sample, growth) and, when present, the
-// diff from the previous extended dump (top class and owner deltas). Complexity: linear in the
-// report's size.
-std::string RenderReport(const heapwatch::v1::DrillDownReport& report);
-
-// ListReports as a table: dump id, state, trigger, requested time, file size, JVM pause, analysis
-// time, and the report classes (done), the error (failed) or the suspect classes (in progress).
-std::string RenderReportList(const heapwatch::v1::ListReportsResponse& response);
-
-// One extended dump as a few lines (id, state, trigger, times, sizes, classes or error).
-std::string RenderDump(const heapwatch::v1::ExtendedDump& dump);
-
-// A diff of two extended dumps: header (dumps, times, reachable heap delta), the first `top` class
-// deltas and owner deltas (each owner with its path from a GC root) and owner classes; `top` 0 =
-// all rows in the message. Notes how many rows the server left out (class_count, owner_count).
-std::string RenderExtendedDumpDiff(const heapwatch::v1::ExtendedDumpDiff& diff, size_t top);
 
 // How WaitForDump reads the agent's dump list: ListReports over gRPC in heapwatchctl; the status is
 // the RPC's.

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/time/time.h"
+#include "proto/time_util.h"
+
 namespace heapwatch::proto {
 namespace {
 
@@ -115,6 +118,48 @@ void FillDrillDownReport(const analysis::SuspectReport& suspect,
   *report->mutable_shortest_path() = ToProto(suspect.shortest_path);
   report->clear_top_objects();
   for (const auto& object : top_objects) *report->add_top_objects() = ToProto(object);
+}
+
+v1::ClassRetained ToProto(const analysis::ClassRow& row) {
+  v1::ClassRetained out;
+  out.set_class_name(row.class_name);
+  out.set_instances(row.instances);
+  out.set_shallow_bytes(row.shallow_bytes);
+  out.set_retained_bytes(row.retained_bytes);
+  return out;
+}
+
+v1::AnalysisTimings ToProto(const analysis::ReportTimings& timings) {
+  v1::AnalysisTimings out;
+  auto set = [](double seconds, google::protobuf::Duration* d) {
+    ToDuration(absl::Seconds(seconds), d);
+  };
+  set(timings.parse_seconds, out.mutable_parse_duration());
+  set(timings.dominators_seconds, out.mutable_dominators_duration());
+  set(timings.retained_seconds, out.mutable_retained_duration());
+  set(timings.gc_root_paths_seconds, out.mutable_gc_root_paths_duration());
+  set(timings.aggregation_seconds, out.mutable_aggregation_duration());
+  set(timings.total_seconds, out.mutable_total_duration());
+  out.set_peak_rss_bytes(timings.peak_rss_bytes);
+  return out;
+}
+
+v1::DumpReport ToDumpReport(const analysis::Report& report,
+                            std::span<const analysis::SuspectReport> suspects) {
+  v1::DumpReport out;
+  out.set_dump_path(report.dump_path);
+  out.set_dump_file_bytes(report.dump_file_bytes);
+  out.set_dump_format(report.dump_format);
+  out.set_size_model(report.size_model);
+  *out.mutable_totals() = ToProto(report.totals);
+  for (const analysis::ClassRow& row : report.histogram) *out.add_histogram() = ToProto(row);
+  for (const analysis::ObjectSummary& o : report.top_objects) *out.add_top_objects() = ToProto(o);
+  for (const analysis::ClassRow& row : report.top_dominators_by_class)
+    *out.add_top_dominators_by_class() = ToProto(row);
+  if (report.suspect) FillDrillDownReport(*report.suspect, {}, out.add_suspects());
+  for (const analysis::SuspectReport& s : suspects) FillDrillDownReport(s, {}, out.add_suspects());
+  *out.mutable_timings() = ToProto(report.timings);
+  return out;
 }
 
 void FillDumpSummaryRecord(const analysis::DumpSummary& summary,

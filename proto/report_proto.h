@@ -1,7 +1,9 @@
 // Conversions between the analysis report model (analysis/report.h, analysis/dump_summary.h) and
-// the public gRPC messages (heapwatch.v1: HeapObject, GcRootPath, AccumulationPoint, KeptAliveBy,
-// DrillDownReport, ExtendedDumpTotals, ExtendedDumpDiff) and the stored record
-// heapwatch.records.v1.ExtendedDumpSummary.
+// the public messages (heapwatch.v1: HeapObject, GcRootPath, AccumulationPoint, KeptAliveBy,
+// DrillDownReport, DumpReport, ExtendedDumpTotals, ExtendedDumpDiff) and the stored record
+// heapwatch.records.v1.ExtendedDumpSummary. The one conversion: the daemon stores what it makes
+// (drill-down reports, summaries, diffs) and `heapwatchctl analyze` prints its DumpReport through
+// the same renderer as `heapwatchctl report` (ctl/report_render.h).
 //
 // Field by field and lossless where both sides have the field; the analysis model holds structure
 // and sizes only (no primitive values, no string contents) and so do the messages made from it.
@@ -33,6 +35,16 @@ analysis::ReportTotals FromProto(const v1::ExtendedDumpTotals& totals);
 void FillDrillDownReport(const analysis::SuspectReport& suspect,
                          std::span<const analysis::ObjectSummary> top_objects,
                          v1::DrillDownReport* report);
+
+// A class histogram row (also a row of the dominator tree grouped by class).
+v1::ClassRetained ToProto(const analysis::ClassRow& row);
+v1::AnalysisTimings ToProto(const analysis::ReportTimings& timings);
+
+// The whole analysis of one dump as `heapwatchctl analyze` prints it: every field of `report`, and
+// one DrillDownReport per suspect (FillDrillDownReport without top objects: they are the
+// DumpReport's), first report.suspect when set, then `suspects`.
+v1::DumpReport ToDumpReport(const analysis::Report& report,
+                            std::span<const analysis::SuspectReport> suspects = {});
 
 // Fills totals, classes and owners of `record` (replacing what they held); agent, dump_id and
 // dump_time are the caller's.

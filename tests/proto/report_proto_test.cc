@@ -106,6 +106,57 @@ TEST(ReportProtoTest, SuspectReportFillsTheDrillDownReport) {
   EXPECT_EQ(r.top_objects(1).class_name(), "java.util.ArrayList");
 }
 
+TEST(ReportProtoTest, ReportFillsTheDumpReport) {
+  analysis::Report report;
+  report.dump_path = "/var/tmp/a.hprof";
+  report.dump_file_bytes = 123456;
+  report.dump_format = "JAVA PROFILE 1.0.2";
+  report.size_model = "hotspot";
+  report.totals.objects = 10;
+  report.totals.unreachable_shallow_bytes = 48;
+  report.histogram.push_back({"com.acme.Item", 7, 168, 880});
+  report.histogram.push_back({"byte[]", 2, 64, 64});
+  report.top_objects.push_back(Object(0x10, "class com.acme.App", 8, 900, "STICKY_CLASS"));
+  report.top_dominators_by_class.push_back({"java.lang.Class", 3, 24, 950});
+  report.timings.parse_seconds = 1.25;
+  report.timings.total_seconds = 2.5;
+  report.timings.peak_rss_bytes = 1 << 20;
+  analysis::SuspectReport first;
+  first.class_name = "com.acme.Item";
+  first.instances = 7;
+  report.suspect = first;
+  analysis::SuspectReport second;
+  second.class_name = "byte[]";
+  second.retained_bytes = 64;
+
+  const v1::DumpReport r = ToDumpReport(report, std::vector<analysis::SuspectReport>{second});
+  EXPECT_EQ(r.dump_path(), "/var/tmp/a.hprof");
+  EXPECT_EQ(r.dump_file_bytes(), 123456u);
+  EXPECT_EQ(r.dump_format(), "JAVA PROFILE 1.0.2");
+  EXPECT_EQ(r.size_model(), "hotspot");
+  EXPECT_EQ(r.totals().objects(), 10u);
+  EXPECT_EQ(r.totals().unreachable_shallow_bytes(), 48u);
+  ASSERT_EQ(r.histogram_size(), 2);
+  EXPECT_EQ(r.histogram(0).class_name(), "com.acme.Item");
+  EXPECT_EQ(r.histogram(0).instances(), 7u);
+  EXPECT_EQ(r.histogram(0).shallow_bytes(), 168u);
+  EXPECT_EQ(r.histogram(0).retained_bytes(), 880u);
+  ASSERT_EQ(r.top_objects_size(), 1);
+  EXPECT_EQ(r.top_objects(0).gc_root_kind(), "STICKY_CLASS");
+  ASSERT_EQ(r.top_dominators_by_class_size(), 1);
+  EXPECT_EQ(r.top_dominators_by_class(0).retained_bytes(), 950u);
+  ASSERT_EQ(r.suspects_size(), 2);  // report.suspect first, then the others
+  EXPECT_EQ(r.suspects(0).class_name(), "com.acme.Item");
+  EXPECT_EQ(r.suspects(0).instances(), 7u);
+  EXPECT_EQ(r.suspects(0).top_objects_size(), 0);  // they are the DumpReport's
+  EXPECT_EQ(r.suspects(1).class_name(), "byte[]");
+  EXPECT_EQ(r.suspects(1).retained_bytes(), 64u);
+  EXPECT_EQ(r.timings().parse_duration().seconds(), 1);
+  EXPECT_EQ(r.timings().parse_duration().nanos(), 250'000'000);
+  EXPECT_EQ(r.timings().total_duration().seconds(), 2);
+  EXPECT_EQ(r.timings().peak_rss_bytes(), 1u << 20);
+}
+
 analysis::DumpSummary Summary() {
   analysis::DumpSummary s;
   s.totals = {100, 10, 5, 90, 10, 5000, 4500, 500};

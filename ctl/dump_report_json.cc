@@ -1,0 +1,113 @@
+#include "ctl/dump_report_json.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "absl/time/time.h"
+#include "proto/time_util.h"
+
+namespace heapwatch::ctl {
+namespace {
+
+namespace v1 = ::heapwatch::v1;
+using nlohmann::json;
+
+json ObjectJson(const v1::HeapObject& o) {
+  json j = {{"object_id", o.object_id()},
+            {"class_name", o.class_name()},
+            {"shallow_bytes", o.shallow_bytes()},
+            {"retained_bytes", o.retained_bytes()}};
+  if (!o.gc_root_kind().empty()) j["gc_root_kind"] = o.gc_root_kind();
+  return j;
+}
+
+json ClassJson(const v1::ClassRetained& r) {
+  return {{"class_name", r.class_name()},
+          {"instances", r.instances()},
+          {"shallow_bytes", r.shallow_bytes()},
+          {"retained_bytes", r.retained_bytes()}};
+}
+
+json PathJson(const v1::GcRootPath& p) {
+  json steps = json::array();
+  for (const v1::PathStep& s : p.steps()) {
+    steps.push_back({{"reference", s.reference()}, {"weak", s.weak()}, {"object", ObjectJson(s.object())}});
+  }
+  return {{"found", p.found()}, {"strong", p.strong()}, {"steps", std::move(steps)}};
+}
+
+json SuspectJson(const v1::DrillDownReport& s) {
+  json points = json::array();
+  for (const v1::AccumulationPoint& p : s.accumulation_points()) {
+    points.push_back({{"object", ObjectJson(p.object())},
+                      {"suspect_instances", p.suspect_instances()},
+                      {"suspect_bytes", p.suspect_bytes()},
+                      {"share", p.share()},
+                      {"path", PathJson(p.path())}});
+  }
+  json kept = json::array();
+  for (const v1::KeptAliveBy& r : s.kept_alive_by()) {
+    json row = {{"class_name", r.class_name()},
+                {"dominators", r.dominators()},
+                {"dominated", r.dominated()},
+                {"dominator_shallow_bytes", r.dominator_shallow_bytes()},
+                {"dominated_shallow_bytes", r.dominated_shallow_bytes()},
+                {"dominator_retained_bytes", r.dominator_retained_bytes()}};
+    if (r.has_biggest_dominator()) row["biggest_dominator"] = ObjectJson(r.biggest_dominator());
+    kept.push_back(std::move(row));
+  }
+  json patterns = json::array();
+  for (const std::string& p : s.exclude_patterns()) patterns.push_back(p);
+  return {{"class_name", s.class_name()},
+          {"instances", s.instances()},
+          {"shallow_bytes", s.shallow_bytes()},
+          {"retained_bytes", s.retained_bytes()},
+          {"minimum_retained_bytes", s.minimum_retained_bytes()},
+          {"accumulation_points", std::move(points)},
+          {"kept_alive_by", std::move(kept)},
+          {"exclude_patterns", std::move(patterns)},
+          {"shortest_path", PathJson(s.shortest_path())}};
+}
+
+double Seconds(const google::protobuf::Duration& d) {
+  auto duration = proto::FromDuration(d);
+  return duration.ok() ? absl::ToDoubleSeconds(*duration) : 0.0;
+}
+
+}  // namespace
+
+std::string DumpReportToJson(const v1::DumpReport& report) {
+  const v1::ExtendedDumpTotals& t = report.totals();
+  json j;
+  j["dump_path"] = report.dump_path();
+  j["dump_file_bytes"] = report.dump_file_bytes();
+  j["dump_format"] = report.dump_format();
+  j["size_model"] = report.size_model();
+  j["totals"] = {{"objects", t.objects()},
+                 {"classes", t.classes()},
+                 {"gc_roots", t.gc_roots()},
+                 {"reachable_objects", t.reachable_objects()},
+                 {"unreachable_objects", t.unreachable_objects()},
+                 {"shallow_bytes", t.shallow_bytes()},
+                 {"reachable_shallow_bytes", t.reachable_shallow_bytes()},
+                 {"unreachable_shallow_bytes", t.unreachable_shallow_bytes()}};
+  j["histogram"] = json::array();
+  for (const v1::ClassRetained& r : report.histogram()) j["histogram"].push_back(ClassJson(r));
+  j["top_objects"] = json::array();
+  for (const v1::HeapObject& o : report.top_objects()) j["top_objects"].push_back(ObjectJson(o));
+  j["top_dominators_by_class"] = json::array();
+  for (const v1::ClassRetained& r : report.top_dominators_by_class())
+    j["top_dominators_by_class"].push_back(ClassJson(r));
+  if (report.suspects_size() > 0) j["suspect"] = SuspectJson(report.suspects(0));
+  const v1::AnalysisTimings& tm = report.timings();
+  j["timings"] = {{"parse_seconds", Seconds(tm.parse_duration())},
+                  {"dominators_seconds", Seconds(tm.dominators_duration())},
+                  {"retained_seconds", Seconds(tm.retained_duration())},
+                  {"gc_root_paths_seconds", Seconds(tm.gc_root_paths_duration())},
+                  {"aggregation_seconds", Seconds(tm.aggregation_duration())},
+                  {"total_seconds", Seconds(tm.total_duration())},
+                  {"peak_rss_bytes", tm.peak_rss_bytes()}};
+  return j.dump(2);
+}
+
+}  // namespace heapwatch::ctl
