@@ -31,9 +31,10 @@ RUN_DIR=${RUN_DIR:-/tmp/hw-realapp/run-$(date +%Y%m%dT%H%M%S)}
 HW_BIN=${HW_BIN:-/tmp/hw-bin}
 n_arms=$(wc -w <<<"$ARMS")
 MAX_SECONDS=${MAX_SECONDS:-$(( 1500 + n_arms * (ARM_SECONDS + 120) ))}
-CATALINA_HOME=/usr/share/tomcat10
-EXAMPLES=/usr/share/tomcat10-examples/examples
-MAIN_CLASS=org.apache.catalina.startup.Bootstrap
+# shellcheck source=bench/realapp/tomcat_lib.sh
+source "$REPO/bench/realapp/tomcat_lib.sh"
+CATALINA_HOME=$TOMCAT_HOME
+MAIN_CLASS=$TOMCAT_MAIN_CLASS
 
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -94,21 +95,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # ---------------------------------------------------------------- CATALINA_BASE under the run directory
 BASE=$RUN_DIR/base
-mkdir -p "$BASE"/{logs,temp,work,webapps}
-cp -r /etc/tomcat10 "$BASE/conf"
 PORT=$(free_port)
-# Loopback only, our own port, no shutdown port (we stop it with a signal).
-sed -i -e "s/<Connector port=\"8080\"/<Connector address=\"127.0.0.1\" port=\"$PORT\"/" \
-       -e 's/<Server port="8005"/<Server port="-1"/' "$BASE/conf/server.xml"
-grep -q "port=\"$PORT\"" "$BASE/conf/server.xml" || die "could not set the HTTP port in server.xml"
-# No session persistence: stopping must not serialise GBs of sessions to SESSIONS.ser.
-sed -i 's#^<Context>#<Context>\n    <Manager pathname="" />#' "$BASE/conf/context.xml"
-# The examples' SessionListener logs every attribute value (16 KB per request) at INFO: keep warnings only.
-echo 'org.apache.catalina.core.ContainerBase.[Catalina].[localhost].[/examples].level = WARNING' \
-  >>"$BASE/conf/logging.properties"
-[[ -f $BASE/conf/Catalina/localhost/examples.xml ]] ||
-  printf '<Context path="/examples" docBase="%s">\n  <Resources allowLinking="true"/>\n</Context>\n' "$EXAMPLES" \
-    >"$BASE/conf/Catalina/localhost/examples.xml"
+tomcat_prepare_base "$BASE" "$PORT" || die "could not set the HTTP port in server.xml"
 
 JAVA_OPTS="-Xms$HEAP -Xmx$HEAP -XX:+UseG1GC"
 JAVA_OPTS+=" -Xlog:safepoint:file=$RUN_DIR/safepoint.log:timemillis,uptime,level,tags:filecount=0"
@@ -119,13 +107,8 @@ start_bg "$RUN_DIR/catalina.out" env CATALINA_HOME=$CATALINA_HOME CATALINA_BASE=
 TOMCAT_PGID=$BG_PID
 HELLO=http://127.0.0.1:$PORT/examples/servlets/servlet/HelloWorldExample
 SESSION=http://127.0.0.1:$PORT/examples/servlets/servlet/SessionExample
-for ((i = 0; i < 120; i++)); do
-  curl -fs -o /dev/null "$HELLO" && break
-  kill -0 "$TOMCAT_PGID" 2>/dev/null || die "Tomcat exited; see $RUN_DIR/catalina.out"
-  sleep 1
-done
-curl -fs -o /dev/null "$HELLO" || die "Tomcat does not answer $HELLO"
-JPID=$(pgrep -s "$TOMCAT_PGID" -f "$MAIN_CLASS" | head -1)   # catalina.sh run execs java
+tomcat_wait_ready "$HELLO" "$TOMCAT_PGID" || die "Tomcat does not answer $HELLO; see $RUN_DIR/catalina.out"
+JPID=$(tomcat_jvm_pid "$TOMCAT_PGID")
 [[ -n $JPID ]] || die "no Tomcat JVM found"
 log "Tomcat JVM pid $JPID: $(jcmd "$JPID" VM.command_line | grep -o 'java_command:.*')"
 
