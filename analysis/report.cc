@@ -77,9 +77,22 @@ void Progress(const ReportOptions& options, std::string_view stage, double fract
   if (options.progress) options.progress(stage, fraction);
 }
 
+// Sets the exact dynamic size of `objects` (taken together) into *bytes and *count, adding the time
+// taken to *seconds.
+Status SetDynamicSize(const HeapGraph& graph, std::span<const ObjectIndex> objects,
+                      const ReportOptions& options, uint64_t* bytes, uint64_t* count,
+                      double* seconds) {
+  const auto start = Clock::now();
+  HW_ASSIGN_OR_RETURN(DynamicSize size, ComputeDynamicSize(graph, objects, options.dynamic));
+  *bytes = size.bytes;
+  *count = size.objects;
+  *seconds += SecondsSince(start);
+  return absl::OkStatus();
+}
+
 StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTree& tree,
                                        const RetainedSizes& retained, const Describer& describe,
-                                       const ReportOptions& options, double* paths_seconds) {
+                                       const ReportOptions& options, ReportTimings* timings) {
   const std::string& name = *options.suspect_class;
   std::vector<ClassId> classes = graph.FindClasses(name);
   if (classes.empty())
@@ -89,6 +102,11 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
   std::vector<ObjectIndex> instances = InstancesOf(graph, tree, classes);
   suspect.instances = instances.size();
   for (ObjectIndex v : instances) suspect.shallow_bytes += graph.shallow_size(v);
+  if (options.dynamic_sizes) {
+    Progress(options, "dynamic size", 0);
+    HW_RETURN_IF_ERROR(SetDynamicSize(graph, instances, options, &suspect.dynamic_bytes,
+                                      &suspect.dynamic_objects, &timings->dynamic_seconds));
+  }
 
   Progress(options, "precise retained size", 0);
   SimulatedGcOptions gc_options;
@@ -136,11 +154,17 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
   // Paths from GC roots: to the accumulation points (at most 3) and to the instance with the
   // largest retained size (the representative instance).
   Progress(options, "paths from GC roots", 0);
+  double dynamic_seconds = 0;
   auto start = Clock::now();
   size_t with_path = 0;
   for (const AccumulationPoint& point : accumulation.points) {
     AccumulationPointReport report;
     report.object = describe.Summary(point.object);
+    if (options.dynamic_sizes) {
+      const ObjectIndex one[] = {point.object};
+      HW_RETURN_IF_ERROR(SetDynamicSize(graph, one, options, &report.object.dynamic_bytes,
+                                        &report.object.dynamic_objects, &dynamic_seconds));
+    }
     report.suspect_instances = point.set_members;
     report.suspect_bytes = point.set_bytes;
     report.share = accumulation.minimum_retained_bytes == 0
@@ -166,11 +190,21 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
         ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), representative, 1));
     suspect.shortest_path = describe.Path(paths);
   }
-  *paths_seconds = SecondsSince(start);
+  timings->gc_root_paths_seconds += SecondsSince(start) - dynamic_seconds;
+  timings->dynamic_seconds += dynamic_seconds;
   return suspect;
 }
 
 }  // namespace
+
+std::vector<ObjectSummary> SummarizeObjects(const HeapGraph& graph, const RetainedSizes& retained,
+                                            std::span<const ObjectIndex> objects) {
+  const Describer describe(graph, retained);
+  std::vector<ObjectSummary> out;
+  out.reserve(objects.size());
+  for (ObjectIndex v : objects) out.push_back(describe.Summary(v));
+  return out;
+}
 
 ReportTotals ComputeReportTotals(const HeapGraph& graph, const DominatorTree& tree) {
   ReportTotals totals;
@@ -208,13 +242,13 @@ static Status CheckReportInputs(const HeapGraph& graph, const DominatorTree& tre
 StatusOr<SuspectReport> BuildSuspectReport(const HeapGraph& graph, const DominatorTree& tree,
                                            const RetainedSizes& retained,
                                            const std::string& class_name,
-                                           const ReportOptions& options) {
+                                           const ReportOptions& options, ReportTimings* timings) {
   HW_RETURN_IF_ERROR(CheckReportInputs(graph, tree, retained, options));
   ReportOptions suspect_options = options;
   suspect_options.suspect_class = class_name;
-  double paths_seconds = 0;
+  ReportTimings ignored;
   return AnalyzeSuspect(graph, tree, retained, Describer(graph, retained), suspect_options,
-                        &paths_seconds);
+                        timings != nullptr ? timings : &ignored);
 }
 
 StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
@@ -246,8 +280,15 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
     report.histogram.resize(options.histogram_rows);
   }
 
+  double dynamic_seconds = 0;
   for (ObjectIndex v : TopObjectsByRetainedSize(tree, retained, options.top_objects)) {
-    report.top_objects.push_back(describe.Summary(v));
+    ObjectSummary summary = describe.Summary(v);
+    if (options.dynamic_sizes) {
+      const ObjectIndex one[] = {v};
+      HW_RETURN_IF_ERROR(SetDynamicSize(graph, one, options, &summary.dynamic_bytes,
+                                        &summary.dynamic_objects, &dynamic_seconds));
+    }
+    report.top_objects.push_back(std::move(summary));
   }
   const ObjectIndex super_root[] = {tree.super_root()};
   HW_ASSIGN_OR_RETURN(std::vector<DominatorGroup> top_groups,
@@ -259,14 +300,15 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
                  group.objects, group.shallow_bytes, group.retained_bytes});
   }
 
-  double paths_seconds = 0;
+  report.timings.dynamic_seconds = dynamic_seconds;
   if (options.suspect_class) {
-    HW_ASSIGN_OR_RETURN(SuspectReport suspect,
-                        AnalyzeSuspect(graph, tree, retained, describe, options, &paths_seconds));
+    HW_ASSIGN_OR_RETURN(SuspectReport suspect, AnalyzeSuspect(graph, tree, retained, describe,
+                                                              options, &report.timings));
     report.suspect = std::move(suspect);
   }
-  report.timings.gc_root_paths_seconds = paths_seconds;
-  report.timings.aggregation_seconds = SecondsSince(start) - paths_seconds;
+  report.timings.aggregation_seconds = SecondsSince(start) -
+                                       report.timings.gc_root_paths_seconds -
+                                       report.timings.dynamic_seconds;
   Progress(options, "done", 1);
   return report;
 }

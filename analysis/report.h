@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "analysis/dominator_tree.h"
+#include "analysis/dynamic_size.h"
 #include "analysis/heap_graph.h"
 #include "analysis/retained_size.h"
 #include "common/status.h"
@@ -74,6 +75,12 @@ struct ObjectSummary {
   uint64_t shallow_bytes = 0;
   uint64_t retained_bytes = 0;
   std::string gc_root_kind;  // empty unless the object is a GC root
+  // Exact dynamic size (analysis/dynamic_size.h): the objects reachable from this one, itself
+  // included, and their shallow bytes. Only for the biggest objects and the accumulation points,
+  // with ReportOptions::dynamic_sizes; dynamic_objects == 0 means "not computed" (a computed one
+  // counts at least the object itself).
+  uint64_t dynamic_bytes = 0;
+  uint64_t dynamic_objects = 0;
 };
 
 // One step of a path from a GC root: `object`, reached from the previous step through `reference`
@@ -123,6 +130,10 @@ struct SuspectReport {
   uint64_t shallow_bytes = 0;
   uint64_t retained_bytes = 0;          // precise, by simulated GC with all instances removed
   uint64_t minimum_retained_bytes = 0;  // from the dominator tree
+  // Exact dynamic size of the instances taken together (every object reachable from any of them,
+  // each once); with ReportOptions::dynamic_sizes, else dynamic_objects == 0.
+  uint64_t dynamic_bytes = 0;
+  uint64_t dynamic_objects = 0;
   std::vector<AccumulationPointReport> accumulation_points;
   std::vector<DominatorClassRow> kept_alive_by;  // sorted by dominated_shallow_bytes, descending
   std::vector<std::string> exclude_patterns;     // the patterns kept_alive_by climbed past
@@ -136,6 +147,7 @@ struct ReportTimings {
   double retained_seconds = 0;
   double gc_root_paths_seconds = 0;
   double aggregation_seconds = 0;
+  double dynamic_seconds = 0;  // exact dynamic sizes (ReportOptions::dynamic_sizes)
   double total_seconds = 0;
   uint64_t peak_rss_bytes = 0;  // VmHWM of the process at the end (Linux), 0 if unknown
 };
@@ -169,9 +181,23 @@ struct ReportOptions {
   // its parent's part of the suspect's retained size (MAT's leak-suspect "big drop" ratio is 0.7).
   double accumulation_ratio = 0.7;
   size_t max_kept_alive_rows = 20;
+  // Exact dynamic sizes (analysis/dynamic_size.h ComputeDynamicSize, following `dynamic`'s
+  // references) of the suspect's instances together, of each accumulation point and of each of the
+  // biggest objects: one search over what each reaches, O(reached objects + their references),
+  // up to the whole heap each.
+  bool dynamic_sizes = false;
+  DynamicSizeOptions dynamic;
   // Called with (stage name, fraction 0..1 of that stage) from the calling thread. May be empty.
   std::function<void(std::string_view stage, double fraction)> progress;
 };
+
+// The objects `objects` named as the report names them (ObjectSummary: raw id, class name or
+// "class X" for a class object, shallow and retained size, GC-root kind; no dynamic size).
+// `retained_sizes` as for BuildReport. O(GC roots + objects.size()). REQUIRES: every object <
+// graph.object_count().
+std::vector<ObjectSummary> SummarizeObjects(const HeapGraph& graph,
+                                            const RetainedSizes& retained_sizes,
+                                            std::span<const ObjectIndex> objects);
 
 // Dump-wide counts of `graph`, reachability as in `tree` (ComputeDominatorTree of the graph).
 // O(objects).
@@ -200,11 +226,14 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
 // options.suspect_class = class_name), without the dump-wide histogram, totals and biggest objects:
 // for callers that analyse several classes of one dump. `tree` and `retained_sizes` as above;
 // options.suspect_class is ignored. Errors: as BuildReport. Cost: one simulated GC and a few
-// breadth-first searches; no pass over the whole graph for the histogram.
+// breadth-first searches; no pass over the whole graph for the histogram. When `timings` is given,
+// the time of the paths from GC roots and of the dynamic sizes is added to its
+// gc_root_paths_seconds and dynamic_seconds.
 StatusOr<SuspectReport> BuildSuspectReport(const HeapGraph& graph, const DominatorTree& tree,
                                            const RetainedSizes& retained_sizes,
                                            const std::string& class_name,
-                                           const ReportOptions& options);
+                                           const ReportOptions& options,
+                                           ReportTimings* timings = nullptr);
 
 }  // namespace heapwatch::analysis
 

@@ -29,6 +29,8 @@ struct AnalyzeArgs {
   std::vector<std::string> exclude;
   std::string size_model = "auto";
   double ratio = 0.7;
+  std::string by = "retained";  // what the biggest objects and classes are ranked by
+  bool all_references = false;  // dynamic sizes follow weak referents and class edges too
 };
 
 // Prints "heapwatchctl analyze: <stage> NN% (T s)" lines to `err`, but only once the command has
@@ -95,6 +97,13 @@ bool MakeOptions(const AnalyzeArgs& args, std::ostream& err,
     return false;
   }
   options->size_model = *model;
+  if (args.by == "dynamic") {
+    options->by_dynamic_rows = args.top > 0 ? args.top : 20;
+  } else if (args.by != "retained") {
+    err << "heapwatchctl analyze: --by must be retained or dynamic\n";
+    return false;
+  }
+  options->dynamic.all_references = args.all_references;
   return true;
 }
 
@@ -115,7 +124,8 @@ int RunReport(const AnalyzeArgs& args, pipeline::AnalyzeDumpOptions options,
         << analysis->missing_classes.front() << "\" in the dump\n";
     return kExitError;
   }
-  const v1::DumpReport report = proto::ToDumpReport(analysis->report, analysis->suspects);
+  v1::DumpReport report = proto::ToDumpReport(analysis->report, analysis->suspects);
+  if (analysis->by_dynamic) *report.mutable_by_dynamic() = proto::ToProto(*analysis->by_dynamic);
   if (global.json) {
     out << DumpReportToJson(report) << "\n";
   } else {
@@ -154,6 +164,13 @@ Subcommand AddAnalyzeCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--ratio", args->ratio, "Accumulation-point ratio in (0, 1]")
       ->capture_default_str();
+  cmd->add_option("--by", args->by,
+                  "Rank the biggest objects and classes by retained size, or by dynamic size and "
+                  "shared size (dynamic - retained; --top rows each)")
+      ->capture_default_str();
+  cmd->add_flag("--all-references", args->all_references,
+                "Dynamic sizes follow every reference (weak/soft referents, an object's class), "
+                "as the dynaTrace thesis did; default: strong references only");
   Subcommand sub;
   sub.app = cmd;
   sub.run = [args](const GlobalOptions& global, std::ostream& out, std::ostream& err) {

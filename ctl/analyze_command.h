@@ -1,7 +1,8 @@
 // `heapwatchctl analyze`: an offline report on one heap dump file (no daemon needed).
 //
 //   heapwatchctl analyze FILE [--class C] [--top N] [--rows N] [--json] [--dump N] [--exclude
-//   PATTERN...] [--size-model auto|hotspot|android|netbeans] [--ratio R]
+//   PATTERN...] [--size-model auto|hotspot|android|netbeans] [--ratio R] [--by retained|dynamic]
+//   [--all-references]
 //
 // Runs the analysis pipeline the daemon runs on its extended dumps (pipeline/analyze_dump.h: read
 // FILE, dominator tree, retained sizes, report, suspect analysis) and prints its report model
@@ -12,18 +13,25 @@
 // minimum retained size of the class's instances, the accumulation point(s) with their paths from
 // a GC root, who keeps the instances alive (immediate dominators grouped by class, climbing past
 // --exclude patterns; default java.*, javax.*, jdk.*, sun.*, com\.sun\..*) and the shortest strong
-// path from a GC root to the biggest instance. Sizes in bytes, times in seconds. --json prints the
+// path from a GC root to the biggest instance; the exact dynamic size (analysis/dynamic_size.h) of
+// the suspect's instances together, of each accumulation point and of each of the biggest
+// objects. With --by dynamic the histogram, biggest objects and dominator tables give way to the
+// objects and classes by dynamic size and by shared size (dynamic - retained) and the shared-size
+// histogram (analysis/dynamic_ranking.h: ranked by an estimate of every object's dynamic size,
+// exact figures for the rows). Sizes in bytes, times in seconds. --json prints the
 // same model as JSON with the field names of ctl/dump_report_json.h. Progress goes to stderr once
 // the command has run for a second.
 //
 // Options: --top N biggest objects (default 20); --rows N histogram rows (default 30, 0 = all);
 // --dump N which heap dump of a file holding several (0-based, default the last); --size-model how
 // shallow sizes are computed (default auto); --ratio the accumulation-point ratio (default 0.7, see
-// analysis/aggregations.h).
+// analysis/aggregations.h); --by what the biggest objects and classes are ranked by (default
+// retained; dynamic lists --top rows per list); --all-references: dynamic sizes follow soft/weak
+// referents and every object's reference to its class too (the thesis's variant).
 //
 // Exit codes (ctl/command.h): 0 ok; 1 the file cannot be read or analysed (missing, not a heap
 // dump, unsupported format, corrupt: the message says which and where), or --class names no class
-// of the dump; 2 usage error (including an invalid --exclude regular expression or --ratio).
+// of the dump; 2 usage error (including an invalid --exclude regular expression, --ratio or --by).
 #ifndef HEAPWATCH_CTL_ANALYZE_COMMAND_H_
 #define HEAPWATCH_CTL_ANALYZE_COMMAND_H_
 

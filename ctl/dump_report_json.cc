@@ -18,6 +18,10 @@ json ObjectJson(const v1::HeapObject& o) {
             {"shallow_bytes", o.shallow_bytes()},
             {"retained_bytes", o.retained_bytes()}};
   if (!o.gc_root_kind().empty()) j["gc_root_kind"] = o.gc_root_kind();
+  if (o.dynamic_objects() > 0) {
+    j["dynamic_bytes"] = o.dynamic_bytes();
+    j["dynamic_objects"] = o.dynamic_objects();
+  }
   return j;
 }
 
@@ -58,20 +62,74 @@ json SuspectJson(const v1::DrillDownReport& s) {
   }
   json patterns = json::array();
   for (const std::string& p : s.exclude_patterns()) patterns.push_back(p);
-  return {{"class_name", s.class_name()},
-          {"instances", s.instances()},
-          {"shallow_bytes", s.shallow_bytes()},
-          {"retained_bytes", s.retained_bytes()},
-          {"minimum_retained_bytes", s.minimum_retained_bytes()},
-          {"accumulation_points", std::move(points)},
-          {"kept_alive_by", std::move(kept)},
-          {"exclude_patterns", std::move(patterns)},
-          {"shortest_path", PathJson(s.shortest_path())}};
+  json j = {{"class_name", s.class_name()},
+            {"instances", s.instances()},
+            {"shallow_bytes", s.shallow_bytes()},
+            {"retained_bytes", s.retained_bytes()},
+            {"minimum_retained_bytes", s.minimum_retained_bytes()},
+            {"accumulation_points", std::move(points)},
+            {"kept_alive_by", std::move(kept)},
+            {"exclude_patterns", std::move(patterns)},
+            {"shortest_path", PathJson(s.shortest_path())}};
+  if (s.dynamic_objects() > 0) {
+    j["dynamic_bytes"] = s.dynamic_bytes();
+    j["dynamic_objects"] = s.dynamic_objects();
+  }
+  return j;
 }
 
 double Seconds(const google::protobuf::Duration& d) {
   auto duration = proto::FromDuration(d);
   return duration.ok() ? absl::ToDoubleSeconds(*duration) : 0.0;
+}
+
+json DynamicObjectJson(const v1::DynamicObject& o) {
+  return {{"object", ObjectJson(o.object())},
+          {"estimated_dynamic_bytes", o.estimated_dynamic_bytes()},
+          {"estimate_exact", o.estimate_exact()},
+          {"component_objects", o.component_objects()},
+          {"shared_bytes", o.shared_bytes()}};
+}
+
+json DynamicClassJson(const v1::DynamicClass& c) {
+  return {{"class_name", c.class_name()},
+          {"instances", c.instances()},
+          {"retained_bytes", c.retained_bytes()},
+          {"dynamic_bytes", c.dynamic_bytes()},
+          {"dynamic_objects", c.dynamic_objects()},
+          {"shared_bytes", c.shared_bytes()},
+          {"estimated_max_bytes", c.estimated_max_bytes()},
+          {"estimated_sum_bytes", c.estimated_sum_bytes()}};
+}
+
+json RankingJson(const v1::DynamicRanking& r) {
+  json j = {{"all_references", r.all_references()},
+            {"sketch_size", r.sketch_size()},
+            {"objects", r.objects()},
+            {"exact_estimates", r.exact_estimates()},
+            {"below_retained", r.below_retained()},
+            {"estimate_seconds", Seconds(r.estimate_duration())},
+            {"exact_seconds", Seconds(r.exact_duration())}};
+  auto objects = [](const auto& rows) {
+    json list = json::array();
+    for (const v1::DynamicObject& o : rows) list.push_back(DynamicObjectJson(o));
+    return list;
+  };
+  auto classes = [](const auto& rows) {
+    json list = json::array();
+    for (const v1::DynamicClass& c : rows) list.push_back(DynamicClassJson(c));
+    return list;
+  };
+  j["objects_by_dynamic"] = objects(r.objects_by_dynamic());
+  j["objects_by_shared"] = objects(r.objects_by_shared());
+  j["classes_by_dynamic"] = classes(r.classes_by_dynamic());
+  j["classes_by_shared"] = classes(r.classes_by_shared());
+  j["shared_histogram"] = json::array();
+  for (const v1::SharedSizeBucket& b : r.shared_histogram()) {
+    j["shared_histogram"].push_back(
+        {{"from_bytes", b.from_bytes()}, {"to_bytes", b.to_bytes()}, {"objects", b.objects()}});
+  }
+  return j;
 }
 
 }  // namespace
@@ -99,12 +157,14 @@ std::string DumpReportToJson(const v1::DumpReport& report) {
   for (const v1::ClassRetained& r : report.top_dominators_by_class())
     j["top_dominators_by_class"].push_back(ClassJson(r));
   if (report.suspects_size() > 0) j["suspect"] = SuspectJson(report.suspects(0));
+  if (report.has_by_dynamic()) j["by_dynamic"] = RankingJson(report.by_dynamic());
   const v1::AnalysisTimings& tm = report.timings();
   j["timings"] = {{"parse_seconds", Seconds(tm.parse_duration())},
                   {"dominators_seconds", Seconds(tm.dominators_duration())},
                   {"retained_seconds", Seconds(tm.retained_duration())},
                   {"gc_root_paths_seconds", Seconds(tm.gc_root_paths_duration())},
                   {"aggregation_seconds", Seconds(tm.aggregation_duration())},
+                  {"dynamic_seconds", Seconds(tm.dynamic_duration())},
                   {"total_seconds", Seconds(tm.total_duration())},
                   {"peak_rss_bytes", tm.peak_rss_bytes()}};
   return j.dump(2);

@@ -248,6 +248,14 @@ std::string DiffHeader(const v1::ExtendedDumpDiff& diff) {
       SignedHumanBytes(D(diff.delta_reachable_bytes())));
 }
 
+// "<indent>dynamic size 5.3 MiB (5557452 B), 1000 objects reachable from it\n" when the object has
+// an exact dynamic size, else "".
+std::string DynamicLine(const v1::HeapObject& o, const std::string& indent) {
+  if (o.dynamic_objects() == 0) return "";
+  return absl::StrCat(indent, "dynamic size ", BytesExact(o.dynamic_bytes()), ", ",
+                      o.dynamic_objects(), " objects reachable from it\n");
+}
+
 // A table of class rows (histogram or dominator tree by class), indented by two spaces.
 std::string ClassTable(const google::protobuf::RepeatedPtrField<v1::ClassRetained>& rows,
                        const std::string& count_header) {
@@ -258,6 +266,83 @@ std::string ClassTable(const google::protobuf::RepeatedPtrField<v1::ClassRetaine
                   HumanBytes(D(r.retained_bytes()))});
   }
   return Indent(TableText(table), "  ");
+}
+
+// "~12.0 MiB": an estimate; the exact value when the estimate was exact.
+std::string Estimate(uint64_t bytes, bool exact) {
+  return absl::StrCat(exact ? "" : "~", HumanBytes(D(bytes)));
+}
+
+// A signed size: "+12.0 MiB", "-3.0 KiB".
+std::string Shared(int64_t bytes) { return SignedHumanBytes(D(bytes)); }
+
+std::string DynamicObjectTable(const google::protobuf::RepeatedPtrField<v1::DynamicObject>& rows) {
+  if (rows.empty()) return "  (none)\n";
+  Table table({"OBJECT", "SHALLOW", "RETAINED", "DYNAMIC", "REACHES", "SHARED", "ESTIMATE", "SCC"},
+              {1, 2, 3, 4, 5, 6, 7});
+  for (const v1::DynamicObject& r : rows) {
+    const v1::HeapObject& o = r.object();
+    table.AddRow({ObjectName(o), HumanBytes(D(o.shallow_bytes())), HumanBytes(D(o.retained_bytes())),
+                  HumanBytes(D(o.dynamic_bytes())), absl::StrCat(o.dynamic_objects(), " objects"),
+                  Shared(r.shared_bytes()), Estimate(r.estimated_dynamic_bytes(), r.estimate_exact()),
+                  std::to_string(r.component_objects())});
+  }
+  return Indent(TableText(table), "  ");
+}
+
+std::string DynamicClassTable(const google::protobuf::RepeatedPtrField<v1::DynamicClass>& rows) {
+  if (rows.empty()) return "  (none)\n";
+  Table table({"CLASS", "INSTANCES", "RETAINED", "DYNAMIC", "REACHES", "SHARED", "ESTIMATE"},
+              {1, 2, 3, 4, 5, 6});
+  for (const v1::DynamicClass& c : rows) {
+    table.AddRow({c.class_name(), std::to_string(c.instances()), HumanBytes(D(c.retained_bytes())),
+                  HumanBytes(D(c.dynamic_bytes())), absl::StrCat(c.dynamic_objects(), " objects"),
+                  Shared(c.shared_bytes()),
+                  absl::StrCat("~", HumanBytes(D(c.estimated_max_bytes())), "..",
+                               HumanBytes(D(c.estimated_sum_bytes())))});
+  }
+  return Indent(TableText(table), "  ");
+}
+
+// "< 1 KiB", "1 KiB - 10 KiB", ">= 100 MiB".
+std::string BucketName(const v1::SharedSizeBucket& b) {
+  if (b.from_bytes() == 0) return absl::StrCat("< ", HumanBytes(D(b.to_bytes())));
+  if (b.to_bytes() == 0) return absl::StrCat(">= ", HumanBytes(D(b.from_bytes())));
+  return absl::StrCat(HumanBytes(D(b.from_bytes())), " - ", HumanBytes(D(b.to_bytes())));
+}
+
+// The dynamic-size view (`analyze --by dynamic`).
+std::string DynamicRankingText(const v1::DynamicRanking& r) {
+  std::string text = absl::StrFormat(
+      "Dynamic sizes (%s): every reachable object's estimated by priority sampling (k = %d; ~ "
+      "marks an estimate, %d of %d objects were exact), exact figures for the rows listed. Shared "
+      "= dynamic - retained.\n",
+      r.all_references() ? "all references, weak and class ones included"
+                         : "strong references; not weak/soft referents, not an object's class",
+      r.sketch_size(), r.exact_estimates(), r.objects());
+  absl::StrAppend(&text,
+                  "\nBiggest objects by dynamic size (one per strongly connected component; SCC = "
+                  "its objects, which all have this size):\n",
+                  DynamicObjectTable(r.objects_by_dynamic()));
+  absl::StrAppend(&text, "\nBiggest objects by shared size:\n",
+                  DynamicObjectTable(r.objects_by_shared()));
+  absl::StrAppend(&text,
+                  "\nBiggest classes by dynamic size (instances together; ESTIMATE = the largest "
+                  "instance's .. the sum over the instances):\n",
+                  DynamicClassTable(r.classes_by_dynamic()));
+  absl::StrAppend(&text, "\nBiggest classes by shared size:\n",
+                  DynamicClassTable(r.classes_by_shared()));
+  Table histogram({"SHARED SIZE (ESTIMATED)", "OBJECTS"}, {1});
+  for (const v1::SharedSizeBucket& b : r.shared_histogram())
+    histogram.AddRow({BucketName(b), std::to_string(b.objects())});
+  absl::StrAppend(&text, "\nObjects by estimated shared size (the thesis's Tab. 5.3):\n",
+                  Indent(TableText(histogram), "  "));
+  if (r.below_retained() > 0) {
+    absl::StrAppend(&text, "  (", r.below_retained(),
+                    " objects with an estimated dynamic size below their retained size, counted in "
+                    "the first row: estimate error, or a retained set with soft/weak referents)\n");
+  }
+  return text;
 }
 
 std::string GrowthText(const v1::DrillDownReport& report) {
@@ -300,6 +385,10 @@ std::string RenderDrillDown(const v1::DrillDownReport& report, size_t max_rows) 
                   " (precise, simulated GC)\n");
   absl::StrAppend(&text, "Minimum retained size:  ", BytesExact(report.minimum_retained_bytes()),
                   " (dominator tree)\n");
+  if (report.dynamic_objects() > 0) {
+    absl::StrAppend(&text, "Dynamic size:           ", BytesExact(report.dynamic_bytes()), ", ",
+                    report.dynamic_objects(), " objects (everything the instances reach)\n");
+  }
 
   absl::StrAppend(&text, "\n");
   if (report.accumulation_points().empty()) {
@@ -316,7 +405,7 @@ std::string RenderDrillDown(const v1::DrillDownReport& report, size_t max_rows) 
                         i + 1, report.accumulation_points_size(), ObjectName(p.object()),
                         HumanBytes(D(p.object().retained_bytes())), Percent(p.share()),
                         p.suspect_instances(), HumanBytes(D(p.suspect_bytes()))),
-        "  path from a GC root:\n", PathText(p.path(), "    "));
+        DynamicLine(p.object(), "  "), "  path from a GC root:\n", PathText(p.path(), "    "));
   }
 
   absl::StrAppend(&text, "\nKept alive by (immediate dominators grouped by class");
@@ -352,13 +441,25 @@ std::string RenderTopObjects(const google::protobuf::RepeatedPtrField<v1::HeapOb
                              size_t max_rows) {
   std::string text = "Biggest objects by retained size:\n";
   if (objects.empty()) return absl::StrCat(text, "  (none)\n");
-  Table table({"OBJECT", "SHALLOW", "RETAINED", "GC ROOT"}, {1, 2});
   const size_t rows =
       max_rows == 0 ? objects.size() : std::min<size_t>(max_rows, objects.size());
+  // The DYNAMIC column (exact dynamic size, objects reachable) when the report has it.
+  const bool dynamic = std::any_of(objects.begin(), objects.end(),
+                                   [](const v1::HeapObject& o) { return o.dynamic_objects() > 0; });
+  Table table = dynamic ? Table({"OBJECT", "SHALLOW", "RETAINED", "DYNAMIC", "REACHES", "GC ROOT"},
+                                {1, 2, 3, 4})
+                        : Table({"OBJECT", "SHALLOW", "RETAINED", "GC ROOT"}, {1, 2});
   for (size_t i = 0; i < rows; ++i) {
     const v1::HeapObject& o = objects[static_cast<int>(i)];
-    table.AddRow({ObjectName(o), HumanBytes(D(o.shallow_bytes())), HumanBytes(D(o.retained_bytes())),
-                  o.gc_root_kind().empty() ? "" : o.gc_root_kind()});
+    std::vector<std::string> row = {ObjectName(o), HumanBytes(D(o.shallow_bytes())),
+                                    HumanBytes(D(o.retained_bytes()))};
+    if (dynamic) {
+      const bool known = o.dynamic_objects() > 0;
+      row.push_back(known ? HumanBytes(D(o.dynamic_bytes())) : "-");
+      row.push_back(known ? absl::StrCat(o.dynamic_objects(), " objects") : "-");
+    }
+    row.push_back(o.gc_root_kind());
+    table.AddRow(std::move(row));
   }
   absl::StrAppend(&text, Indent(TableText(table), "  "),
                   MoreRows(objects.size(), rows, "objects (see --json)"));
@@ -433,13 +534,17 @@ std::string RenderDumpReport(const v1::DumpReport& report) {
       &text, absl::StrFormat("Reachable: %d objects, %s; unreachable: %d objects, %s\n",
                              t.reachable_objects(), BytesExact(t.reachable_shallow_bytes()),
                              t.unreachable_objects(), BytesExact(t.unreachable_shallow_bytes())));
-  absl::StrAppend(&text,
-                  "\nClass histogram (reachable objects; retained = minimum retained size of the "
-                  "instances):\n",
-                  ClassTable(report.histogram(), "INSTANCES"));
-  absl::StrAppend(&text, "\n", RenderTopObjects(report.top_objects(), 0));
-  absl::StrAppend(&text, "\nDominator tree, first level grouped by class:\n",
-                  ClassTable(report.top_dominators_by_class(), "OBJECTS"));
+  if (report.has_by_dynamic()) {
+    absl::StrAppend(&text, "\n", DynamicRankingText(report.by_dynamic()));
+  } else {
+    absl::StrAppend(&text,
+                    "\nClass histogram (reachable objects; retained = minimum retained size of "
+                    "the instances):\n",
+                    ClassTable(report.histogram(), "INSTANCES"));
+    absl::StrAppend(&text, "\n", RenderTopObjects(report.top_objects(), 0));
+    absl::StrAppend(&text, "\nDominator tree, first level grouped by class:\n",
+                    ClassTable(report.top_dominators_by_class(), "OBJECTS"));
+  }
 
   for (const v1::DrillDownReport& s : report.suspects()) {
     absl::StrAppend(&text, "\nSuspect class ", s.class_name(), ":\n", RenderDrillDown(s, 0));
@@ -453,10 +558,12 @@ std::string RenderDumpReport(const v1::DumpReport& report) {
   absl::StrAppend(
       &text,
       absl::StrFormat("\nTimes: parse %.2f s, dominators %.2f s, retained sizes %.2f s, "
-                      "aggregations %.2f s, GC-root paths %.2f s, total %.2f s; peak RSS %s\n",
+                      "aggregations %.2f s, GC-root paths %.2f s, dynamic sizes %.2f s, total "
+                      "%.2f s; peak RSS %s\n",
                       seconds(tm.parse_duration()), seconds(tm.dominators_duration()),
                       seconds(tm.retained_duration()), seconds(tm.aggregation_duration()),
-                      seconds(tm.gc_root_paths_duration()), seconds(tm.total_duration()),
+                      seconds(tm.gc_root_paths_duration()), seconds(tm.dynamic_duration()),
+                      seconds(tm.total_duration()),
                       tm.peak_rss_bytes() > 0 ? HumanBytes(D(tm.peak_rss_bytes())) : "-"));
   return text;
 }

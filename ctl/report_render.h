@@ -48,8 +48,10 @@ std::string RenderReport(const heapwatch::v1::DrillDownReport& report);
 
 // `heapwatchctl analyze` without --json: the dump (path, file size, format, size model), totals,
 // the class histogram with retained sizes, the biggest objects, the first level of the dominator
-// tree grouped by class, then per suspect "Suspect class C: ..." and its RenderDrillDown, and the
-// time per stage. Every row of the message is shown (the command limits them with --top, --rows).
+// tree grouped by class (with report.by_dynamic instead of these three: the objects and classes by
+// dynamic and by shared size, "~" marking estimates, and the shared-size histogram of the thesis's
+// Tab. 5.3), then per suspect "Suspect class C:" and its RenderDrillDown, and the time per stage.
+// Every row of the message is shown (the command limits them with --top, --rows).
 std::string RenderDumpReport(const heapwatch::v1::DumpReport& report);
 
 // "queued", "dumping", "analyzing", "done", "failed", "unknown".

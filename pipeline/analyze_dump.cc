@@ -112,6 +112,8 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
   report_options.histogram_rows = options.histogram_rows;
   report_options.exclude_patterns = exclude;
   report_options.accumulation_ratio = options.accumulation_ratio;
+  report_options.dynamic_sizes = options.dynamic_sizes;
+  report_options.dynamic = options.dynamic;
   report_options.progress = options.progress;
 
   DumpAnalysis result;
@@ -126,14 +128,21 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
       result.missing_classes.push_back(name);
       continue;
     }
-    const auto suspect_start = Clock::now();
-    HW_ASSIGN_OR_RETURN(
-        analysis::SuspectReport suspect,
-        analysis::BuildSuspectReport(graph, tree, retained, name, report_options));
-    // The suspect analysis is mostly paths from GC roots and the simulated GC; counted as paths
-    // as BuildReport does for its suspect.
-    result.report.timings.gc_root_paths_seconds += SecondsSince(suspect_start);
+    HW_ASSIGN_OR_RETURN(analysis::SuspectReport suspect,
+                        analysis::BuildSuspectReport(graph, tree, retained, name, report_options,
+                                                     &result.report.timings));
     result.suspects.push_back(std::move(suspect));
+  }
+
+  if (options.by_dynamic_rows > 0) {
+    Progress(options, "dynamic size of every object", 0);
+    analysis::DynamicRankingOptions ranking;
+    ranking.rows = options.by_dynamic_rows;
+    ranking.references = options.dynamic;
+    HW_ASSIGN_OR_RETURN(result.by_dynamic,
+                        analysis::RankByDynamicSize(graph, tree, retained, ranking));
+    result.report.timings.dynamic_seconds +=
+        result.by_dynamic->estimate_seconds + result.by_dynamic->exact_seconds;
   }
 
   if (options.dump_summary) {

@@ -7,7 +7,9 @@
 //   the dump-wide report: totals, class histogram with retained sizes, biggest objects, first level
 //   of the dominator tree by class (analysis/report.h BuildReport) -> per requested class the
 //   suspect analysis (BuildSuspectReport: precise and minimum retained size, accumulation points
-//   with their paths from GC roots, who keeps the instances alive, shortest strong path) -> with
+//   with their paths from GC roots, who keeps the instances alive, shortest strong path) and the
+//   exact dynamic sizes (the suspect's instances together, accumulation points, biggest objects;
+//   analysis/dynamic_size.h) -> with
 //   AnalyzeDumpOptions::dump_summary, the dump summary a later dump is diffed against
 //   (analysis/dump_summary.h).
 //
@@ -24,7 +26,8 @@
 // per object for the dominator tree and retained sizes plus, with dump_summary, 8 bytes per object
 // for the owner path search; about 0.5 x the heap size of the JVM for a HotSpot dump. Time:
 // O(objects + references) for the read and the tree, plus one simulated GC (O(objects +
-// references)) per requested class.
+// references)) per requested class, plus one search over what it reaches per exact dynamic size
+// (top_objects + 1 per class + its accumulation points; each at most O(objects + references)).
 // Thread-safety: reentrant; several analyses may run at once on distinct inputs (each uses its own
 // memory; DumpAnalysis::peak_memory_bytes is then approximate, see below).
 #ifndef HEAPWATCH_PIPELINE_ANALYZE_DUMP_H_
@@ -39,6 +42,8 @@
 #include <vector>
 
 #include "analysis/dump_summary.h"
+#include "analysis/dynamic_ranking.h"
+#include "analysis/dynamic_size.h"
 #include "analysis/heap_graph.h"
 #include "analysis/report.h"
 #include "common/status.h"
@@ -62,6 +67,16 @@ struct AnalyzeDumpOptions {
   size_t histogram_rows = 0;  // rows of the class histogram; 0 = every class with a reachable object
   // Accumulation-point ratio in (0, 1] (analysis/aggregations.h FindAccumulationPoints).
   double accumulation_ratio = 0.7;
+  // Exact dynamic sizes (analysis/report.h ReportOptions::dynamic_sizes) of each suspect class's
+  // instances together, of each accumulation point and of each of the biggest objects, following
+  // `dynamic`'s references (analysis/dynamic_size.h).
+  bool dynamic_sizes = true;
+  analysis::DynamicSizeOptions dynamic;
+  // With a value > 0: the objects and classes ranked by dynamic and by shared size (dynamic -
+  // retained), this many rows per list, and the shared-size histogram (analysis/dynamic_ranking.h:
+  // an estimate of every object's dynamic size, exact figures for the rows; `heapwatchctl analyze
+  // --by dynamic`). Follows `dynamic`'s references.
+  size_t by_dynamic_rows = 0;
   // Also build the dump summary (class histogram by name and owners) that the daemon stores.
   bool dump_summary = false;
   analysis::DumpSummaryOptions summary;
@@ -85,6 +100,8 @@ struct DumpAnalysis {
   std::vector<std::string> missing_classes;
   // With AnalyzeDumpOptions::dump_summary.
   std::optional<analysis::DumpSummary> summary;
+  // With AnalyzeDumpOptions::by_dynamic_rows > 0.
+  std::optional<analysis::DynamicRanking> by_dynamic;
   // Growth of the process's peak resident set size (VmHWM) during the call, in bytes. The peak is
   // reset first through /proc/self/clear_refs ("5") when the kernel allows it; the growth is then
   // VmHWM at the end minus VmRSS at the start. If the reset is refused, it is the growth of VmHWM,

@@ -34,6 +34,8 @@ v1::HeapObject ToProto(const analysis::ObjectSummary& object) {
   out.set_shallow_bytes(object.shallow_bytes);
   out.set_retained_bytes(object.retained_bytes);
   out.set_gc_root_kind(object.gc_root_kind);
+  out.set_dynamic_bytes(object.dynamic_bytes);
+  out.set_dynamic_objects(object.dynamic_objects);
   return out;
 }
 
@@ -108,6 +110,8 @@ void FillDrillDownReport(const analysis::SuspectReport& suspect,
   report->set_shallow_bytes(suspect.shallow_bytes);
   report->set_retained_bytes(suspect.retained_bytes);
   report->set_minimum_retained_bytes(suspect.minimum_retained_bytes);
+  report->set_dynamic_bytes(suspect.dynamic_bytes);
+  report->set_dynamic_objects(suspect.dynamic_objects);
   report->clear_accumulation_points();
   for (const auto& point : suspect.accumulation_points)
     *report->add_accumulation_points() = ToProto(point);
@@ -118,6 +122,55 @@ void FillDrillDownReport(const analysis::SuspectReport& suspect,
   *report->mutable_shortest_path() = ToProto(suspect.shortest_path);
   report->clear_top_objects();
   for (const auto& object : top_objects) *report->add_top_objects() = ToProto(object);
+}
+
+namespace {
+
+v1::DynamicObject DynamicObjectToProto(const analysis::DynamicObjectRow& row) {
+  v1::DynamicObject out;
+  *out.mutable_object() = ToProto(row.object);
+  out.set_estimated_dynamic_bytes(row.estimated_dynamic_bytes);
+  out.set_estimate_exact(row.estimate_exact);
+  out.set_component_objects(row.component_objects);
+  out.set_shared_bytes(row.shared_bytes);
+  return out;
+}
+
+v1::DynamicClass DynamicClassToProto(const analysis::DynamicClassRow& row) {
+  v1::DynamicClass out;
+  out.set_class_name(row.class_name);
+  out.set_instances(row.instances);
+  out.set_retained_bytes(row.retained_bytes);
+  out.set_dynamic_bytes(row.dynamic_bytes);
+  out.set_dynamic_objects(row.dynamic_objects);
+  out.set_shared_bytes(row.shared_bytes);
+  out.set_estimated_max_bytes(row.estimated_max_bytes);
+  out.set_estimated_sum_bytes(row.estimated_sum_bytes);
+  return out;
+}
+
+}  // namespace
+
+v1::DynamicRanking ToProto(const analysis::DynamicRanking& ranking) {
+  v1::DynamicRanking out;
+  out.set_all_references(ranking.all_references);
+  out.set_sketch_size(ranking.sketch_size);
+  out.set_objects(ranking.objects);
+  out.set_exact_estimates(ranking.exact_estimates);
+  for (const auto& row : ranking.objects_by_dynamic) *out.add_objects_by_dynamic() = DynamicObjectToProto(row);
+  for (const auto& row : ranking.objects_by_shared) *out.add_objects_by_shared() = DynamicObjectToProto(row);
+  for (const auto& row : ranking.classes_by_dynamic) *out.add_classes_by_dynamic() = DynamicClassToProto(row);
+  for (const auto& row : ranking.classes_by_shared) *out.add_classes_by_shared() = DynamicClassToProto(row);
+  for (const analysis::SharedSizeBucket& b : ranking.shared_histogram) {
+    v1::SharedSizeBucket* bucket = out.add_shared_histogram();
+    bucket->set_from_bytes(b.from_bytes);
+    bucket->set_to_bytes(b.to_bytes);
+    bucket->set_objects(b.objects);
+  }
+  out.set_below_retained(ranking.below_retained);
+  ToDuration(absl::Seconds(ranking.estimate_seconds), out.mutable_estimate_duration());
+  ToDuration(absl::Seconds(ranking.exact_seconds), out.mutable_exact_duration());
+  return out;
 }
 
 v1::ClassRetained ToProto(const analysis::ClassRow& row) {
@@ -140,6 +193,7 @@ v1::AnalysisTimings ToProto(const analysis::ReportTimings& timings) {
   set(timings.gc_root_paths_seconds, out.mutable_gc_root_paths_duration());
   set(timings.aggregation_seconds, out.mutable_aggregation_duration());
   set(timings.total_seconds, out.mutable_total_duration());
+  set(timings.dynamic_seconds, out.mutable_dynamic_duration());
   out.set_peak_rss_bytes(timings.peak_rss_bytes);
   return out;
 }

@@ -15,6 +15,7 @@
 #include <span>
 
 #include "analysis/dump_summary.h"
+#include "analysis/dynamic_ranking.h"
 #include "analysis/report.h"
 #include "heapwatch/records/v1/records.pb.h"
 #include "heapwatch/v1/heapwatch.pb.h"
@@ -29,12 +30,16 @@ v1::ExtendedDumpTotals ToProto(const analysis::ReportTotals& totals);
 analysis::ReportTotals FromProto(const v1::ExtendedDumpTotals& totals);
 
 // Fills the suspect fields of `report` (class_name, instances, shallow_bytes, retained_bytes,
-// minimum_retained_bytes, accumulation_points, kept_alive_by, exclude_patterns, shortest_path) and
+// minimum_retained_bytes, dynamic_bytes, dynamic_objects, accumulation_points, kept_alive_by,
+// exclude_patterns, shortest_path) and
 // top_objects (replacing what they held). Leaves agent, dump, growth_history, suspect and
 // diff_from_previous to the caller.
 void FillDrillDownReport(const analysis::SuspectReport& suspect,
                          std::span<const analysis::ObjectSummary> top_objects,
                          v1::DrillDownReport* report);
+
+// The dynamic-size view (`heapwatchctl analyze --by dynamic`), every field.
+v1::DynamicRanking ToProto(const analysis::DynamicRanking& ranking);
 
 // A class histogram row (also a row of the dominator tree grouped by class).
 v1::ClassRetained ToProto(const analysis::ClassRow& row);

@@ -78,6 +78,50 @@ TEST(ReportTest, SuspectAnalysisFindsTheStaticListAndItsPath) {
   EXPECT_GE(report->top_objects[0].retained_bytes, report->top_objects[1].retained_bytes);
 }
 
+// Exact dynamic sizes (strong references only) of the suspect's instances together, of the
+// accumulation point and of the biggest objects, figured by hand from the heap's construction.
+TEST(ReportTest, DynamicSizesOfTheSuspectThePointAndTheBiggestObjects) {
+  auto graph = LeakHeap();
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ReportOptions options;
+  options.suspect_class = "com.acme.Session";
+  options.top_objects = 3;
+  options.dynamic_sizes = true;
+  auto report = BuildReport(*graph, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  auto size = [&](uint64_t id) { return graph->shallow_size(graph->FindObject(id)); };
+  const uint64_t session = size(0x3000), data = size(0x4000);
+
+  const SuspectReport& s = *report->suspect;
+  // The five reachable Sessions (the weakly held one too: it is an instance) and their byte[].
+  EXPECT_EQ(s.dynamic_objects, 10u);
+  EXPECT_EQ(s.dynamic_bytes, 5 * (session + data));
+  // The Object[] reaches itself, four Sessions and their byte[].
+  ASSERT_EQ(s.accumulation_points.size(), 1u);
+  EXPECT_EQ(s.accumulation_points[0].object.dynamic_objects, 9u);
+  EXPECT_EQ(s.accumulation_points[0].object.dynamic_bytes, size(0x2000) + 4 * (session + data));
+  // The biggest object, class com.acme.Registry, reaches through its static field the ArrayList,
+  // its Object[] and what that holds.
+  ASSERT_EQ(report->top_objects.size(), 3u);
+  const ObjectSummary& registry = report->top_objects[0];
+  EXPECT_EQ(registry.class_name, "class com.acme.Registry");
+  EXPECT_EQ(registry.dynamic_objects, 11u);
+  EXPECT_EQ(registry.dynamic_bytes,
+            size(0x30) + size(0x1000) + size(0x2000) + 4 * (session + data));
+  for (const ObjectSummary& o : report->top_objects) {
+    EXPECT_GE(o.dynamic_objects, 1u) << o.class_name;
+    EXPECT_GE(o.dynamic_bytes, o.shallow_bytes) << o.class_name;
+  }
+
+  // Without the option nothing is computed.
+  options.dynamic_sizes = false;
+  auto plain = BuildReport(*graph, options);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->suspect->dynamic_objects, 0u);
+  EXPECT_EQ(plain->top_objects[0].dynamic_objects, 0u);
+  EXPECT_EQ(plain->timings.dynamic_seconds, 0);
+}
+
 TEST(ReportTest, ErrorsAreReturned) {
   auto graph = LeakHeap();
   ASSERT_TRUE(graph.ok());

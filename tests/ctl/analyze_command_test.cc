@@ -65,6 +65,35 @@ TEST(AnalyzeCommandTest, TextReportOnCompressedAndAndroidDumps) {
   EXPECT_THAT(android.out, HasSubstr("Suspect class android.app.ActivityThread"));
 }
 
+TEST(AnalyzeCommandTest, ByDynamicListsExactDynamicSizes) {
+  Result r = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), "--json", "--by",
+                  "dynamic", "--top", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& by = j["by_dynamic"];
+  ASSERT_EQ(by["objects_by_dynamic"].size(), 4u);
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_GE(by["objects_by_dynamic"][i - 1]["object"]["dynamic_bytes"].get<uint64_t>(),
+              by["objects_by_dynamic"][i]["object"]["dynamic_bytes"].get<uint64_t>());
+    EXPECT_GE(by["objects_by_shared"][i - 1]["shared_bytes"].get<int64_t>(),
+              by["objects_by_shared"][i]["shared_bytes"].get<int64_t>());
+  }
+  uint64_t counted = 0;
+  for (const nlohmann::json& b : by["shared_histogram"]) counted += b["objects"].get<uint64_t>();
+  EXPECT_EQ(counted, j["totals"]["reachable_objects"].get<uint64_t>());
+  // The thesis's variant follows weak referents and class edges: never less than strong only.
+  Result all = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), "--json", "--by",
+                    "dynamic", "--top", "4", "--all-references"});
+  ASSERT_EQ(all.code, 0) << all.err;
+  nlohmann::json a = nlohmann::json::parse(all.out);
+  EXPECT_TRUE(a["by_dynamic"]["all_references"].get<bool>());
+  EXPECT_GE(a["by_dynamic"]["objects_by_dynamic"][0]["object"]["dynamic_bytes"].get<uint64_t>(),
+            by["objects_by_dynamic"][0]["object"]["dynamic_bytes"].get<uint64_t>());
+  Result text = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), "--by", "dynamic"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("Biggest objects by shared size"));
+}
+
 TEST(AnalyzeCommandTest, ErrorsAndExitCodes) {
   Result missing = Ctl({"analyze", "/nonexistent/heap.hprof"});
   EXPECT_EQ(missing.code, 1);
@@ -87,6 +116,9 @@ TEST(AnalyzeCommandTest, ErrorsAndExitCodes) {
   EXPECT_EQ(bad_model.code, 2);
   Result no_file = Ctl({"analyze"});
   EXPECT_EQ(no_file.code, 2);
+  Result bad_by = Ctl({"analyze", Corpus("eclipse-mat/sun_jdk5_64bit.hprof"), "--by", "size"});
+  EXPECT_EQ(bad_by.code, 2);
+  EXPECT_THAT(bad_by.err, HasSubstr("--by"));
 }
 
 }  // namespace

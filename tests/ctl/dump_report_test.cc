@@ -19,15 +19,18 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-v1::DumpReport LeakReport() {
+v1::DumpReport LeakReport(size_t by_dynamic_rows = 0) {
   auto graph = analysis::testing::LeakHeap();
   EXPECT_TRUE(graph.ok()) << graph.status();
   pipeline::AnalyzeDumpOptions options;
   options.suspect_classes = {"com.acme.Session"};
+  options.by_dynamic_rows = by_dynamic_rows;
   auto analysis = pipeline::AnalyzeHeapGraph(*graph, options);
   EXPECT_TRUE(analysis.ok()) << analysis.status();
   analysis->report.dump_path = "/tmp/x.hprof";
-  return proto::ToDumpReport(analysis->report, analysis->suspects);
+  v1::DumpReport report = proto::ToDumpReport(analysis->report, analysis->suspects);
+  if (analysis->by_dynamic) *report.mutable_by_dynamic() = proto::ToProto(*analysis->by_dynamic);
+  return report;
 }
 
 TEST(DumpReportTest, JsonKeepsTheAnalyzeFieldNames) {
@@ -49,6 +52,42 @@ TEST(DumpReportTest, JsonKeepsTheAnalyzeFieldNames) {
   EXPECT_EQ(j["top_objects"][0]["gc_root_kind"], "STICKY_CLASS");
   EXPECT_TRUE(j["timings"].contains("total_seconds"));
   EXPECT_TRUE(j["timings"].contains("peak_rss_bytes"));
+  // Dynamic sizes (the pipeline computes them by default): the five Sessions and their byte[].
+  EXPECT_EQ(j["suspect"]["dynamic_objects"].get<uint64_t>(), 10u);
+  EXPECT_EQ(j["suspect"]["dynamic_bytes"].get<uint64_t>(), report.suspects(0).dynamic_bytes());
+  EXPECT_GT(j["suspect"]["dynamic_bytes"].get<uint64_t>(), 0u);
+  for (const nlohmann::json& o : j["top_objects"]) {
+    EXPECT_TRUE(o.contains("dynamic_bytes")) << o.dump();
+    EXPECT_TRUE(o.contains("dynamic_objects")) << o.dump();
+  }
+  EXPECT_TRUE(j["suspect"]["accumulation_points"][0]["object"].contains("dynamic_bytes"));
+  // Path steps have none.
+  EXPECT_FALSE(j["suspect"]["shortest_path"]["steps"][0]["object"].contains("dynamic_bytes"));
+  EXPECT_FALSE(j.contains("by_dynamic"));
+}
+
+TEST(DumpReportTest, ByDynamicInJsonAndText) {
+  const v1::DumpReport report = LeakReport(/*by_dynamic_rows=*/3);
+  nlohmann::json j = nlohmann::json::parse(DumpReportToJson(report));
+  const nlohmann::json& by = j["by_dynamic"];
+  ASSERT_EQ(by["objects_by_dynamic"].size(), 3u);
+  // class com.acme.Registry reaches the list, its array, four Sessions and their byte[].
+  EXPECT_EQ(by["objects_by_dynamic"][0]["object"]["class_name"], "class com.acme.Registry");
+  EXPECT_EQ(by["objects_by_dynamic"][0]["object"]["dynamic_objects"].get<uint64_t>(), 11u);
+  EXPECT_TRUE(by["objects_by_dynamic"][0]["estimate_exact"].get<bool>());
+  EXPECT_EQ(by["shared_histogram"].size(), 10u);
+  EXPECT_FALSE(by["all_references"].get<bool>());
+  EXPECT_EQ(by["sketch_size"].get<uint32_t>(), 256u);
+  EXPECT_TRUE(by.contains("classes_by_shared"));
+
+  const std::string text = RenderDumpReport(report);
+  EXPECT_THAT(text, HasSubstr("Biggest objects by dynamic size"));
+  EXPECT_THAT(text, HasSubstr("Biggest classes by shared size"));
+  EXPECT_THAT(text, HasSubstr("the thesis's Tab. 5.3"));
+  EXPECT_THAT(text, HasSubstr("class com.acme.Registry@0x30"));
+  // --by dynamic replaces the retained-size tables.
+  EXPECT_THAT(text, Not(HasSubstr("Class histogram")));
+  EXPECT_THAT(text, Not(HasSubstr("Biggest objects by retained size")));
 }
 
 TEST(DumpReportTest, TextUsesTheReportDialect) {
@@ -63,6 +102,10 @@ TEST(DumpReportTest, TextUsesTheReportDialect) {
   EXPECT_THAT(text, Not(HasSubstr(" @ 0x")));
   EXPECT_THAT(text, HasSubstr("Biggest objects by retained size"));
   EXPECT_THAT(text, HasSubstr("Times: parse"));
+  EXPECT_THAT(text, HasSubstr("Dynamic size:           "));
+  EXPECT_THAT(text, HasSubstr("10 objects (everything the instances reach)"));
+  EXPECT_THAT(text, HasSubstr("  dynamic size "));  // of the accumulation point
+  EXPECT_THAT(text, HasSubstr("DYNAMIC"));          // column of the biggest objects
 }
 
 TEST(DumpReportTest, UnreachablePathWordingIsTheReportOne) {

@@ -223,6 +223,28 @@ TEST(RenderReport, NamesTheAccumulationPointAndItsPathFromAGcRoot) {
   EXPECT_THAT(text, Not(HasSubstr("No earlier extended dump")));
 }
 
+TEST(RenderReport, ShowsDynamicSizesWhenTheReportHasThem) {
+  v1::DrillDownReport r = Report();
+  EXPECT_THAT(RenderReport(r), Not(HasSubstr("Dynamic size")));  // reports made before them
+  EXPECT_THAT(RenderReport(r), Not(HasSubstr("DYNAMIC")));
+  r.set_dynamic_bytes(6'000'000);
+  r.set_dynamic_objects(3001);
+  r.mutable_accumulation_points(0)->mutable_object()->set_dynamic_bytes(5'900'000);
+  r.mutable_accumulation_points(0)->mutable_object()->set_dynamic_objects(3002);
+  r.mutable_top_objects(1)->set_dynamic_bytes(100'000);
+  r.mutable_top_objects(1)->set_dynamic_objects(42);
+  const std::string text = RenderReport(r);
+  EXPECT_THAT(text, ContainsRegex("Dynamic size: +5.7 MiB \\(6000000 B\\), 3001 objects "
+                                  "\\(everything the instances reach\\)\n"));
+  EXPECT_THAT(text, HasSubstr("(1000 instances, 5.2 MiB)\n"
+                              "  dynamic size 5.6 MiB (5900000 B), 3002 objects reachable from it\n"
+                              "  path from a GC root:\n"));
+  EXPECT_THAT(text, ContainsRegex("OBJECT +SHALLOW +RETAINED +DYNAMIC +REACHES +GC ROOT"));
+  EXPECT_THAT(text, ContainsRegex("com.example.App@0x1000 +120 B +5.3 MiB +- +- +sticky class"));
+  EXPECT_THAT(text, ContainsRegex("java.lang.Thread@0x7000 +120 B +87.9 KiB +97.7 KiB +42 objects "
+                                  "+thread object"));
+}
+
 TEST(RenderReport, ALeaksReportListsItsClassesWithTheirGrowth) {
   v1::DrillDownReport r = Report();
   v1::Leak* l = r.mutable_leak();

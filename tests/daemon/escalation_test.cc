@@ -541,6 +541,13 @@ TEST_F(EscalationJvmTest, AnalysedDumpsHandTheirAccumulationPointsToTheListener)
   auto report = escalation_->GetReport(kAgent, "HwSession");
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_FALSE(report->accumulation_points().empty()) << report->DebugString();
+  // Stored with their exact dynamic sizes: each HwSession reaches itself, its token String and
+  // that String's byte[], and its payload byte[]; they die with the sessions.
+  EXPECT_EQ(report->dynamic_objects(), 4 * report->instances());
+  EXPECT_EQ(report->dynamic_bytes(), report->retained_bytes());
+  EXPECT_GT(report->accumulation_points(0).object().dynamic_objects(), report->instances());
+  ASSERT_FALSE(report->top_objects().empty());
+  EXPECT_GT(report->top_objects(0).dynamic_objects(), 0u);
   const v1::HeapObject& top = report->accumulation_points(0).object();
   ASSERT_EQ(got.points.size(), 1u);
   EXPECT_EQ(got.points[0].suspect_class, "HwSession");

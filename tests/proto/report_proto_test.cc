@@ -42,8 +42,12 @@ TEST(ReportProtoTest, SuspectReportFillsTheDrillDownReport) {
   s.shallow_bytes = 168;
   s.retained_bytes = 900;
   s.minimum_retained_bytes = 880;
+  s.dynamic_bytes = 1200;
+  s.dynamic_objects = 15;
   analysis::AccumulationPointReport point;
   point.object = Object(0x20, "java.util.ArrayList", 24, 880);
+  point.object.dynamic_bytes = 1100;
+  point.object.dynamic_objects = 16;
   point.suspect_instances = 7;
   point.suspect_bytes = 860;
   point.share = 0.97;
@@ -75,12 +79,17 @@ TEST(ReportProtoTest, SuspectReportFillsTheDrillDownReport) {
   EXPECT_EQ(r.shallow_bytes(), 168u);
   EXPECT_EQ(r.retained_bytes(), 900u);
   EXPECT_EQ(r.minimum_retained_bytes(), 880u);
+  EXPECT_EQ(r.dynamic_bytes(), 1200u);
+  EXPECT_EQ(r.dynamic_objects(), 15u);
   ASSERT_EQ(r.accumulation_points_size(), 1);
   const v1::AccumulationPoint& p = r.accumulation_points(0);
   EXPECT_EQ(p.object().object_id(), 0x20u);
   EXPECT_EQ(p.object().class_name(), "java.util.ArrayList");
   EXPECT_EQ(p.object().shallow_bytes(), 24u);
   EXPECT_EQ(p.object().retained_bytes(), 880u);
+  EXPECT_EQ(p.object().dynamic_bytes(), 1100u);
+  EXPECT_EQ(p.object().dynamic_objects(), 16u);
+  EXPECT_EQ(p.path().steps(0).object().dynamic_objects(), 0u);  // not computed
   EXPECT_EQ(p.suspect_instances(), 7u);
   EXPECT_EQ(p.suspect_bytes(), 860u);
   EXPECT_DOUBLE_EQ(p.share(), 0.97);
@@ -121,6 +130,7 @@ TEST(ReportProtoTest, ReportFillsTheDumpReport) {
   report.timings.parse_seconds = 1.25;
   report.timings.total_seconds = 2.5;
   report.timings.peak_rss_bytes = 1 << 20;
+  report.timings.dynamic_seconds = 0.5;
   analysis::SuspectReport first;
   first.class_name = "com.acme.Item";
   first.instances = 7;
@@ -155,6 +165,76 @@ TEST(ReportProtoTest, ReportFillsTheDumpReport) {
   EXPECT_EQ(r.timings().parse_duration().nanos(), 250'000'000);
   EXPECT_EQ(r.timings().total_duration().seconds(), 2);
   EXPECT_EQ(r.timings().peak_rss_bytes(), 1u << 20);
+  EXPECT_EQ(r.timings().dynamic_duration().nanos(), 500'000'000);
+  EXPECT_FALSE(r.has_by_dynamic());
+}
+
+TEST(ReportProtoTest, DynamicRankingEveryField) {
+  analysis::DynamicRanking ranking;
+  ranking.all_references = true;
+  ranking.sketch_size = 128;
+  ranking.objects = 1000;
+  ranking.exact_estimates = 900;
+  ranking.below_retained = 3;
+  ranking.estimate_seconds = 2;
+  ranking.exact_seconds = 0.25;
+  analysis::DynamicObjectRow row;
+  row.object = Object(0x20, "java.util.ArrayList", 24, 880);
+  row.object.dynamic_bytes = 5000;
+  row.object.dynamic_objects = 50;
+  row.estimated_dynamic_bytes = 5100;
+  row.estimate_exact = false;
+  row.component_objects = 3;
+  row.shared_bytes = -7;
+  ranking.objects_by_dynamic.push_back(row);
+  ranking.objects_by_shared = {row, row};
+  analysis::DynamicClassRow c;
+  c.class_name = "com.acme.Item";
+  c.instances = 7;
+  c.retained_bytes = 880;
+  c.dynamic_bytes = 4000;
+  c.dynamic_objects = 40;
+  c.shared_bytes = 3120;
+  c.estimated_max_bytes = 3000;
+  c.estimated_sum_bytes = 9000;
+  ranking.classes_by_dynamic.push_back(c);
+  ranking.shared_histogram.push_back({0, 1024, 990});
+  ranking.shared_histogram.push_back({100 << 20, 0, 10});
+
+  const v1::DynamicRanking r = ToProto(ranking);
+  EXPECT_TRUE(r.all_references());
+  EXPECT_EQ(r.sketch_size(), 128u);
+  EXPECT_EQ(r.objects(), 1000u);
+  EXPECT_EQ(r.exact_estimates(), 900u);
+  EXPECT_EQ(r.below_retained(), 3u);
+  EXPECT_EQ(r.estimate_duration().seconds(), 2);
+  EXPECT_EQ(r.exact_duration().nanos(), 250'000'000);
+  ASSERT_EQ(r.objects_by_dynamic_size(), 1);
+  const v1::DynamicObject& o = r.objects_by_dynamic(0);
+  EXPECT_EQ(o.object().object_id(), 0x20u);
+  EXPECT_EQ(o.object().dynamic_bytes(), 5000u);
+  EXPECT_EQ(o.object().dynamic_objects(), 50u);
+  EXPECT_EQ(o.estimated_dynamic_bytes(), 5100u);
+  EXPECT_FALSE(o.estimate_exact());
+  EXPECT_EQ(o.component_objects(), 3u);
+  EXPECT_EQ(o.shared_bytes(), -7);
+  EXPECT_EQ(r.objects_by_shared_size(), 2);
+  ASSERT_EQ(r.classes_by_dynamic_size(), 1);
+  EXPECT_EQ(r.classes_by_shared_size(), 0);
+  const v1::DynamicClass& k = r.classes_by_dynamic(0);
+  EXPECT_EQ(k.class_name(), "com.acme.Item");
+  EXPECT_EQ(k.instances(), 7u);
+  EXPECT_EQ(k.retained_bytes(), 880u);
+  EXPECT_EQ(k.dynamic_bytes(), 4000u);
+  EXPECT_EQ(k.dynamic_objects(), 40u);
+  EXPECT_EQ(k.shared_bytes(), 3120);
+  EXPECT_EQ(k.estimated_max_bytes(), 3000u);
+  EXPECT_EQ(k.estimated_sum_bytes(), 9000u);
+  ASSERT_EQ(r.shared_histogram_size(), 2);
+  EXPECT_EQ(r.shared_histogram(0).to_bytes(), 1024u);
+  EXPECT_EQ(r.shared_histogram(0).objects(), 990u);
+  EXPECT_EQ(r.shared_histogram(1).from_bytes(), 100u << 20);
+  EXPECT_EQ(r.shared_histogram(1).to_bytes(), 0u);
 }
 
 analysis::DumpSummary Summary() {
