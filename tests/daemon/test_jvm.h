@@ -1,7 +1,8 @@
-// A real JVM for daemon tests: `java -cp <classes> HwSecretHolder <count>` (tests/daemon/java),
-// started by fork/exec and killed (SIGKILL) by the destructor. The constructor waits for its
-// "ready" line, so the heap then holds `count` sessions. Used by pipeline_test (a dump taken
-// with jcmd) and escalation_test (dumps taken by the Escalation itself).
+// A real JVM for daemon and pipeline tests: `java -cp <classes> HwSecretHolder <count>`
+// (tests/daemon/java), or another test program of HEAPWATCH_TEST_JAVA_CLASSES, started by fork/exec
+// and killed (SIGKILL) by the destructor. The constructor waits for its "ready" line, so the heap
+// then holds `count` sessions. Used by pipeline_test (dumps taken with jcmd) and escalation_test
+// (dumps taken by the Escalation itself).
 #ifndef HEAPWATCH_TESTS_DAEMON_TEST_JVM_H_
 #define HEAPWATCH_TESTS_DAEMON_TEST_JVM_H_
 
@@ -19,7 +20,10 @@ namespace heapwatch::daemon {
 
 class TestJvm {
  public:
-  explicit TestJvm(int count) {
+  explicit TestJvm(int count) : TestJvm("HwSecretHolder", std::to_string(count)) {}
+
+  // `java -cp <classes> <main_class> <argument>`, waiting for its "ready" line.
+  TestJvm(const std::string& main_class, const std::string& argument) {
     int fds[2];
     if (::pipe(fds) != 0) return;
     pid_ = ::fork();
@@ -27,9 +31,8 @@ class TestJvm {
       ::dup2(fds[1], STDOUT_FILENO);
       ::close(fds[0]);
       ::close(fds[1]);
-      const std::string n = std::to_string(count);
       ::execl(HEAPWATCH_JAVA, "java", "-Xmx256m", "-XX:+UseSerialGC", "-cp",
-              HEAPWATCH_TEST_JAVA_CLASSES, "HwSecretHolder", n.c_str(), nullptr);
+              HEAPWATCH_TEST_JAVA_CLASSES, main_class.c_str(), argument.c_str(), nullptr);
       ::_exit(127);
     }
     ::close(fds[1]);

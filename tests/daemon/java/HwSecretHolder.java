@@ -1,8 +1,9 @@
 import java.util.ArrayList;
 import java.util.List;
 
-// Test program for tests/daemon/dump_analysis_test.cc: a static list of sessions, each holding a
-// secret string and a byte[] of 1000 bytes filled with a marker, then waits to be dumped.
+// Test program for tests/pipeline/analyze_dump_test.cc and tests/daemon/escalation_test.cc: a static
+// list of sessions, each holding a secret string and a byte[] of 1000 bytes filled with a marker,
+// then waits to be dumped.
 // Prints "ready" on stdout once the heap holds `count` sessions (args[0], default 2000).
 public class HwSecretHolder {
   static final List<HwSession> SESSIONS = new ArrayList<>();
