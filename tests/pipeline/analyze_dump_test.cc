@@ -16,6 +16,7 @@
 #include "proto/report_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/analysis/leak_heap.h"
 #include "tests/daemon/test_jvm.h"
 
 namespace heapwatch::pipeline {
@@ -132,6 +133,58 @@ TEST(AnalyzeDumpTest, BadFilesGiveErrors) {
   EXPECT_EQ(
       Analyze(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), {}, options).status().code(),
       absl::StatusCode::kInvalidArgument);
+}
+
+// The in-memory entry point: a class whose only instance is garbage still gets a suspect report
+// (0 instances), a name no class has is missing; options are checked before anything is read.
+TEST(AnalyzeDumpTest, HeapGraphSuspectsMissingClassesAndOptionErrors) {
+  auto graph = analysis::testing::LeakHeap();  // its garbage Session is not the only instance
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  analysis::HeapGraphBuilder b{analysis::DumpInfo{}};
+  analysis::ClassInfo orphan;
+  orphan.name = "com.acme.Orphan";
+  orphan.instance_size = 16;
+  const analysis::ClassId cls = b.AddClass(orphan, 0x10);
+  b.AddInstance(0x100, cls, {});  // referenced by nothing
+  b.AddRoot(0x10, analysis::GcRootKind::kStickyClass);
+  auto small = std::move(b).Build();
+  ASSERT_TRUE(small.ok()) << small.status();
+
+  AnalyzeDumpOptions options;
+  options.suspect_classes = {"com.acme.Orphan", "com.acme.Nope", "com.acme.Orphan"};
+  auto a = AnalyzeHeapGraph(*small, options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->suspects.size(), 1u);
+  EXPECT_EQ(a->suspects[0].class_name, "com.acme.Orphan");
+  EXPECT_EQ(a->suspects[0].instances, 0u);
+  EXPECT_EQ(a->suspects[0].dynamic_objects, 0u);  // nothing reachable to measure
+  EXPECT_THAT(a->missing_classes, ElementsAre("com.acme.Nope"));
+  EXPECT_EQ(a->report.totals.unreachable_objects, 1u);
+  EXPECT_FALSE(a->summary.has_value());
+  EXPECT_FALSE(a->by_dynamic.has_value());
+
+  options.suspect_classes = {"com.acme.Session"};
+  options.dump_summary = true;
+  options.by_dynamic_rows = 2;
+  a = AnalyzeHeapGraph(*graph, options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->suspects[0].instances, 5u);
+  EXPECT_GT(a->suspects[0].dynamic_objects, 0u);
+  EXPECT_TRUE(a->summary.has_value());
+  ASSERT_TRUE(a->by_dynamic.has_value());
+  EXPECT_EQ(a->by_dynamic->objects_by_dynamic.size(), 2u);
+  EXPECT_GT(a->report.timings.dynamic_seconds, 0);
+
+  AnalyzeDumpOptions bad;
+  bad.accumulation_ratio = 1.5;
+  EXPECT_EQ(AnalyzeHeapGraph(*graph, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  // Checked before the file is read: not NotFound.
+  EXPECT_EQ(AnalyzeDump("/nonexistent.hprof", bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = {};
+  bad.exclude_patterns = {"(("};
+  EXPECT_EQ(AnalyzeDump("/nonexistent.hprof", bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // ---- A real JVM.
