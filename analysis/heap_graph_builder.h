@@ -19,8 +19,8 @@
 //                 every class, AddRoot() for every GC root record; Build().
 //
 // Reference slots (what an edge is; heap_graph.h has the full definition): the reader passes raw
-// ids (0 = null) in slot order and the builder resolves them to ObjectIndex, drops nulls, counts and
-// drops ids with no object (DumpInfo::dangling_references), flags the referent slot of
+// ids (0 = null) in slot order and the builder resolves them to ObjectIndex, drops nulls, counts
+// and drops ids with no object (DumpInfo::dangling_references), flags the referent slot of
 // java.lang.ref.Reference subclasses weak, and adds MAT's "<class>" pseudo reference itself when
 // HeapGraphOptions::instance_class_edges is set (the reader never passes it).
 //   * instance:     one value per kObject instance field of its class hierarchy: the class's own
@@ -128,8 +128,8 @@ class BulkHeapGraphBuilder {
   const DumpInfo& info() const;
   // Appends a human-readable line to info().warnings unless it holds kMaxWarnings lines already.
   void Warn(std::string message);
-  // The class table so far, by ClassId. Sizes are 0 until SetShallowSizes(); class_object and
-  // class_loader are resolved by FinishObjects().
+  // The class table so far, by ClassId. Sizes are those AddClass() got until SetShallowSizes();
+  // class_object and class_loader are resolved by FinishObjects().
   std::span<const ClassInfo> classes() const;
   // The first class named "java.lang.Class" (kNoClass if none); known after FinishClasses().
   ClassId java_lang_class() const;
@@ -183,7 +183,9 @@ class BulkHeapGraphBuilder {
   void SetHeap(HeapId heap);
   // One instance of class `cls` (an instance class: ClassInfo::instance_kind kInstance) with one
   // raw id per reference slot (see the file comment). `index`, when not null, receives the
-  // object's index, or kNoObject when the record repeats an id and is dropped (kTwoRounds).
+  // object's index, or kNoObject when the record repeats an id and is dropped (kTwoRounds; the
+  // class of a dropped record is not looked at, nor, in round 2, the class of any record: pass
+  // kNoClass there if resolving it costs something).
   // Errors (for every Add* call):
   //   FailedPrecondition: the record does not fit the index or the first round (its id was not
   //     indexed, comes out of ascending order in kIndexOrder, leaves an indexed id that is not a
@@ -203,13 +205,16 @@ class BulkHeapGraphBuilder {
   Status AddArrayElements(std::span<const uint64_t> elements);
   Status EndObjectArray();
   // A primitive array of class `cls` (instance_kind kPrimitiveArray). Errors as AddInstance.
-  Status AddPrimitiveArray(uint64_t id, ClassId cls, uint32_t length,
-                           ObjectIndex* index = nullptr);
+  Status AddPrimitiveArray(uint64_t id, ClassId cls, uint32_t length, ObjectIndex* index = nullptr);
   // kTwoRounds only: the class record of `cls` at this point of the input (its class object gets
   // the id classes()[cls].class_object_id and the references of its ClassObjectRefs). A repeated
   // class record is dropped like any repeated id. The class object is in the heap of the last
   // SetHeap() call. Errors as AddInstance.
   Status AddClassObject(ClassId cls, ObjectIndex* index = nullptr);
+  // kTwoRounds, round 1 only: true when an earlier record of this round holds `id`, so that a
+  // record of it now is dropped. Lets a reader skip work with side effects (creating a class for
+  // an unknown class id) for repeats. Expected O(1).
+  bool HasRecord(uint64_t id) const;
   // kTwoRounds only: ends round 1. Sizes the CSR graph and the slot bitmap exactly.
   // Errors: FailedPrecondition when an indexed object got no record; ResourceExhausted and
   // DataLoss as AddInstance.
