@@ -324,10 +324,10 @@ class HeapGraph {
   // benchmarks.
   uint64_t MemoryUsage() const;
 
-  struct Rep;  // internal representation (heap_graph_internal.h); public so the reader can fill it
+  struct Rep;  // internal representation (heap_graph_internal.h), filled by the builders
 
-  // Validates `rep` (CSR shape, indices in range, class references) and wraps it. Used by the HPROF
-  // reader and by HeapGraphBuilder. Errors: Internal when an invariant does not hold (a bug in the
+  // Validates `rep` (CSR shape, indices in range, class references) and wraps it. Used by
+  // HeapGraphBuilder and BulkHeapGraphBuilder (heap_graph_builder.h). Errors: Internal when an invariant does not hold (a bug in the
   // producer).
   static StatusOr<HeapGraph> FromRep(std::unique_ptr<Rep> rep);
 
@@ -335,6 +335,12 @@ class HeapGraph {
   explicit HeapGraph(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;
 };
+
+// Aligns `n` bytes up to a multiple of `alignment` (any positive value; 0 and 1 leave `n` as it
+// is): object sizes under an alignment (HotSpot's -XX:ObjectAlignmentInBytes). O(1).
+inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
+  return alignment <= 1 ? n : (n + alignment - 1) / alignment * alignment;
+}
 
 // Shallow size in bytes of an array of `length` elements of type `element` under `info.size_model`
 // (and `info.layout` for kHotSpot; references count info.id_size bytes for kAndroid and kNetBeans).
@@ -355,9 +361,10 @@ std::vector<ClassTotals> ComputeClassTotals(const HeapGraph& graph);
 // Classes of the same name from different loaders stay separate rows. O(n + C log C).
 ClassHistogram ComputeClassHistogram(const HeapGraph& graph);
 
-// Builds small graphs by hand: for tests and synthetic inputs. Objects may be added in any order;
-// Build() sorts them by id, resolves references (dropping nulls, counting dangling ones) and
-// computes sizes. Shallow sizes: instances take ClassInfo::instance_size as given; arrays take
+// Builds small graphs by hand: for tests and synthetic inputs (dump readers, which need streaming
+// speed and bounded memory, use BulkHeapGraphBuilder in heap_graph_builder.h). Objects may be
+// added in any order; Build() sorts them by id, resolves references (dropping nulls, counting
+// dangling ones) and computes sizes. Shallow sizes: instances take ClassInfo::instance_size as given; arrays take
 // align(array header + length x element size) with the layout of `info.layout` (or length x element
 // size for SizeModel::kAndroid, the NetBeans formula for kNetBeans); class objects take
 // ClassInfo::class_object_size.

@@ -1,6 +1,7 @@
-// Internal representation of HeapGraph, shared by analysis/heap_graph.cc and the producers that
-// fill it (HeapGraphBuilder, the HPROF reader in collectors/hprof/). Not part of the public
-// surface: reports and algorithms use analysis/heap_graph.h only.
+// Internal representation of HeapGraph, shared by analysis/heap_graph.cc and the two producers
+// that fill it, both in analysis/: HeapGraphBuilder (heap_graph.h) and BulkHeapGraphBuilder
+// (heap_graph_builder.h, which the dump readers use). Not part of the public surface: nothing
+// outside analysis/ includes it (scripts/check_internal_headers.sh, a ctest, checks that).
 //
 // Per-object storage (n objects, ascending raw id = ObjectIndex order):
 //   ids           raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys + n for the lookup
@@ -123,11 +124,6 @@ struct HeapGraph::Rep {
   void BuildSlotSamples();
   void Finish();
 };
-
-// Aligns `n` up to a multiple of `alignment` (a power of two or any positive value).
-inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
-  return alignment <= 1 ? n : (n + alignment - 1) / alignment * alignment;
-}
 
 // Computes the slot tables of every class from the class table (instance fields along the super
 // chain, statics, the referent slot of Reference subclasses). `constant_pool_refs[c]` lists

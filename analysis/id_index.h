@@ -27,32 +27,9 @@
 #include <memory>
 #include <vector>
 
+#include "analysis/id_chunks.h"
+
 namespace heapwatch::analysis {
-
-// Raw ids collected in file order, in fixed-size chunks (no reallocation copies while a dump is
-// read).
-class IdChunks {
- public:
-  static constexpr size_t kChunk = 1 << 20;
-  void push_back(uint64_t id) {
-    if (chunks_.empty() || chunks_.back().size() == kChunk) {
-      chunks_.emplace_back();
-      chunks_.back().reserve(kChunk);
-    }
-    chunks_.back().push_back(id);
-    ++size_;
-  }
-  size_t size() const { return size_; }
-  void clear() {
-    chunks_.clear();
-    size_ = 0;
-  }
-  std::vector<std::vector<uint64_t>>& chunks() { return chunks_; }
-
- private:
-  std::vector<std::vector<uint64_t>> chunks_;
-  size_t size_ = 0;
-};
 
 class IdIndex {
  public:

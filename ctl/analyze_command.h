@@ -5,7 +5,8 @@
 //   [--all-references]
 //
 // Runs the analysis pipeline the daemon runs on its extended dumps (pipeline/analyze_dump.h: read
-// FILE, dominator tree, retained sizes, report, suspect analysis) and prints its report model
+// FILE in any format collectors/dumps reads, HPROF 1.0.1/1.0.2/1.0.3 plain or .gz; dominator tree,
+// retained sizes, report, suspect analysis) and prints its report model
 // (heapwatch.v1.DumpReport, proto/report_proto.h) through the renderer `heapwatchctl report` uses
 // (ctl/report_render.h): totals (objects, classes, GC roots, unreachable), the class histogram with
 // shallow and retained sizes, the biggest objects by retained size, the first level of the

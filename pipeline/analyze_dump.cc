@@ -13,7 +13,7 @@
 #include "analysis/aggregations.h"
 #include "analysis/dominator_tree.h"
 #include "analysis/retained_size.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/heap_dump_reader.h"
 
 namespace heapwatch::pipeline {
 namespace {
@@ -28,10 +28,10 @@ void Progress(const AnalyzeDumpOptions& options, std::string_view stage, double 
   if (options.progress) options.progress(stage, fraction);
 }
 
-// The one call of a dump reader: switching readers (or formats) changes this function only.
+// The one call of a dump reader (the format-sniffing entry of collectors/dumps).
 StatusOr<analysis::HeapGraph> ReadDumpGraph(const std::string& path,
                                             const AnalyzeDumpOptions& options) {
-  hprof::ReadOptions read;
+  dumps::ReadOptions read;
   read.dump_ordinal = options.dump_ordinal;
   read.size_model = options.size_model;
   if (options.progress) {
@@ -40,7 +40,7 @@ StatusOr<analysis::HeapGraph> ReadDumpGraph(const std::string& path,
                        total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total));
     };
   }
-  return hprof::ReadHeapGraph(path, read);
+  return dumps::ReadHeapDump(path, read);
 }
 
 // A "VmHWM:"/"VmRSS:" line of /proc/self/status in bytes; nullopt when unreadable.

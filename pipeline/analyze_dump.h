@@ -1,8 +1,8 @@
 // The one analysis pipeline of a heap dump ("extended dump"), run by the daemon's escalation worker
 // (daemon/escalation.cc) and by `heapwatchctl analyze` (ctl/analyze_command.cc) alike:
 //
-//   read the dump (the dump readers' entry point, see ReadDumpGraph in analyze_dump.cc: the one
-//   place that calls a reader) -> dominator tree over strong and weak references, unreachable
+//   read the dump (collectors/dumps ReadHeapDump, which sniffs the format; ReadDumpGraph in
+//   analyze_dump.cc is the one place that calls a reader) -> dominator tree over strong and weak references, unreachable
 //   objects left out (analysis/dominator_tree.h) -> retained sizes (analysis/retained_size.h) ->
 //   the dump-wide report: totals, class histogram with retained sizes, biggest objects, first level
 //   of the dominator tree by class (analysis/report.h BuildReport) -> per requested class the
@@ -111,12 +111,12 @@ struct DumpAnalysis {
 };
 
 // Reads the heap dump at `path` and analyses it (see the file comment).
-// Errors: those of the dump reader (NotFound, PermissionDenied, InvalidArgument for a file that is
-// not a heap dump or an ordinal beyond the file's dumps, Unimplemented for a recognised but
-// unsupported format, DataLoss for a truncated or corrupt dump naming the offset, Internal for
-// I/O); InvalidArgument for a bad exclude pattern, accumulation ratio or summary option (checked
-// before the file is read); errors of the algorithms for graphs beyond their limits. Never crashes
-// on a bad file.
+// Errors: those of the dump readers (collectors/dumps/heap_dump_reader.h ReadHeapDump: NotFound,
+// PermissionDenied, InvalidArgument for a file that is not a heap dump or an ordinal beyond the
+// file's dumps, Unimplemented for a recognised but unsupported format, DataLoss for a truncated or
+// corrupt dump naming the offset, Internal for I/O); InvalidArgument for a bad exclude pattern,
+// accumulation ratio or summary option (checked before the file is read); errors of the
+// algorithms for graphs beyond their limits. Never crashes on a bad file.
 StatusOr<DumpAnalysis> AnalyzeDump(const std::string& path, const AnalyzeDumpOptions& options = {});
 
 // The same on a graph the caller already holds (reads nothing; the reading options are ignored,
