@@ -22,8 +22,8 @@ double SecondsSince(Clock::time_point start) {
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = 1024 * kKiB;
 // The thesis's Tab. 5.3 buckets (lower bounds; the last one has no upper bound).
-constexpr uint64_t kBucketFrom[] = {0,        kKiB,     10 * kKiB, 100 * kKiB, kMiB,
-                                    10 * kMiB, 25 * kMiB, 50 * kMiB, 75 * kMiB, 100 * kMiB};
+constexpr uint64_t kBucketFrom[] = {0,         kKiB,      10 * kKiB, 100 * kKiB, kMiB,
+                                    10 * kMiB, 25 * kMiB, 50 * kMiB, 75 * kMiB,  100 * kMiB};
 constexpr size_t kBuckets = std::size(kBucketFrom);
 
 int64_t Difference(uint64_t a, uint64_t b) {
@@ -193,9 +193,8 @@ StatusOr<std::vector<DynamicObjectRow>> ObjectRows(const HeapGraph& graph,
 // Sorts by `key` descending (ties keep the candidates' order) and keeps the first `rows`.
 template <typename Row, typename KeyFn>
 void SortAndCut(std::vector<Row>* list, size_t rows, KeyFn key) {
-  std::stable_sort(list->begin(), list->end(), [&](const Row& a, const Row& b) {
-    return key(a) > key(b);
-  });
+  std::stable_sort(list->begin(), list->end(),
+                   [&](const Row& a, const Row& b) { return key(a) > key(b); });
   if (list->size() > rows) list->resize(rows);
 }
 

@@ -64,9 +64,9 @@
 namespace heapwatch::analysis {
 
 struct DynamicRankingOptions {
-  size_t rows = 20;                    // rows of each list
-  DynamicSizeOptions references;       // which references the dynamic sizes follow
-  DynamicSizeSketchOptions estimate;   // sketch size and seed of the estimate
+  size_t rows = 20;                   // rows of each list
+  DynamicSizeOptions references;      // which references the dynamic sizes follow
+  DynamicSizeSketchOptions estimate;  // sketch size and seed of the estimate
 };
 
 struct DynamicObjectRow {
@@ -83,11 +83,11 @@ struct DynamicObjectRow {
 
 struct DynamicClassRow {
   std::string class_name;
-  uint64_t instances = 0;        // reachable instances
-  uint64_t retained_bytes = 0;   // minimum retained size of the instances (as in the histogram)
-  uint64_t dynamic_bytes = 0;    // exact, the instances taken together
+  uint64_t instances = 0;       // reachable instances
+  uint64_t retained_bytes = 0;  // minimum retained size of the instances (as in the histogram)
+  uint64_t dynamic_bytes = 0;   // exact, the instances taken together
   uint64_t dynamic_objects = 0;
-  int64_t shared_bytes = 0;      // dynamic_bytes - retained_bytes
+  int64_t shared_bytes = 0;  // dynamic_bytes - retained_bytes
   // The bounds the class was ranked by: the largest and the sum (saturating) of its instances'
   // estimated dynamic sizes.
   uint64_t estimated_max_bytes = 0;
@@ -103,10 +103,10 @@ struct SharedSizeBucket {
 };
 
 struct DynamicRanking {
-  bool all_references = false;  // the references followed (DynamicSizeOptions)
-  uint32_t sketch_size = 0;     // k of the estimate
-  uint64_t objects = 0;         // reachable objects ranked
-  uint64_t exact_estimates = 0; // of them, those whose estimate was exact (small reachable sets)
+  bool all_references = false;   // the references followed (DynamicSizeOptions)
+  uint32_t sketch_size = 0;      // k of the estimate
+  uint64_t objects = 0;          // reachable objects ranked
+  uint64_t exact_estimates = 0;  // of them, those whose estimate was exact (small reachable sets)
   std::vector<DynamicObjectRow> objects_by_dynamic;  // by exact dynamic bytes, descending
   std::vector<DynamicObjectRow> objects_by_shared;   // by exact shared bytes, descending
   std::vector<DynamicClassRow> classes_by_dynamic;   // by exact dynamic bytes, descending

@@ -302,13 +302,12 @@ StatusOr<Report> BuildReport(const HeapGraph& graph, const DominatorTree& tree,
 
   report.timings.dynamic_seconds = dynamic_seconds;
   if (options.suspect_class) {
-    HW_ASSIGN_OR_RETURN(SuspectReport suspect, AnalyzeSuspect(graph, tree, retained, describe,
-                                                              options, &report.timings));
+    HW_ASSIGN_OR_RETURN(SuspectReport suspect,
+                        AnalyzeSuspect(graph, tree, retained, describe, options, &report.timings));
     report.suspect = std::move(suspect);
   }
-  report.timings.aggregation_seconds = SecondsSince(start) -
-                                       report.timings.gc_root_paths_seconds -
-                                       report.timings.dynamic_seconds;
+  report.timings.aggregation_seconds =
+      SecondsSince(start) - report.timings.gc_root_paths_seconds - report.timings.dynamic_seconds;
   Progress(options, "done", 1);
   return report;
 }

@@ -9,7 +9,7 @@
 // stored report does not leak secrets held in the heap.
 //
 // Units: every size is in bytes (shallow sizes under the size model of the reader, see
-// collectors/hprof), every duration in seconds.
+// collectors/dumps), every duration in seconds.
 //
 // Definitions used throughout (seed 002, MAT; seed 001 ch. 4, dynaTrace "GC size"):
 //   - shallow size: the bytes of one object itself.

@@ -35,7 +35,8 @@ json ClassJson(const v1::ClassRetained& r) {
 json PathJson(const v1::GcRootPath& p) {
   json steps = json::array();
   for (const v1::PathStep& s : p.steps()) {
-    steps.push_back({{"reference", s.reference()}, {"weak", s.weak()}, {"object", ObjectJson(s.object())}});
+    steps.push_back(
+        {{"reference", s.reference()}, {"weak", s.weak()}, {"object", ObjectJson(s.object())}});
   }
   return {{"found", p.found()}, {"strong", p.strong()}, {"steps", std::move(steps)}};
 }

@@ -10,12 +10,13 @@
 //                "minimum_retained_bytes", "dynamic_bytes", "dynamic_objects",
 //                "accumulation_points": [{"object": OBJECT,
 //                "suspect_instances", "suspect_bytes", "share", "path": PATH}],
-//                "kept_alive_by": [{"class_name", "dominators", "dominated", "dominator_shallow_bytes",
-//                "dominated_shallow_bytes", "dominator_retained_bytes", "biggest_dominator"}],
-//                "exclude_patterns", "shortest_path": PATH}   (only with --class: the first suspect)
+//                "kept_alive_by": [{"class_name", "dominators", "dominated",
+//                "dominator_shallow_bytes", "dominated_shallow_bytes", "dominator_retained_bytes",
+//                "biggest_dominator"}], "exclude_patterns", "shortest_path": PATH}
+//               (only with --class: the first suspect)
 //    "timings": {"parse_seconds", "dominators_seconds", "retained_seconds",
-//                "gc_root_paths_seconds", "aggregation_seconds", "dynamic_seconds", "total_seconds",
-//                "peak_rss_bytes"},
+//                "gc_root_paths_seconds", "aggregation_seconds", "dynamic_seconds",
+//                "total_seconds", "peak_rss_bytes"},
 //    "by_dynamic": {"all_references", "sketch_size", "objects", "exact_estimates",
 //                   "below_retained", "estimate_seconds", "exact_seconds",
 //                   "objects_by_dynamic": [DYNOBJ], "objects_by_shared": [DYNOBJ],
@@ -23,8 +24,8 @@
 //                   "shared_histogram": [{"from_bytes", "to_bytes", "objects"}]}
 //                  (only with --by dynamic; heapwatch.v1.DynamicRanking)}
 //   CLASS  = {"class_name", "instances", "shallow_bytes", "retained_bytes"}
-//   OBJECT = {"object_id", "class_name", "shallow_bytes", "retained_bytes", "gc_root_kind" (GC roots
-//            only), "dynamic_bytes" and "dynamic_objects" (where computed: top_objects and
+//   OBJECT = {"object_id", "class_name", "shallow_bytes", "retained_bytes", "gc_root_kind" (GC
+//            roots only), "dynamic_bytes" and "dynamic_objects" (where computed: top_objects and
 //            accumulation points)}
 //   PATH   = {"found", "strong", "steps": [{"reference", "weak", "object": OBJECT}]}
 //   DYNOBJ = {"object": OBJECT (with dynamic_*), "estimated_dynamic_bytes", "estimate_exact",

@@ -110,7 +110,8 @@ int RunDump(const DumpArgs& args, const GlobalOptions& global, std::ostream& out
     return absl::OkStatus();
   };
   auto on_change = [&](const v1::ExtendedDump& d) {
-    err << absl::StrFormat("heapwatchctl dump: %s %s (%d s)\n", d.dump_id(), DumpStateName(d.state()),
+    err << absl::StrFormat("heapwatchctl dump: %s %s (%d s)\n", d.dump_id(),
+                           DumpStateName(d.state()),
                            absl::ToInt64Seconds(Clock::Real()->Now() - start));
     err.flush();
   };
@@ -215,8 +216,9 @@ std::vector<Subcommand> AddReportCommands(CLI::App& app) {
       "extended dump");
   report->add_option("agent", report_args->agent, "Agent id (see `heapwatchctl agents`)")
       ->required();
-  report->add_option("class", report_args->class_name,
-                     "Leak id (e.g. L1df5ce41a2b4) or class name (e.g. com.example.Cache$Entry)")
+  report
+      ->add_option("class", report_args->class_name,
+                   "Leak id (e.g. L1df5ce41a2b4) or class name (e.g. com.example.Cache$Entry)")
       ->required();
   commands.push_back(
       {report, [report_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {

@@ -184,11 +184,11 @@ std::string DiffBody(const v1::ExtendedDumpDiff& diff, size_t top, bool owner_cl
                 {2, 3, 4, 5, 6, 7});
     for (size_t i = 0; i < classes; ++i) {
       const v1::ExtendedDumpClassDelta& c = diff.classes(static_cast<int>(i));
-      table.AddRow({c.class_name(), ClassChangeName(c.change()), std::to_string(c.after_instances()),
-                    Signed(c.delta_instances()), HumanBytes(D(c.after_shallow_bytes())),
-                    SignedHumanBytes(D(c.delta_shallow_bytes())),
-                    HumanBytes(D(c.after_retained_bytes())),
-                    SignedHumanBytes(D(c.delta_retained_bytes()))});
+      table.AddRow(
+          {c.class_name(), ClassChangeName(c.change()), std::to_string(c.after_instances()),
+           Signed(c.delta_instances()), HumanBytes(D(c.after_shallow_bytes())),
+           SignedHumanBytes(D(c.delta_shallow_bytes())), HumanBytes(D(c.after_retained_bytes())),
+           SignedHumanBytes(D(c.delta_retained_bytes()))});
     }
     absl::StrAppend(&text, "Classes, largest retained growth first:\n", TableText(table));
   } else {
@@ -282,9 +282,10 @@ std::string DynamicObjectTable(const google::protobuf::RepeatedPtrField<v1::Dyna
               {1, 2, 3, 4, 5, 6, 7});
   for (const v1::DynamicObject& r : rows) {
     const v1::HeapObject& o = r.object();
-    table.AddRow({ObjectName(o), HumanBytes(D(o.shallow_bytes())), HumanBytes(D(o.retained_bytes())),
-                  HumanBytes(D(o.dynamic_bytes())), absl::StrCat(o.dynamic_objects(), " objects"),
-                  Shared(r.shared_bytes()), Estimate(r.estimated_dynamic_bytes(), r.estimate_exact()),
+    table.AddRow({ObjectName(o), HumanBytes(D(o.shallow_bytes())),
+                  HumanBytes(D(o.retained_bytes())), HumanBytes(D(o.dynamic_bytes())),
+                  absl::StrCat(o.dynamic_objects(), " objects"), Shared(r.shared_bytes()),
+                  Estimate(r.estimated_dynamic_bytes(), r.estimate_exact()),
                   std::to_string(r.component_objects())});
   }
   return Indent(TableText(table), "  ");
@@ -441,8 +442,7 @@ std::string RenderTopObjects(const google::protobuf::RepeatedPtrField<v1::HeapOb
                              size_t max_rows) {
   std::string text = "Biggest objects by retained size:\n";
   if (objects.empty()) return absl::StrCat(text, "  (none)\n");
-  const size_t rows =
-      max_rows == 0 ? objects.size() : std::min<size_t>(max_rows, objects.size());
+  const size_t rows = max_rows == 0 ? objects.size() : std::min<size_t>(max_rows, objects.size());
   // The DYNAMIC column (exact dynamic size, objects reachable) when the report has it.
   const bool dynamic = std::any_of(objects.begin(), objects.end(),
                                    [](const v1::HeapObject& o) { return o.dynamic_objects() > 0; });
@@ -599,8 +599,8 @@ std::string RenderReportList(const v1::ListReportsResponse& response) {
 
 std::string RenderDump(const v1::ExtendedDump& dump) {
   std::string text = absl::StrCat("Extended dump ", dump.dump_id(), " of ", dump.agent(), ": ",
-                                  StateNameImpl(dump.state()), " (", TriggerName(dump.trigger()), ")\n",
-                                  DumpDetails(dump, "  "));
+                                  StateNameImpl(dump.state()), " (", TriggerName(dump.trigger()),
+                                  ")\n", DumpDetails(dump, "  "));
   if (!dump.error().empty()) absl::StrAppend(&text, "  error: ", dump.error(), "\n");
   if (!dump.suspect_classes().empty()) {
     absl::StrAppend(&text, "  suspect classes: ", absl::StrJoin(dump.suspect_classes(), ", "),

@@ -9,8 +9,8 @@
 //   * an object is "class@0xid": "java.util.ArrayList@0x7f0012a0" ("?" for an unknown class; a
 //     class object is "class com.acme.Cache@0x...");
 //   * a path from a GC root is one step per line: "GC root (kind) class@0xid (retained)" for the
-//     root, then "reference -> class@0xid (retained)", with " (weak)" after a reference held only by
-//     a soft, weak, phantom or finalizer reference; an object no GC root reaches is
+//     root, then "reference -> class@0xid (retained)", with " (weak)" after a reference held only
+//     by a soft, weak, phantom or finalizer reference; an object no GC root reaches is
 //     "(no GC root reaches it)";
 //   * sizes are human-readable (ctl/output.h HumanBytes: "5.3 MiB"); the suspect's totals and the
 //     dump's totals carry the exact byte count beside ("5.3 MiB (5557452 B)").

@@ -186,7 +186,8 @@ StatusOr<DumpAnalysis> AnalyzeDump(const std::string& path, const AnalyzeDumpOpt
   }  // the graph is freed here
   result.report.dump_path = path;
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) result.report.dump_file_bytes = static_cast<uint64_t>(st.st_size);
+  if (::stat(path.c_str(), &st) == 0)
+    result.report.dump_file_bytes = static_cast<uint64_t>(st.st_size);
   result.report.timings.peak_rss_bytes = PeakMemory::Peak();
   result.report.timings.total_seconds = SecondsSince(start);
   Progress(options, "done", 1);

@@ -2,14 +2,14 @@
 // (daemon/escalation.cc) and by `heapwatchctl analyze` (ctl/analyze_command.cc) alike:
 //
 //   read the dump (collectors/dumps ReadHeapDump, which sniffs the format; ReadDumpGraph in
-//   analyze_dump.cc is the one place that calls a reader) -> dominator tree over strong and weak references, unreachable
-//   objects left out (analysis/dominator_tree.h) -> retained sizes (analysis/retained_size.h) ->
-//   the dump-wide report: totals, class histogram with retained sizes, biggest objects, first level
-//   of the dominator tree by class (analysis/report.h BuildReport) -> per requested class the
-//   suspect analysis (BuildSuspectReport: precise and minimum retained size, accumulation points
-//   with their paths from GC roots, who keeps the instances alive, shortest strong path) and the
-//   exact dynamic sizes (the suspect's instances together, accumulation points, biggest objects;
-//   analysis/dynamic_size.h) -> with
+//   analyze_dump.cc is the one place that calls a reader) -> dominator tree over strong and weak
+//   references, unreachable objects left out (analysis/dominator_tree.h) -> retained sizes
+//   (analysis/retained_size.h) -> the dump-wide report: totals, class histogram with retained
+//   sizes, biggest objects, first level of the dominator tree by class (analysis/report.h
+//   BuildReport) -> per requested class the suspect analysis (BuildSuspectReport: precise and
+//   minimum retained size, accumulation points with their paths from GC roots, who keeps the
+//   instances alive, shortest strong path) and the exact dynamic sizes (the suspect's instances
+//   together, accumulation points, biggest objects; analysis/dynamic_size.h) -> with
 //   AnalyzeDumpOptions::dump_summary, the dump summary a later dump is diffed against
 //   (analysis/dump_summary.h).
 //
@@ -63,8 +63,9 @@ struct AnalyzeDumpOptions {
   // Regular expressions of dominator classes "who keeps it alive" climbs past (analysis/report.h);
   // empty = analysis::DefaultExcludePatterns().
   std::vector<std::string> exclude_patterns;
-  size_t top_objects = 20;    // biggest objects of the dump by retained size
-  size_t histogram_rows = 0;  // rows of the class histogram; 0 = every class with a reachable object
+  size_t top_objects = 20;  // biggest objects of the dump by retained size
+  size_t histogram_rows =
+      0;  // rows of the class histogram; 0 = every class with a reachable object
   // Accumulation-point ratio in (0, 1] (analysis/aggregations.h FindAccumulationPoints).
   double accumulation_ratio = 0.7;
   // Exact dynamic sizes (analysis/report.h ReportOptions::dynamic_sizes) of each suspect class's

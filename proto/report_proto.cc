@@ -157,10 +157,14 @@ v1::DynamicRanking ToProto(const analysis::DynamicRanking& ranking) {
   out.set_sketch_size(ranking.sketch_size);
   out.set_objects(ranking.objects);
   out.set_exact_estimates(ranking.exact_estimates);
-  for (const auto& row : ranking.objects_by_dynamic) *out.add_objects_by_dynamic() = DynamicObjectToProto(row);
-  for (const auto& row : ranking.objects_by_shared) *out.add_objects_by_shared() = DynamicObjectToProto(row);
-  for (const auto& row : ranking.classes_by_dynamic) *out.add_classes_by_dynamic() = DynamicClassToProto(row);
-  for (const auto& row : ranking.classes_by_shared) *out.add_classes_by_shared() = DynamicClassToProto(row);
+  for (const auto& row : ranking.objects_by_dynamic)
+    *out.add_objects_by_dynamic() = DynamicObjectToProto(row);
+  for (const auto& row : ranking.objects_by_shared)
+    *out.add_objects_by_shared() = DynamicObjectToProto(row);
+  for (const auto& row : ranking.classes_by_dynamic)
+    *out.add_classes_by_dynamic() = DynamicClassToProto(row);
+  for (const auto& row : ranking.classes_by_shared)
+    *out.add_classes_by_shared() = DynamicClassToProto(row);
   for (const analysis::SharedSizeBucket& b : ranking.shared_histogram) {
     v1::SharedSizeBucket* bucket = out.add_shared_histogram();
     bucket->set_from_bytes(b.from_bytes);

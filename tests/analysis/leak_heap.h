@@ -14,7 +14,8 @@
 
 namespace heapwatch::analysis::testing {
 
-inline ClassInfo Instance(std::string name, std::vector<std::string> reference_fields, uint32_t size) {
+inline ClassInfo Instance(std::string name, std::vector<std::string> reference_fields,
+                          uint32_t size) {
   ClassInfo c;
   c.name = std::move(name);
   for (auto& f : reference_fields) c.instance_fields.push_back(FieldInfo{f, FieldType::kObject});

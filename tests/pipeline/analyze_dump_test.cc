@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "proto/report_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/report_proto.h"
 #include "tests/analysis/leak_heap.h"
 #include "tests/daemon/test_jvm.h"
 
@@ -66,7 +66,7 @@ TEST(AnalyzeDumpTest, CorpusDumpForOnePresentAndOneMissingClass) {
   bool progressed = false;
   options.progress = [&](std::string_view, double) { progressed = true; };
   auto a = Analyze(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"),
-                           {"java.lang.String", "com.acme.Nope", "java.lang.String"}, options);
+                   {"java.lang.String", "com.acme.Nope", "java.lang.String"}, options);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(progressed);
   EXPECT_EQ(a->report.dump_format, "JAVA PROFILE 1.0.1");
@@ -101,7 +101,8 @@ TEST(AnalyzeDumpTest, GzipDumpGivesTheSameAnalysis) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE(packed.ok()) << packed.status();
   EXPECT_EQ(plain->report.totals.objects, packed->report.totals.objects);
-  EXPECT_EQ(plain->report.totals.reachable_shallow_bytes, packed->report.totals.reachable_shallow_bytes);
+  EXPECT_EQ(plain->report.totals.reachable_shallow_bytes,
+            packed->report.totals.reachable_shallow_bytes);
   ASSERT_EQ(packed->suspects.size(), 1u);
   EXPECT_EQ(plain->suspects[0].retained_bytes, packed->suspects[0].retained_bytes);
   EXPECT_EQ(plain->summary->classes.size(), packed->summary->classes.size());
@@ -130,9 +131,8 @@ TEST(AnalyzeDumpTest, BadFilesGiveErrors) {
 
   AnalyzeDumpOptions options;
   options.exclude_patterns = {"("};
-  EXPECT_EQ(
-      Analyze(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), {}, options).status().code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Analyze(Corpus("eclipse-mat/sun_jdk6_32bit.hprof"), {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // The in-memory entry point: a class whose only instance is garbage still gets a suspect report

@@ -57,8 +57,7 @@ std::string* HwSharedBufferDump::dump_ = nullptr;
 
 // Shallow size of one instance of the program's class `name`, from the dump's histogram; all
 // instances of these classes have the same size (the two Data[] have the same length).
-uint64_t ShallowSize(const analysis::Report& report, const std::string& name,
-                     uint64_t instances) {
+uint64_t ShallowSize(const analysis::Report& report, const std::string& name, uint64_t instances) {
   for (const analysis::ClassRow& row : report.histogram) {
     if (row.class_name != kPrefix + name) continue;
     EXPECT_EQ(row.instances, instances) << name;
@@ -147,7 +146,8 @@ TEST_F(HwSharedBufferDump, BufferAndListAreTheBiggestByDynamicSize) {
   const uint64_t n = kData;
   // Exact dynamic size and retained size of each of the six objects above the data.
   const std::map<std::string, std::pair<uint64_t, uint64_t>> expected = {
-      {kPrefix + "Server", {e.server + e.buffer + e.array + e.items(), e.server + e.buffer + e.array}},
+      {kPrefix + "Server",
+       {e.server + e.buffer + e.array + e.items(), e.server + e.buffer + e.array}},
       {kPrefix + "Analysis",
        {e.analysis + e.list + e.array + e.items(), e.analysis + e.list + e.array}},
       {kPrefix + "Buffer", {e.buffer + e.array + e.items(), e.buffer + e.array}},
@@ -191,9 +191,9 @@ TEST_F(HwSharedBufferDump, BufferAndListAreTheBiggestByDynamicSize) {
 }
 
 TEST_F(HwSharedBufferDump, AnalyzeJsonCarriesTheDynamicSizes) {
-  std::vector<std::string> args = {"heapwatchctl", "analyze",  *dump_,        "--json",
-                                   "--class",      kPrefix + "Buffer", "--by", "dynamic",
-                                   "--top",        "7",        "--rows",      "0"};
+  std::vector<std::string> args = {"heapwatchctl",     "analyze", *dump_,    "--json", "--class",
+                                   kPrefix + "Buffer", "--by",    "dynamic", "--top",  "7",
+                                   "--rows",           "0"};
   std::vector<const char*> argv;
   for (const std::string& s : args) argv.push_back(s.c_str());
   std::ostringstream out, err;
