@@ -134,14 +134,16 @@ double Seconds(const google::protobuf::Duration& d) {
   return absl::ToDoubleSeconds(absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos()));
 }
 
+// The path in heapwatchctl's dialect (ctl/report_render.h), for failure messages.
 std::string PathText(const v1::GcRootPath& path) {
   std::string out;
   for (const v1::PathStep& step : path.steps()) {
-    absl::StrAppend(&out, "\n    ", step.reference().empty() ? "" : "-> ", step.reference(),
-                    step.weak() ? " (weak)" : "", step.reference().empty() ? "" : " -> ",
-                    step.object().class_name(), " @ 0x", absl::Hex(step.object().object_id()),
-                    step.object().gc_root_kind().empty() ? "" : " [GC root ",
-                    step.object().gc_root_kind(), step.object().gc_root_kind().empty() ? "" : "]");
+    const std::string kind = step.object().gc_root_kind();
+    absl::StrAppend(&out, "\n    ",
+                    step.reference().empty()
+                        ? absl::StrCat("GC root", kind.empty() ? "" : absl::StrCat(" (", kind, ")"))
+                        : absl::StrCat(step.reference(), step.weak() ? " (weak)" : "", " ->"),
+                    " ", step.object().class_name(), "@0x", absl::Hex(step.object().object_id()));
   }
   return out;
 }
