@@ -280,12 +280,25 @@ size_t MergeSketches(const uint64_t* a, size_t na, const uint64_t* b, size_t nb,
 }
 
 // Storage for the sketches that still wait for a predecessor: blocks of 2^s entries, one free list
-// per size class s.
+// per size class s. A block can be shared by several components whose sketches are equal (a
+// component whose own entry and other successors do not change a successor's full sketch takes it
+// over without a copy); it is freed when its last holder lets go. For a full block (k + 1 entries)
+// the pool also keeps the estimator's sum over its k smallest entries.
 class SketchPool {
  public:
+  struct Handle {
+    uint32_t block = 0;
+    uint32_t length = 0;  // 0: none
+  };
+  struct Sums {
+    double bytes = 0;
+    double objects = 0;
+  };
+
   explicit SketchPool(uint32_t cap) : classes_(std::bit_width(cap - 1) + 1) {}
-  // Stores `len` entries (1 <= len <= cap); returns the block number in the size class of len.
-  uint32_t Store(const uint64_t* data, uint32_t len) {
+
+  // Stores `len` entries (1 <= len <= cap) with one holder.
+  Handle Store(const uint64_t* data, uint32_t len, Sums sums) {
     Class& cls = classes_[ClassOf(len)];
     const size_t block_size = size_t{1} << ClassOf(len);
     uint32_t block;
@@ -293,26 +306,32 @@ class SketchPool {
       block = cls.free.back();
       cls.free.pop_back();
     } else {
-      block = static_cast<uint32_t>(cls.entries.size() / block_size);
+      block = static_cast<uint32_t>(cls.holders.size());
       cls.entries.resize(cls.entries.size() + block_size);
+      cls.holders.push_back(0);
+      cls.sums.emplace_back();
     }
     std::copy_n(data, len, cls.entries.data() + block * block_size);
-    return block;
+    cls.holders[block] = 1;
+    cls.sums[block] = sums;
+    return {block, len};
   }
-  const uint64_t* Get(uint32_t block, uint32_t len) const {
-    return classes_[ClassOf(len)].entries.data() + (size_t{block} << ClassOf(len));
+  const uint64_t* Get(Handle h) const {
+    return classes_[ClassOf(h.length)].entries.data() + (size_t{h.block} << ClassOf(h.length));
   }
-  void Free(uint32_t block, uint32_t len) { classes_[ClassOf(len)].free.push_back(block); }
-  uint64_t MemoryUsage() const {
-    uint64_t total = 0;
-    for (const Class& c : classes_) total += c.entries.capacity() * 8 + c.free.capacity() * 4;
-    return total;
+  const Sums& GetSums(Handle h) const { return classes_[ClassOf(h.length)].sums[h.block]; }
+  void Hold(Handle h) { ++classes_[ClassOf(h.length)].holders[h.block]; }
+  void Release(Handle h) {
+    Class& cls = classes_[ClassOf(h.length)];
+    if (--cls.holders[h.block] == 0) cls.free.push_back(h.block);
   }
 
  private:
   static uint32_t ClassOf(uint32_t len) { return static_cast<uint32_t>(std::bit_width(len - 1)); }
   struct Class {
     std::vector<uint64_t> entries;
+    std::vector<uint32_t> holders;
+    std::vector<Sums> sums;
     std::vector<uint32_t> free;
   };
   std::vector<Class> classes_;
@@ -335,32 +354,58 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
   auto& out_objects = DynamicSizesBuilder::objects(out);
   auto& out_exact = DynamicSizesBuilder::exact(out);
 
-  // Predecessors still to come, per component; a sketch is freed when this reaches 0.
+  // Predecessors still to come, per component; a sketch is let go when this reaches 0.
   std::vector<uint32_t> waiting(count, 0);
   for (ObjectIndex y : c.dag.targets) ++waiting[y.value];
-  std::vector<uint32_t> block(count, 0);
-  std::vector<uint16_t> length(count, 0);  // 0: no sketch stored
+  std::vector<SketchPool::Handle> sketch(count);
   SketchPool pool(cap);
   std::vector<uint64_t> acc(cap), tmp(cap);
 
   for (uint32_t x = 0; x < count; ++x) {
     const double u =
         static_cast<double>((SplitMix64(options.seed ^ SplitMix64(x)) >> 11) + 1) * 0x1p-53;
-    acc[0] = Key(static_cast<float>(u / SamplingWeight(c.component_bytes[x])), x);
+    const uint64_t own = Key(static_cast<float>(u / SamplingWeight(c.component_bytes[x])), x);
+    // The sketch of x so far: a stored one (`shared`, held) or acc[0..len).
+    SketchPool::Handle shared;
+    acc[0] = own;
     size_t len = 1;
     for (ObjectIndex yi : c.successors(ComponentId(x))) {
       const uint32_t y = yi.value;
-      if (length[y] != 0) {
-        len = MergeSketches(acc.data(), len, pool.Get(block[y], length[y]), length[y], tmp.data(),
-                            cap);
-        acc.swap(tmp);
+      const SketchPool::Handle hy = sketch[y];
+      if (hy.length != 0) {
+        const uint64_t* sy = pool.Get(hy);
+        const uint64_t last = shared.length != 0 ? pool.Get(shared)[cap - 1] : acc[len - 1];
+        const bool full = shared.length != 0 || len == cap;
+        if (full && sy[0] > last) {
+          // Nothing of y's sketch enters the k + 1 smallest.
+        } else if (shared.length == 0 && len == 1 && hy.length == cap && own > sy[cap - 1]) {
+          shared = hy;  // x's sketch is y's
+          pool.Hold(shared);
+        } else {
+          const uint64_t* a = shared.length != 0 ? pool.Get(shared) : acc.data();
+          const size_t na = shared.length != 0 ? shared.length : len;
+          len = MergeSketches(a, na, sy, hy.length, tmp.data(), cap);
+          acc.swap(tmp);
+          if (shared.length != 0) {
+            pool.Release(shared);
+            shared = {};
+          }
+        }
       }
-      if (--waiting[y] == 0 && length[y] != 0) {
-        pool.Free(block[y], length[y]);
-        length[y] = 0;
+      if (--waiting[y] == 0 && hy.length != 0) {
+        pool.Release(hy);
+        sketch[y] = {};
       }
     }
-    if (len <= k) {
+    SketchPool::Sums sums;
+    if (shared.length != 0) {
+      // x's own entry is not among the k + 1 smallest.
+      const SketchPool::Sums& s = pool.GetSums(shared);
+      out_bytes[x] = static_cast<uint64_t>(std::llround(c.component_bytes[x] + s.bytes));
+      out_objects[x] = static_cast<uint32_t>(std::min<double>(
+          std::llround(c.component_objects[x] + s.objects), std::numeric_limits<uint32_t>::max()));
+      out_exact[x] = false;
+    } else if (len <= k) {
       // The sketch holds the whole reachable set.
       uint64_t b = 0, o = 0;
       for (size_t i = 0; i < len; ++i) {
@@ -371,25 +416,35 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
       out_bytes[x] = b;
       out_objects[x] = static_cast<uint32_t>(o);
     } else {
-      // DLT's estimator for the reachable set minus x (x's own share is certain).
+      // DLT's estimator for the reachable set minus x (x's own share is certain): the sum over
+      // the k smallest entries of b_i * max(1, tau / w_i), tau = 1 / (the (k+1)-th rank).
       const double tau = 1.0 / KeyRank(acc[k]);
-      double b = static_cast<double>(c.component_bytes[x]);
-      double o = static_cast<double>(c.component_objects[x]);
+      double own_b = 0, own_o = 0;
       for (size_t i = 0; i < k; ++i) {
         const uint32_t z = KeyComponent(acc[i]);
-        if (z == x) continue;
         const double scale = std::max(1.0, tau / SamplingWeight(c.component_bytes[z]));
-        b += static_cast<double>(c.component_bytes[z]) * scale;
-        o += static_cast<double>(c.component_objects[z]) * scale;
+        const double b = static_cast<double>(c.component_bytes[z]) * scale;
+        const double o = static_cast<double>(c.component_objects[z]) * scale;
+        sums.bytes += b;
+        sums.objects += o;
+        if (z == x) {
+          own_b = b;
+          own_o = o;
+        }
       }
+      const double b = static_cast<double>(c.component_bytes[x]) + sums.bytes - own_b;
+      const double o = static_cast<double>(c.component_objects[x]) + sums.objects - own_o;
       out_bytes[x] = static_cast<uint64_t>(std::llround(b));
       out_objects[x] = static_cast<uint32_t>(
           std::min<double>(std::llround(o), std::numeric_limits<uint32_t>::max()));
       out_exact[x] = false;
     }
-    if (waiting[x] != 0) {
-      block[x] = pool.Store(acc.data(), static_cast<uint32_t>(len));
-      length[x] = static_cast<uint16_t>(len);
+    if (waiting[x] == 0) {
+      if (shared.length != 0) pool.Release(shared);
+    } else if (shared.length != 0) {
+      sketch[x] = shared;  // keeps the hold taken above
+    } else {
+      sketch[x] = pool.Store(acc.data(), static_cast<uint32_t>(len), sums);
     }
   }
   return out;

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -264,6 +265,94 @@ TEST(DynamicSizeTest, EstimateErrorWithinStatisticalBounds) {
     EXPECT_LT(median, 2 * 0.67 * rse) << "k " << k;
     EXPECT_LT(p90, 2 * 1.65 * rse) << "k " << k;
     EXPECT_LT(std::abs(mean_signed), 0.25 * rse) << "k " << k;
+  }
+}
+
+// The estimator is unbiased: over thousands of seeds, the mean of estimate / exact - 1 of every
+// estimated component stays within 4.5 standard errors of 0, for bytes and objects. Small sketches
+// (k = 2, 4) on small graphs where each component's own share and threshold matter: a star (one
+// object referencing 20 equal leaves), a star with skewed sizes, two containers sharing most of
+// their elements, and a chain (whose sketches are mostly taken over from the successor). A wrong
+// threshold or a doubly counted own share is biased by 5% or more here, which is over 4.5 standard
+// errors at 4000 seeds.
+TEST(DynamicSizeTest, EstimateIsUnbiased) {
+  struct Case {
+    std::vector<Edge> edges;
+    std::vector<uint64_t> sizes;
+  };
+  std::vector<Case> cases;
+  {
+    Case star;
+    for (uint32_t i = 1; i <= 20; ++i) star.edges.push_back({0, i});
+    star.sizes.assign(21, 16);
+    cases.push_back(star);
+    Case skewed = star;
+    for (uint32_t i = 0; i <= 20; ++i) skewed.sizes[i] = 8 * (1 + (i * 7) % 23);
+    cases.push_back(skewed);
+    Case shared;  // 0 -> 2..21, 1 -> 7..26, 27 -> 0, 27 -> 1
+    for (uint32_t i = 2; i <= 21; ++i) shared.edges.push_back({0, i});
+    for (uint32_t i = 7; i <= 26; ++i) shared.edges.push_back({1, i});
+    shared.edges.push_back({27, 0});
+    shared.edges.push_back({27, 1});
+    shared.sizes.assign(28, 24);
+    shared.sizes[0] = 200;
+    shared.sizes[27] = 400;
+    cases.push_back(shared);
+    Case chain;  // 0 -> 1 -> ... -> 29: most sketches are their successor's, shared
+    for (uint32_t i = 0; i + 1 < 30; ++i) chain.edges.push_back({i, i + 1});
+    chain.sizes.assign(30, 32);
+    cases.push_back(chain);
+  }
+  constexpr int kSeeds = 4000;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& test_case = cases[ci];
+    const uint32_t n = static_cast<uint32_t>(test_case.sizes.size());
+    const CsrGraph g = MakeGraph(n, test_case.edges);
+    auto c = CondenseStrongComponents(g, [&](ObjectIndex v) { return test_case.sizes[v.value]; });
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto exact = ComputeExactDynamicSizes(*c);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (uint32_t k : {2u, 4u}) {
+      // Per component: sums of the relative error and of its square, for bytes and objects.
+      std::vector<double> sum_b(n, 0), sq_b(n, 0), sum_o(n, 0), sq_o(n, 0);
+      std::vector<int> estimated(n, 0);
+      for (int seed = 0; seed < kSeeds; ++seed) {
+        DynamicSizeSketchOptions options;
+        options.sketch_size = k;
+        options.seed = 1000003ull * seed + k;
+        auto estimate = EstimateDynamicSizes(*c, options);
+        ASSERT_TRUE(estimate.ok()) << estimate.status();
+        for (uint32_t v = 0; v < n; ++v) {
+          const ObjectIndex o(v);
+          if (estimate->exact(o)) continue;
+          ++estimated[v];
+          const double rb =
+              static_cast<double>(estimate->bytes(o)) / static_cast<double>(exact->bytes(o)) - 1;
+          const double ro =
+              static_cast<double>(estimate->objects(o)) / static_cast<double>(exact->objects(o)) -
+              1;
+          sum_b[v] += rb;
+          sq_b[v] += rb * rb;
+          sum_o[v] += ro;
+          sq_o[v] += ro * ro;
+        }
+      }
+      int checked = 0;
+      for (uint32_t v = 0; v < n; ++v) {
+        if (estimated[v] == 0) continue;
+        ASSERT_EQ(estimated[v], kSeeds) << "case " << ci << " object " << v;
+        ++checked;
+        for (auto [sum, sq, what] :
+             {std::tuple{sum_b[v], sq_b[v], "bytes"}, std::tuple{sum_o[v], sq_o[v], "objects"}}) {
+          const double mean = sum / kSeeds;
+          const double sd = std::sqrt(std::max(0.0, sq / kSeeds - mean * mean));
+          EXPECT_LT(std::abs(mean), 4.5 * sd / std::sqrt(double{kSeeds}) + 1e-3)
+              << "case " << ci << " k " << k << " object " << v << " " << what << ": mean " << mean
+              << ", sd " << sd;
+        }
+      }
+      EXPECT_GT(checked, 0) << "case " << ci << " k " << k;
+    }
   }
 }
 
