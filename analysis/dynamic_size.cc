@@ -117,41 +117,78 @@ Status CheckCondensation(const Condensation& c) {
 
 // ---------------------------------------------------------------------------------------------
 // Exact, method 1: a DFS over the DAG from every component (thesis: SimpleCompDynamicSize), with
-// stamps. Returns false (results incomplete) when it would do more than `limit` work units.
+// stamps instead of clearing a visited array.
+class ComponentDfs {
+ public:
+  explicit ComponentDfs(const Condensation& c)
+      : c_(c), stamp_(c.component_count, std::numeric_limits<uint32_t>::max()) {}
 
+  // Reachable bytes and objects of x. Adds the work units to `work` and stops early (returns
+  // false) once `work` exceeds `limit`. Each x may be asked once per Reset().
+  bool From(uint32_t x, uint64_t limit, uint64_t& work, uint64_t& bytes, uint64_t& objects) {
+    bytes = objects = 0;
+    stamp_[x] = x;
+    stack_.assign(1, x);
+    while (!stack_.empty()) {
+      const uint32_t y = stack_.back();
+      stack_.pop_back();
+      bytes += c_.component_bytes[y];
+      objects += c_.component_objects[y];
+      const auto succ = c_.successors(ComponentId(y));
+      work += 1 + succ.size();
+      if (work > limit) return false;
+      for (ObjectIndex z : succ) {
+        if (stamp_[z.value] == x) continue;
+        stamp_[z.value] = x;
+        stack_.push_back(z.value);
+      }
+    }
+    return true;
+  }
+  void Reset() { std::fill(stamp_.begin(), stamp_.end(), std::numeric_limits<uint32_t>::max()); }
+
+ private:
+  const Condensation& c_;
+  std::vector<uint32_t> stamp_;
+  std::vector<uint32_t> stack_;
+};
+
+// Every component by method 1; false (results incomplete) when it would do more than `limit` work
+// units.
 bool ExactByDfs(const Condensation& c, uint64_t limit, DynamicSizes& out) {
-  const uint32_t count = c.component_count;
-  std::vector<uint32_t> stamp(count, std::numeric_limits<uint32_t>::max());
-  std::vector<uint32_t> stack;
+  ComponentDfs dfs(c);
   auto& bytes = DynamicSizesBuilder::bytes(out);
   auto& objects = DynamicSizesBuilder::objects(out);
   uint64_t work = 0;
-  for (uint32_t x = 0; x < count; ++x) {
-    uint64_t b = 0, o = 0;
-    stamp[x] = x;
-    stack.push_back(x);
-    while (!stack.empty()) {
-      const uint32_t y = stack.back();
-      stack.pop_back();
-      b += c.component_bytes[y];
-      o += c.component_objects[y];
-      const auto succ = c.successors(ComponentId(y));
-      work += 1 + succ.size();
-      if (work > limit) {
-        stack.clear();
-        return false;
-      }
-      for (ObjectIndex z : succ) {
-        if (stamp[z.value] == x) continue;
-        stamp[z.value] = x;
-        stack.push_back(z.value);
-      }
-    }
+  for (uint32_t x = 0; x < c.component_count; ++x) {
+    uint64_t b, o;
+    if (!dfs.From(x, limit, work, b, o)) return false;
     bytes[x] = b;
     objects[x] = static_cast<uint32_t>(o);
   }
   return true;
 }
+
+// Predicts method 1's work from a DFS out of kSamples components spread evenly over the ids;
+// returns UINT64_MAX when the sample alone would cost more than `limit`.
+uint64_t PredictDfsWork(const Condensation& c, uint64_t limit) {
+  constexpr uint32_t kSamples = 256;
+  const uint32_t count = c.component_count;
+  if (count == 0) return 0;
+  const uint32_t samples = std::min(count, kSamples);
+  ComponentDfs dfs(c);
+  uint64_t work = 0;
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint32_t x = static_cast<uint32_t>(uint64_t{i} * count / samples);
+    uint64_t b, o;
+    if (!dfs.From(x, limit, work, b, o)) return std::numeric_limits<uint64_t>::max();
+  }
+  return work / samples * count + work % samples * count / samples;
+}
+
+// Method 2 takes kTargets target components per pass, as kWords 64-bit words per component.
+constexpr uint32_t kWords = 4;
+constexpr uint32_t kTargets = 64 * kWords;
 
 // Work units of method 2: every pass visits the components at or above its first target and
 // their DAG edges.
@@ -159,51 +196,65 @@ uint64_t BitParallelCost(const Condensation& c) {
   const uint32_t count = c.component_count;
   const uint64_t edges = c.dag.edge_count();
   uint64_t cost = 0;
-  for (uint64_t lo = 0; lo < count; lo += 64) {
+  for (uint64_t lo = 0; lo < count; lo += kTargets) {
     cost += (count - lo) + (edges - c.dag.offsets[lo]);
   }
   return cost;
 }
 
-// Exact, method 2: bit-parallel transitive closure, 64 target components per pass.
+// Exact, method 2: bit-parallel transitive closure, kTargets target components per pass.
 void ExactByBitParallel(const Condensation& c, DynamicSizes& out) {
   const uint32_t count = c.component_count;
   auto& bytes = DynamicSizesBuilder::bytes(out);
   auto& objects = DynamicSizesBuilder::objects(out);
   std::fill(bytes.begin(), bytes.end(), 0);
   std::vector<uint64_t> objects64(count, 0);
-  // mask[x] bit i: component x reaches target lo + i. Zero below the current pass's lo.
-  std::vector<uint64_t> mask(count, 0);
-  // Lookup tables: sum of the targets' bytes / objects for each value of mask byte b.
-  std::vector<uint64_t> table_bytes(8 * 256), table_objects(8 * 256);
-  for (uint32_t lo = 0; lo < count; lo = lo + 64 < count ? lo + 64 : count) {
-    const uint32_t hi = count - lo > 64 ? lo + 64 : count;
-    for (uint32_t b = 0; b < 8; ++b) {
+  // Words kWords*x .. kWords*x + kWords - 1, bit i of word w: component x reaches target
+  // lo + 64w + i. Zero below the current pass's lo.
+  std::vector<uint64_t> mask(size_t{count} * kWords, 0);
+  // Lookup tables: sum of the targets' bytes / objects for each value of mask byte b (8 per word).
+  constexpr uint32_t kBytes = 8 * kWords;
+  std::vector<uint64_t> table_bytes(kBytes * 256), table_objects(kBytes * 256);
+  for (uint32_t lo = 0; lo<count; lo = count - lo> kTargets ? lo + kTargets : count) {
+    const uint32_t hi = count - lo > kTargets ? lo + kTargets : count;
+    for (uint32_t b = 0; b < kBytes; ++b) {
       uint64_t* tb = &table_bytes[b * 256];
       uint64_t* to = &table_objects[b * 256];
       tb[0] = to[0] = 0;
       for (uint32_t m = 1; m < 256; ++m) {
-        const uint32_t target = lo + 8 * b + static_cast<uint32_t>(std::countr_zero(m));
+        const uint64_t target = uint64_t{lo} + 8 * b + static_cast<uint32_t>(std::countr_zero(m));
         const bool in = target < hi;
         tb[m] = tb[m & (m - 1)] + (in ? c.component_bytes[target] : 0);
         to[m] = to[m & (m - 1)] + (in ? c.component_objects[target] : 0);
       }
     }
     for (uint32_t x = lo; x < count; ++x) {
-      uint64_t m = x < hi ? uint64_t{1} << (x - lo) : 0;
-      for (ObjectIndex y : c.successors(ComponentId(x))) m |= mask[y.value];
-      mask[x] = m;
-      if (m == 0) continue;
+      uint64_t m[kWords] = {};
+      if (x < hi) m[(x - lo) / 64] = uint64_t{1} << ((x - lo) % 64);
+      for (ObjectIndex y : c.successors(ComponentId(x))) {
+        const uint64_t* my = &mask[size_t{y.value} * kWords];
+        for (uint32_t w = 0; w < kWords; ++w) m[w] |= my[w];
+      }
+      uint64_t any = 0;
+      for (uint32_t w = 0; w < kWords; ++w) {
+        mask[size_t{x} * kWords + w] = m[w];
+        any |= m[w];
+      }
+      if (any == 0) continue;
       uint64_t sb = 0, so = 0;
-      for (uint32_t b = 0; b < 8; ++b) {
-        const uint32_t byte = static_cast<uint32_t>(m >> (8 * b)) & 0xff;
-        sb += table_bytes[b * 256 + byte];
-        so += table_objects[b * 256 + byte];
+      for (uint32_t w = 0; w < kWords; ++w) {
+        if (m[w] == 0) continue;
+        for (uint32_t b = 0; b < 8; ++b) {
+          const uint32_t index =
+              (8 * w + b) * 256 + (static_cast<uint32_t>(m[w] >> (8 * b)) & 0xff);
+          sb += table_bytes[index];
+          so += table_objects[index];
+        }
       }
       bytes[x] += sb;
       objects64[x] += so;
     }
-    std::fill(mask.begin() + lo, mask.begin() + hi, 0);
+    std::fill(mask.begin() + size_t{lo} * kWords, mask.begin() + size_t{hi} * kWords, 0);
   }
   for (uint32_t x = 0; x < count; ++x) objects[x] = static_cast<uint32_t>(objects64[x]);
 }
@@ -212,7 +263,14 @@ StatusOr<DynamicSizes> Exact(const Condensation& c, std::vector<ComponentId> com
                              const ExactDynamicSizesOptions& options) {
   DynamicSizes out = DynamicSizesBuilder::Make(std::move(component_of), c.component_count);
   const uint64_t bit_parallel_cost = BitParallelCost(c);
-  if (options.method != ExactDynamicSizesOptions::Method::kBitParallel) {
+  bool try_dfs = options.method == ExactDynamicSizesOptions::Method::kComponentDfs;
+  if (options.method == ExactDynamicSizesOptions::Method::kAuto) {
+    // A sample of DFSs predicts method 1's cost; the sample may use up to 1/8 of method 2's cost
+    // and of the budget.
+    try_dfs =
+        PredictDfsWork(c, std::min(bit_parallel_cost, options.max_work) / 8) < bit_parallel_cost;
+  }
+  if (try_dfs) {
     const uint64_t dfs_limit = options.method == ExactDynamicSizesOptions::Method::kComponentDfs
                                    ? options.max_work
                                    : std::min(options.max_work, bit_parallel_cost);

@@ -129,20 +129,23 @@ class DynamicSizes {
 //      with a per-component "visited by" stamp instead of clearing a visited array. Cost: the sum
 //      over all components of the components and DAG edges they reach; quadratic in the worst case,
 //      near-linear for tree-like heaps;
-//   2. bit-parallel transitive closure: targets are taken 64 components at a time; one pass over
-//   the
-//      components in increasing id order (sinks first) ORs each component's 64-bit "reaches target
-//      i" mask from its successors' (only components with id >= the chunk's first target can reach
-//      it, so each pass starts there), and adds the targets' bytes and counts with byte-indexed
-//      lookup tables. Cost: sum over the chunks of the components and DAG edges at or above the
-//      chunk, about C/64 * (C + E) / 2 word operations, known before it starts.
-// ComputeExactDynamicSizes runs method 1 until it has done as much work as method 2 would (or
-// max_work), then switches to method 2 if that fits max_work; so it never does more than about
-// twice the cheaper method's work, and refuses (ResourceExhausted) rather than exceed 2 x max_work.
-// Memory: besides the condensation and the result, 4C (stamps or masks are 8C) and a DFS stack.
+//   2. bit-parallel transitive closure: targets are taken 256 components at a time; one pass over
+//      the components in increasing id order (sinks first) ORs each component's 256-bit "reaches
+//      target i" mask from its successors' (only components with id >= the chunk's first target
+//      can reach it, so each pass starts there), and adds the targets' bytes and counts with
+//      byte-indexed lookup tables. Cost: the sum over the passes of the components and DAG edges
+//      at or above the chunk, about C/256 * (C + E) / 2 work units (each 4 words), known before it
+//      starts.
+// kAuto predicts method 1's cost from a DFS out of 256 components spread over the ids (a sample
+// allowed 1/8 of method 2's cost and of max_work), runs method 1 if the prediction is lower,
+// stopping it once it has done as much work as method 2 would (or max_work), and otherwise (or
+// then) method 2 if that fits max_work. So it does at most about 2.1 times the work of the cheaper
+// method, and refuses (ResourceExhausted) rather than exceed about twice max_work. Measured:
+// docs/dynamic-size.md. Memory: besides the condensation and the result, 4C (method 1's stamps) or
+// 32C (method 2's masks) + 8C, and a DFS stack.
 struct ExactDynamicSizesOptions {
   // Budget in work units (a component or DAG edge visited by method 1, a component or edge of one
-  // pass of method 2); about 1-3 ns each here. Default 2^33 (a few seconds to tens of seconds).
+  // pass of method 2). Default 2^33: tens of seconds at most (a unit takes 1-4 ns here).
   uint64_t max_work = uint64_t{1} << 33;
   // kAuto as described above; the other two run one method only (for tests and benchmarks), and
   // refuse when it would exceed max_work.
@@ -152,9 +155,9 @@ struct ExactDynamicSizesOptions {
 
 // Exact dynamic size (bytes and object count) of every object of `graph`, following the references
 // `references` selects. Time: O(n + m) for the condensation plus the cost above; memory: the
-// condensation plus the result (4n + 13C bytes). Errors: ResourceExhausted when both methods would
-// exceed options.max_work (the message gives both costs); InvalidArgument as
-// CondenseStrongComponents.
+// condensation, the method's scratch, and the result (4n + 13C bytes). Errors: ResourceExhausted
+// when both methods would exceed options.max_work (the message gives both costs); InvalidArgument
+// as CondenseStrongComponents.
 StatusOr<DynamicSizes> ComputeExactDynamicSizes(const HeapGraph& graph,
                                                 const DynamicSizeOptions& references = {},
                                                 const ExactDynamicSizesOptions& options = {});
