@@ -368,6 +368,7 @@ class SketchPool {
       cls.entries.resize(cls.entries.size() + block_size);
       cls.holders.push_back(0);
       cls.sums.emplace_back();
+      entry_bytes_ += block_size * sizeof(uint64_t) + sizeof(uint32_t) + sizeof(Sums);
     }
     std::copy_n(data, len, cls.entries.data() + block * block_size);
     cls.holders[block] = 1;
@@ -383,6 +384,8 @@ class SketchPool {
     Class& cls = classes_[ClassOf(h.length)];
     if (--cls.holders[h.block] == 0) cls.free.push_back(h.block);
   }
+  // Bytes of blocks ever allocated (blocks are reused, never returned): the pool's peak.
+  uint64_t bytes() const { return entry_bytes_; }
 
  private:
   static uint32_t ClassOf(uint32_t len) { return static_cast<uint32_t>(std::bit_width(len - 1)); }
@@ -393,6 +396,7 @@ class SketchPool {
     std::vector<uint32_t> free;
   };
   std::vector<Class> classes_;
+  uint64_t entry_bytes_ = 0;
 };
 
 Status CheckSketchOptions(const DynamicSizeSketchOptions& options) {
@@ -503,6 +507,12 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
       sketch[x] = shared;  // keeps the hold taken above
     } else {
       sketch[x] = pool.Store(acc.data(), static_cast<uint32_t>(len), sums);
+      if (pool.bytes() > options.max_sketch_bytes) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "dynamic size estimate: the sketches waiting for a predecessor need more than %u bytes "
+            "(at component %u of %u); use a smaller sketch_size",
+            options.max_sketch_bytes, x, count));
+      }
     }
   }
   return out;

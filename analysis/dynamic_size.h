@@ -200,15 +200,20 @@ struct DynamicSizeSketchOptions {
   uint32_t sketch_size = 256;
   // Seed of the hash that gives each component its rank.
   uint64_t seed = 0x9e3779b97f4a7c15ull;
+  // Budget for the sketches waiting for a predecessor (their peak, in bytes): beyond it the
+  // estimate refuses (ResourceExhausted) instead of growing.
+  uint64_t max_sketch_bytes = uint64_t{4} << 30;
 };
 
 // Estimated dynamic size of every object of `graph`, following the references `references`
-// selects. Errors: InvalidArgument if sketch_size is out of range, or as CondenseStrongComponents.
+// selects. Errors: InvalidArgument if sketch_size is out of range, or as CondenseStrongComponents;
+// ResourceExhausted when the sketches exceed max_sketch_bytes.
 StatusOr<DynamicSizes> EstimateDynamicSizes(const HeapGraph& graph,
                                             const DynamicSizeOptions& references = {},
                                             const DynamicSizeSketchOptions& options = {});
 // The same on a condensation made by the caller (copies its component_of). Errors:
-// InvalidArgument if sketch_size is out of range or the condensation is inconsistent.
+// InvalidArgument if sketch_size is out of range or the condensation is inconsistent;
+// ResourceExhausted as above.
 StatusOr<DynamicSizes> EstimateDynamicSizes(const Condensation& condensation,
                                             const DynamicSizeSketchOptions& options = {});
 

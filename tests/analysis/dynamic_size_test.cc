@@ -173,6 +173,25 @@ TEST(DynamicSizeTest, ExactRefusesBeyondItsBudget) {
             absl::StatusCode::kResourceExhausted);
 }
 
+TEST(DynamicSizeTest, EstimateRefusesBeyondItsBudget) {
+  // A chain of 300 objects each also referencing a leaf of its own: every sketch waits for its
+  // predecessor, and those near the end of the chain are full (k + 1 = 17 entries, 136 bytes).
+  std::vector<Edge> edges;
+  for (uint32_t v = 0; v + 1 < 300; ++v) {
+    edges.push_back({v, v + 1});
+    edges.push_back({v, 300 + v});
+  }
+  auto c = CondenseStrongComponents(MakeGraph(600, edges), SizeOf);
+  ASSERT_TRUE(c.ok()) << c.status();
+  DynamicSizeSketchOptions options;
+  options.sketch_size = 16;
+  options.max_sketch_bytes = 100;
+  EXPECT_EQ(EstimateDynamicSizes(*c, options).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  options.max_sketch_bytes = 4096;
+  EXPECT_TRUE(EstimateDynamicSizes(*c, options).ok());
+}
+
 TEST(DynamicSizeTest, RejectsInconsistentCondensation) {
   auto c = CondenseStrongComponents(MakeGraph(3, {{0, 1}, {1, 2}}), SizeOf);
   ASSERT_TRUE(c.ok()) << c.status();
