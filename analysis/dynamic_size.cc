@@ -214,15 +214,16 @@ void ExactByBitParallel(const Condensation& c, DynamicSizes& out) {
   std::vector<uint64_t> mask(size_t{count} * kWords, 0);
   // Lookup tables: sum of the targets' bytes / objects for each value of mask byte b (8 per word).
   constexpr uint32_t kBytes = 8 * kWords;
-  std::vector<uint64_t> table_bytes(kBytes * 256), table_objects(kBytes * 256);
-  for (uint32_t lo = 0; lo<count; lo = count - lo> kTargets ? lo + kTargets : count) {
-    const uint32_t hi = count - lo > kTargets ? lo + kTargets : count;
-    for (uint32_t b = 0; b < kBytes; ++b) {
+  std::vector<uint64_t> table_bytes(size_t{kBytes} * 256), table_objects(size_t{kBytes} * 256);
+  for (uint64_t chunk = 0; chunk < count; chunk += kTargets) {
+    const uint32_t lo = static_cast<uint32_t>(chunk);
+    const uint32_t hi = static_cast<uint32_t>(std::min<uint64_t>(chunk + kTargets, count));
+    for (size_t b = 0; b < kBytes; ++b) {
       uint64_t* tb = &table_bytes[b * 256];
       uint64_t* to = &table_objects[b * 256];
       tb[0] = to[0] = 0;
       for (uint32_t m = 1; m < 256; ++m) {
-        const uint64_t target = uint64_t{lo} + 8 * b + static_cast<uint32_t>(std::countr_zero(m));
+        const uint64_t target = chunk + 8 * b + static_cast<uint32_t>(std::countr_zero(m));
         const bool in = target < hi;
         tb[m] = tb[m & (m - 1)] + (in ? c.component_bytes[target] : 0);
         to[m] = to[m & (m - 1)] + (in ? c.component_objects[target] : 0);
@@ -254,7 +255,8 @@ void ExactByBitParallel(const Condensation& c, DynamicSizes& out) {
       bytes[x] += sb;
       objects64[x] += so;
     }
-    std::fill(mask.begin() + size_t{lo} * kWords, mask.begin() + size_t{hi} * kWords, 0);
+    std::fill(mask.begin() + static_cast<ptrdiff_t>(size_t{lo} * kWords),
+              mask.begin() + static_cast<ptrdiff_t>(size_t{hi} * kWords), 0);
   }
   for (uint32_t x = 0; x < count; ++x) objects[x] = static_cast<uint32_t>(objects64[x]);
 }
@@ -316,6 +318,12 @@ inline double KeyRank(uint64_t key) {
 // (their objects count) with a tiny probability.
 inline double SamplingWeight(uint64_t bytes) {
   return bytes == 0 ? 1.0 : static_cast<double>(bytes);
+}
+
+// An estimate rounded to whole bytes / objects (counts saturate at 2^32 - 1).
+uint64_t RoundBytes(double v) { return static_cast<uint64_t>(std::llround(std::max(0.0, v))); }
+uint32_t RoundCount(double v) {
+  return static_cast<uint32_t>(std::llround(std::clamp(v, 0.0, 4294967295.0)));
 }
 
 // Merges sorted `a` and `b` into `out` (distinct entries, at most `cap`). Returns the length.
@@ -463,9 +471,8 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
     if (shared.length != 0) {
       // x's own entry is not among the k + 1 smallest.
       const SketchPool::Sums& s = pool.GetSums(shared);
-      out_bytes[x] = static_cast<uint64_t>(std::llround(c.component_bytes[x] + s.bytes));
-      out_objects[x] = static_cast<uint32_t>(std::min<double>(
-          std::llround(c.component_objects[x] + s.objects), std::numeric_limits<uint32_t>::max()));
+      out_bytes[x] = RoundBytes(static_cast<double>(c.component_bytes[x]) + s.bytes);
+      out_objects[x] = RoundCount(static_cast<double>(c.component_objects[x]) + s.objects);
       out_exact[x] = false;
     } else if (len <= k) {
       // The sketch holds the whole reachable set.
@@ -496,9 +503,8 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
       }
       const double b = static_cast<double>(c.component_bytes[x]) + sums.bytes - own_b;
       const double o = static_cast<double>(c.component_objects[x]) + sums.objects - own_o;
-      out_bytes[x] = static_cast<uint64_t>(std::llround(b));
-      out_objects[x] = static_cast<uint32_t>(
-          std::min<double>(std::llround(o), std::numeric_limits<uint32_t>::max()));
+      out_bytes[x] = RoundBytes(b);
+      out_objects[x] = RoundCount(o);
       out_exact[x] = false;
     }
     if (waiting[x] == 0) {

@@ -306,7 +306,7 @@ TEST(DynamicSizeTest, EstimateIsUnbiased) {
     star.sizes.assign(21, 16);
     cases.push_back(star);
     Case skewed = star;
-    for (uint32_t i = 0; i <= 20; ++i) skewed.sizes[i] = 8 * (1 + (i * 7) % 23);
+    for (uint32_t i = 0; i <= 20; ++i) skewed.sizes[i] = uint64_t{8} * (1 + (i * 7) % 23);
     cases.push_back(skewed);
     Case shared;  // 0 -> 2..21, 1 -> 7..26, 27 -> 0, 27 -> 1
     for (uint32_t i = 2; i <= 21; ++i) shared.edges.push_back({0, i});
@@ -610,7 +610,7 @@ TEST(DynamicSizeTest, ThesisFigure2_3) {
   auto with_classes = ComputeDynamicSize(*graph, std::vector<ObjectIndex>{at(kB)}, all_references);
   ASSERT_TRUE(with_classes.ok()) << with_classes.status();
   // B + Object[]'s class; data objects + Data's class; payloads + byte[]'s class; java.lang.Class.
-  EXPECT_EQ(*with_classes, (DynamicSize{56 + kData + 4 * 8, 9 + 4}));
+  EXPECT_EQ(*with_classes, (DynamicSize{56 + kData + 32, 9 + 4}));
 }
 
 }  // namespace
