@@ -70,6 +70,8 @@ StrongComponentsOptions ReferencesFor(const DynamicSizeOptions& options);
 // an explicit stack). Duplicates in `objects` count once; an empty set has size 0.
 // Cost: O(reached objects + their references) time; memory: a bitmap of n bits (n/8 bytes, cleared
 // once) plus a stack of at most 4 bytes per reached object. Independent of the rest of the heap.
+// Measured: the 2.49 M instances of the most numerous class of the 978 MiB benchmark dump (3.28 M
+// objects reached) in 0.14 s CPU, 0.26-0.33 s wall on the loaded 2-core machine.
 // Errors: InvalidArgument if a member is out of range (>= object_count()).
 StatusOr<DynamicSize> ComputeDynamicSize(const HeapGraph& graph,
                                          std::span<const ObjectIndex> objects,
@@ -169,6 +171,9 @@ StatusOr<DynamicSizes> ComputeExactDynamicSizes(const Condensation& condensation
 
 // ---- Estimated dynamic size of every object.
 //
+// The thesis's BFS-based algorithm (section 4.5, Listing 4.3) propagates each component's full set
+// of reachable ids from the leaves to the roots and ran out of memory on real dumps; this estimate
+// propagates bounded samples of those sets the same way.
 // Method: priority sampling (N. Duffield, C. Lund, M. Thorup, "Priority sampling for estimation of
 // arbitrary subset sums", J. ACM 54(6), 2007) of the components, merged over the condensation DAG
 // as bottom-k sketches (E. Cohen, H. Kaplan, "Summarizing data using bottom-k sketches", PODC
