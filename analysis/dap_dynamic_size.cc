@@ -6,31 +6,35 @@
 
 namespace heapwatch::analysis {
 
-StatusOr<DagDynamicSizes> ComputeDapDynamicSizesOfDag(const CsrGraph& dag,
-                                                      const DagDominatingArticulationPoints& points,
-                                                      std::span<const uint64_t> node_bytes,
-                                                      std::span<const uint32_t> node_objects,
-                                                      const DapDynamicSizeOptions& options) {
-  const uint32_t n = dag.node_count();
-  if (node_bytes.size() != n || node_objects.size() != n || points.is_point.size() != n) {
+StatusOr<DapDynamicSizes> ComputeDapDynamicSizes(const Condensation& condensation,
+                                                 const DominatingArticulationPoints& points,
+                                                 const DapDynamicSizeOptions& options) {
+  const uint32_t n = condensation.component_count;
+  const CsrGraph& dag = condensation.dag;
+  if (dag.offsets.size() != size_t{n} + 1 || condensation.component_bytes.size() != n ||
+      condensation.component_objects.size() != n || points.is_point.size() != n) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "DAP dynamic size: %u DAG nodes but %u byte sizes, %u object counts and %u DAP flags", n,
-        node_bytes.size(), node_objects.size(), points.is_point.size()));
+        "DAP dynamic size: %u components but %u DAG nodes, %u byte sizes, %u object counts and "
+        "%u DAP flags",
+        n, dag.offsets.size() - 1, condensation.component_bytes.size(),
+        condensation.component_objects.size(), points.is_point.size()));
   }
-  // Every edge must go to a lower node (this also keeps every index below in range).
+  // Every edge must go to a lower component (this also keeps every index below in range).
   for (uint32_t v = 0; v < n; ++v) {
     for (ObjectIndex w : dag.successors(ObjectIndex(v))) {
       if (w.value >= v) {
         return absl::InvalidArgumentError(absl::StrFormat(
-            "DAP dynamic size: DAG edge %u -> %u does not go to a lower node", v, w.value));
+            "DAP dynamic size: DAG edge %u -> %u does not go to a lower component", v, w.value));
       }
     }
   }
   const std::vector<bool>& is_point = points.is_point;
-  DagDynamicSizes result;
-  result.bytes.assign(n, 0);
-  result.objects.assign(n, 0);
-  // mark[v] == c + 1: v was visited by the search from c (0 = never visited).
+  const std::vector<uint64_t>& own_bytes = condensation.component_bytes;
+  const std::vector<uint32_t>& own_objects = condensation.component_objects;
+  DapDynamicSizes result;
+  result.of_component.resize(n);
+  // mark[v] == c + 1: v was visited by the search from c (0 = never visited), so no array is
+  // cleared between searches.
   std::vector<uint32_t> mark(n, 0);
   std::vector<ObjectIndex> stack;
   const uint64_t max_visits = options.max_visits;
@@ -38,8 +42,8 @@ StatusOr<DagDynamicSizes> ComputeDapDynamicSizesOfDag(const CsrGraph& dag,
   uint64_t points_used = 0;
   for (uint32_t c = 0; c < n; ++c) {
     const uint32_t stamp = c + 1;
-    uint64_t bytes = node_bytes[c];
-    uint64_t objects = node_objects[c];
+    uint64_t bytes = own_bytes[c];
+    uint64_t objects = own_objects[c];
     mark[c] = stamp;
     ++visits;
     stack.clear();
@@ -53,14 +57,14 @@ StatusOr<DagDynamicSizes> ComputeDapDynamicSizesOfDag(const CsrGraph& dag,
       stack.pop_back();
       ++visits;
       if (is_point[v]) {
-        // Reach(v) is entered only through v: its dynamic size covers it exactly once.
-        bytes += result.bytes[v];
-        objects += result.objects[v];
+        // Reach(v) is entered only through v (v < c, so its size is done): it counts once, whole.
+        bytes += result.of_component[v].bytes;
+        objects += result.of_component[v].objects;
         ++points_used;
         continue;
       }
-      bytes += node_bytes[v];
-      objects += node_objects[v];
+      bytes += own_bytes[v];
+      objects += own_objects[v];
       for (ObjectIndex w : dag.successors(ObjectIndex(v))) {
         if (mark[w.value] == stamp) continue;
         mark[w.value] = stamp;
@@ -72,8 +76,7 @@ StatusOr<DagDynamicSizes> ComputeDapDynamicSizesOfDag(const CsrGraph& dag,
           "DAP dynamic size: more than %u component visits after %u of %u components", max_visits,
           c + 1, n));
     }
-    result.bytes[c] = bytes;
-    result.objects[c] = objects;
+    result.of_component[c] = DynamicSize{bytes, objects};
   }
   result.points_used = points_used;
   result.visits = visits;

@@ -16,7 +16,7 @@
 //
 // Exactness: exact for every component and therefore every object, when the DAPs were computed on
 // the same SCC graph with every component reachable from the super root (as
-// ComputeDagDominatingArticulationPoints does). Why: no edge enters Reach(d) \ {d} from outside
+// ComputeDominatingArticulationPoints does). Why: no edge enters Reach(d) \ {d} from outside
 // Reach(d), so a search from c meets a node of Reach(d) \ {d} only through d; adding d's
 // dynamic size once counts exactly Reach(d), and nothing else is skipped or counted twice. Checked
 // against a brute-force search per object on thousands of random graphs (tests/analysis).
@@ -28,49 +28,55 @@
 // without DAPs (the thesis's DAG1/DAG2 examples) and on heaps where many objects reach a large part
 // of the heap that no DAP separates. Memory: 4 bytes per component (the marks) plus the explicit
 // stack (at most 4 bytes per component) plus the result (16 bytes per component).
-// DapDynamicSizeOptions::max_visits bounds the work.
+// DapDynamicSizeOptions::max_visits bounds the work. (dynamic_size.h's ComputeExactDynamicSizes
+// bounds the same worst case differently: it switches to a bit-parallel closure.)
+//
+// Units: bytes are the condensation's component_bytes (shallow sizes in bytes for
+// CondenseStrongComponents on a HeapGraph); objects are counts. Which references count (weak
+// referents, class-object references) is decided when the condensation is made (dynamic_size.h,
+// ReferencesFor).
 //
 // Thread-safety: reentrant; reads its inputs only.
 #ifndef HEAPWATCH_ANALYSIS_DAP_DYNAMIC_SIZE_H_
 #define HEAPWATCH_ANALYSIS_DAP_DYNAMIC_SIZE_H_
 
 #include <cstdint>
-#include <span>
 #include <vector>
 
-#include "analysis/csr_graph.h"
 #include "analysis/dominating_articulation_points.h"
+#include "analysis/dynamic_size.h"
+#include "analysis/strong_components.h"
 #include "common/status.h"
 
 namespace heapwatch::analysis {
 
 struct DapDynamicSizeOptions {
-  // Stop with ResourceExhausted once the searches together have visited this many components
-  // (each visit reads the component's size and, unless it is a DAP, its edges). 0 = no bound.
+  // Stop with ResourceExhausted once the searches together have visited more than this many
+  // components (each visit reads a component's size and, unless it is a DAP, its edges). 0 = no
+  // bound.
   uint64_t max_visits = 0;
 };
 
-// Dynamic sizes of every node of a DAG, in the units of the inputs.
-struct DagDynamicSizes {
-  std::vector<uint64_t> bytes;    // per node: total of node_bytes over the nodes it reaches
-  std::vector<uint64_t> objects;  // per node: total of node_objects over the nodes it reaches
+// Exact dynamic sizes of every component.
+struct DapDynamicSizes {
+  // Per component (component_count entries). The dynamic size of object v is
+  // of_component[condensation.component_of[v].value].
+  std::vector<DynamicSize> of_component;
   // Times a search met a DAP other than its start and reused its size (the thesis's "Dominating
   // Articulation Points used", Table A.2).
   uint64_t points_used = 0;
-  // Components visited by all searches together, start nodes and DAPs met included.
+  // Components visited by all searches together, start components and DAPs met included.
   uint64_t visits = 0;
 };
 
-// The thesis's DAP dynamic size of every node of `dag` (see the file comment). `points` is
-// ComputeDagDominatingArticulationPoints on the same `dag`; node_bytes and node_objects give each
-// node's own size (a component's shallow bytes and its object count), one entry per node. Errors:
-// InvalidArgument if the sizes or points.is_point do not have one entry per node or an edge does
-// not go to a lower node; ResourceExhausted if options.max_visits is exceeded.
-StatusOr<DagDynamicSizes> ComputeDapDynamicSizesOfDag(const CsrGraph& dag,
-                                                      const DagDominatingArticulationPoints& points,
-                                                      std::span<const uint64_t> node_bytes,
-                                                      std::span<const uint32_t> node_objects,
-                                                      const DapDynamicSizeOptions& options = {});
+// The thesis's DAP dynamic size of every component of `condensation` (see the file comment).
+// `points` REQUIRES: ComputeDominatingArticulationPoints on the same condensation (with other DAPs
+// the sizes are wrong, though never out of bounds). Errors: InvalidArgument if points.is_point or
+// the size vectors do not have one entry per component or a DAG edge does not go to a lower
+// component; ResourceExhausted if options.max_visits is exceeded.
+StatusOr<DapDynamicSizes> ComputeDapDynamicSizes(const Condensation& condensation,
+                                                 const DominatingArticulationPoints& points,
+                                                 const DapDynamicSizeOptions& options = {});
 
 }  // namespace heapwatch::analysis
 

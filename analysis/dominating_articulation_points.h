@@ -38,10 +38,11 @@
 //      counting as the largest id. The ids of those idoms are at most i exactly when i dominates
 //      its whole reach (an idom outside the reach reaches i, so has a larger id), and the successor
 //      with the largest id then has idom i.
-// Complexity: step 3 O(n + m) time for n components and m DAG edges, 4 bytes per component (the
-// thesis's value array) plus the result; step 2 that of ComputeDominatorTree on the DAG (near
-// linear, about 16 bytes per component while it runs, 9.5 bytes per component kept in the tree
-// until this function returns); finding the SCC roots needs 1 bit per component. Never recurses.
+// Complexity: step 3 O(C + E) time for C components and E DAG edges, 4 bytes per component (the
+// thesis's value array) plus the result (1 bit per component and 4 bytes per DAP); step 2 that of
+// ComputeDominatorTree on the DAG (near linear; about 16 bytes per component while it runs and
+// 9.5 bytes per component for the tree, freed before step 3; the result keeps 4 bytes per
+// component); finding the SCC roots needs 2 bits per component. Never recurses.
 //
 // Thread-safety: the functions are reentrant and read their inputs only; results are plain values.
 #ifndef HEAPWATCH_ANALYSIS_DOMINATING_ARTICULATION_POINTS_H_
@@ -52,42 +53,52 @@
 #include <vector>
 
 #include "analysis/csr_graph.h"
+#include "analysis/strong_components.h"
 #include "common/status.h"
 
 namespace heapwatch::analysis {
 
-// The DAPs of a DAG and what they were computed from. DAG nodes are numbered 0..n-1; ObjectIndex is
-// the node type of CsrGraph and here names a DAG node (a component), not an object.
-struct DagDominatingArticulationPoints {
-  // Nodes the super root points to: the given root nodes and every source node, increasing,
-  // without duplicates.
-  std::vector<ObjectIndex> flow_roots;
-  // Immediate dominator of every node (n entries): a node, or ObjectIndex(n) = the super root.
-  std::vector<ObjectIndex> immediate_dominators;
-  // is_point[v]: v is a dominating articulation point (n entries).
+// The DAPs of a condensation's SCC graph and what they were computed from.
+struct DominatingArticulationPoints {
+  // The SCC roots the super root points to: the components of the given GC roots and every source
+  // component, increasing, without duplicates.
+  std::vector<ComponentId> scc_roots;
+  // Immediate dominator of every component (component_count entries): a component, or
+  // ComponentId(component_count) = the super root.
+  std::vector<ComponentId> immediate_dominators;
+  // is_point[c]: component c is a dominating articulation point (component_count entries).
   std::vector<bool> is_point;
   // The DAPs in increasing order.
-  std::vector<ObjectIndex> points;
+  std::vector<ComponentId> points;
 };
 
-// Step 3 (Listing 4.4) alone: the DAPs of `dag` given the immediate dominators of its flow graph.
-// `dag` REQUIRES no particular edge order, but every edge must go from a higher to a lower node
-// (reverse topological numbering; duplicates allowed, self-loops not) and `immediate_dominators`
-// must have one entry per node, each a larger node or ObjectIndex(n) (the super root). Returns
-// is_point (n entries). O(n + m) time, 4 bytes per node besides the result. Errors:
-// InvalidArgument if an edge does not go to a lower node or an immediate dominator is missing,
-// not larger than its node or out of range (the input is not a DAG in reverse topological order
-// with its dominators).
-StatusOr<std::vector<bool>> DominatingArticulationPointsOfDag(
-    const CsrGraph& dag, std::span<const ObjectIndex> immediate_dominators);
+// The SCC roots: the components of `gc_roots` (duplicates allowed) and every component without a
+// predecessor in condensation.dag, increasing. O(C + E + number of GC roots), 2 bits per component.
+// Errors: InvalidArgument if a GC root is out of range (>= condensation.component_of.size()) or the
+// condensation is inconsistent (see below).
+StatusOr<std::vector<ComponentId>> SccRoots(const Condensation& condensation,
+                                            std::span<const ObjectIndex> gc_roots);
 
-// Steps 2 and 3 on a DAG in reverse topological order: the super root gets an edge to every node in
-// `root_nodes` (duplicates allowed; for the SCC graph: the components that contain a GC root) and
-// to every source node; then the dominator tree (ComputeDominatorTree) and Listing 4.4. Cost: see
-// the file comment. Errors: InvalidArgument if a root node is out of range, an edge does not go
-// to a lower node, or the DAG has 2^32 - 3 nodes or more.
-StatusOr<DagDominatingArticulationPoints> ComputeDagDominatingArticulationPoints(
-    const CsrGraph& dag, std::span<const ObjectIndex> root_nodes);
+// Step 2: the immediate dominator of every component in the SCC graph with a super root over
+// `scc_roots` (ComponentId(component_count) stands for the super root). REQUIRES: every component is
+// reachable from `scc_roots` (true for SccRoots' result). Errors: InvalidArgument if a root is out
+// of range, a component is unreachable, or the condensation is inconsistent.
+StatusOr<std::vector<ComponentId>> SccImmediateDominators(const Condensation& condensation,
+                                                          std::span<const ComponentId> scc_roots);
+
+// Step 3 (Listing 4.4) alone: is_point (component_count entries) from the SCC graph's immediate
+// dominators. O(C + E) time, 4 bytes per component besides the result. Errors: InvalidArgument if
+// `immediate_dominators` does not have one entry per component, each a larger component or the
+// super root (so not the dominators of this DAG), or the condensation is inconsistent.
+StatusOr<std::vector<bool>> DominatingArticulationPointsFromDominators(
+    const Condensation& condensation, std::span<const ComponentId> immediate_dominators);
+
+// All three steps: SccRoots, SccImmediateDominators, DominatingArticulationPointsFromDominators.
+// Cost: see the file comment. Errors: those of the three; the condensation is inconsistent when
+// dag.node_count() != component_count, a DAG edge does not go to a lower component, or the
+// condensation has 2^32 - 3 components or more.
+StatusOr<DominatingArticulationPoints> ComputeDominatingArticulationPoints(
+    const Condensation& condensation, std::span<const ObjectIndex> gc_roots);
 
 }  // namespace heapwatch::analysis
 

@@ -1,7 +1,8 @@
 // Dominating articulation points (seeds/001 Definition 11, Listing 4.4) and the thesis's DAP
-// dynamic size on DAGs: golden cases, and brute-force oracles on thousands of random DAGs (each
-// candidate removed in turn: Definition 10 by undirected connectivity, domination of its reach by
-// reachability from the super root; dynamic sizes by one search per node).
+// dynamic size: golden cases, brute-force oracles on thousands of random DAGs and random heap-like
+// graphs (each candidate removed in turn: Definition 10 by undirected connectivity, domination of
+// its reach by reachability from the super root; dynamic sizes by one search per object), and the
+// corpus dumps against the exact dynamic sizes of dynamic_size.h.
 #include "analysis/dominating_articulation_points.h"
 
 #include <algorithm>
@@ -10,6 +11,9 @@
 #include <vector>
 
 #include "analysis/dap_dynamic_size.h"
+#include "analysis/dynamic_size.h"
+#include "analysis/strong_components.h"
+#include "collectors/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "graph_test_util.h"
 #include "gtest/gtest.h"
@@ -22,6 +26,10 @@ using testing::MakeGraph;
 using testing::Objects;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+
+#ifndef HEAPWATCH_CORPORA_DIR
+#error HEAPWATCH_CORPORA_DIR must be defined by the build
+#endif
 
 ObjectIndex O(uint32_t v) { return ObjectIndex(v); }
 
@@ -102,13 +110,36 @@ std::vector<bool> BruteDominatingArticulationPoints(const CsrGraph& dag,
   return out;
 }
 
+// ---- Condensations made by hand: a DAG in reverse topological order is its own condensation.
+
+Condensation FromDag(CsrGraph dag, std::vector<uint64_t> bytes = {},
+                     std::vector<uint32_t> objects = {}) {
+  Condensation c;
+  c.component_count = dag.node_count();
+  for (uint32_t v = 0; v < c.component_count; ++v) c.component_of.push_back(ComponentId(v));
+  c.dag = std::move(dag);
+  c.component_bytes = bytes.empty() ? std::vector<uint64_t>(c.component_count, 8) : bytes;
+  c.component_objects = objects.empty() ? std::vector<uint32_t>(c.component_count, 1) : objects;
+  return c;
+}
+
+std::vector<ComponentId> C(std::initializer_list<uint32_t> values) {
+  std::vector<ComponentId> out;
+  for (uint32_t v : values) out.push_back(ComponentId(v));
+  return out;
+}
+
+std::vector<ObjectIndex> AsNodes(const std::vector<ComponentId>& components) {
+  std::vector<ObjectIndex> out;
+  for (ComponentId c : components) out.push_back(O(c.value));
+  return out;
+}
+
 // ---- Random DAGs in reverse topological order (every edge to a lower node).
 
 struct RandomDag {
-  CsrGraph dag;
+  Condensation condensation;
   std::vector<ObjectIndex> roots;
-  std::vector<uint64_t> bytes;
-  std::vector<uint32_t> objects;
 };
 
 RandomDag MakeRandomDag(std::mt19937_64& rng, uint32_t max_nodes) {
@@ -129,16 +160,17 @@ RandomDag MakeRandomDag(std::mt19937_64& rng, uint32_t max_nodes) {
     const uint32_t a = static_cast<uint32_t>(uniform(1, n - 1));
     edges.push_back({a, static_cast<uint32_t>(uniform(0, a - 1))});
   }
-  if (!edges.empty() && chance(0.3)) edges.push_back(edges[uniform(0, edges.size() - 1)]);
   std::shuffle(edges.begin(), edges.end(), rng);
+  std::vector<uint64_t> bytes;
+  std::vector<uint32_t> objects;
+  for (uint32_t v = 0; v < n; ++v) {
+    bytes.push_back(uniform(0, 3) * 8 + 16);
+    objects.push_back(static_cast<uint32_t>(uniform(1, 4)));
+  }
   RandomDag out;
-  out.dag = MakeGraph(n, edges);
+  out.condensation = FromDag(MakeGraph(n, edges), bytes, objects);
   const uint64_t roots = uniform(0, 3);
   for (uint64_t i = 0; i < roots; ++i) out.roots.push_back(O(static_cast<uint32_t>(uniform(0, n - 1))));
-  for (uint32_t v = 0; v < n; ++v) {
-    out.bytes.push_back(uniform(0, 3) * 8 + 16);
-    out.objects.push_back(static_cast<uint32_t>(uniform(1, 4)));
-  }
   return out;
 }
 
@@ -146,122 +178,133 @@ RandomDag MakeRandomDag(std::mt19937_64& rng, uint32_t max_nodes) {
 
 TEST(DominatingArticulationPointsTest, Chain) {
   // 3 -> 2 -> 1 -> 0: every node with a successor dominates its reach.
-  const CsrGraph dag = MakeGraph(4, {{3, 2}, {2, 1}, {1, 0}});
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
+  const Condensation c = FromDag(MakeGraph(4, {{3, 2}, {2, 1}, {1, 0}}));
+  auto points = ComputeDominatingArticulationPoints(c, {});
   ASSERT_TRUE(points.ok()) << points.status();
-  EXPECT_THAT(points->flow_roots, ElementsAre(O(3)));
-  EXPECT_THAT(points->immediate_dominators, ElementsAre(O(1), O(2), O(3), O(4)));
-  EXPECT_THAT(points->points, ElementsAre(O(1), O(2), O(3)));
+  EXPECT_EQ(points->scc_roots, C({3}));
+  EXPECT_EQ(points->immediate_dominators, C({1, 2, 3, 4}));
+  EXPECT_EQ(points->points, C({1, 2, 3}));
 }
 
 TEST(DominatingArticulationPointsTest, DiamondHasOnlyTheTop) {
   // 3 -> 2, 3 -> 1, 2 -> 0, 1 -> 0: 2 and 1 share 0, so neither dominates its reach.
-  const CsrGraph dag = MakeGraph(4, {{3, 2}, {3, 1}, {2, 0}, {1, 0}});
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
+  const Condensation c = FromDag(MakeGraph(4, {{3, 2}, {3, 1}, {2, 0}, {1, 0}}));
+  auto points = ComputeDominatingArticulationPoints(c, {});
   ASSERT_TRUE(points.ok());
-  EXPECT_THAT(points->points, ElementsAre(O(3)));
+  EXPECT_EQ(points->points, C({3}));
 }
 
 TEST(DominatingArticulationPointsTest, SecondRootTakesDominationAway) {
   // 2 -> 1 -> 0, and 1 is also a GC root: 2 no longer dominates 1, 1 still dominates 0.
-  const CsrGraph dag = MakeGraph(3, {{2, 1}, {1, 0}});
-  auto points = ComputeDagDominatingArticulationPoints(dag, Objects({1}));
+  const Condensation c = FromDag(MakeGraph(3, {{2, 1}, {1, 0}}));
+  auto points = ComputeDominatingArticulationPoints(c, Objects({1}));
   ASSERT_TRUE(points.ok());
-  EXPECT_THAT(points->flow_roots, ElementsAre(O(1), O(2)));
-  EXPECT_THAT(points->points, ElementsAre(O(1)));
+  EXPECT_EQ(points->scc_roots, C({1, 2}));
+  EXPECT_EQ(points->points, C({1}));
 }
 
 TEST(DominatingArticulationPointsTest, UnbalancedTreeEveryEntryIsAPoint) {
   // The thesis's unbalanced tree (§5.1): list entries 6, 4, 2 each hold a data node (5, 3, 1) and
   // the next entry; the last entry 0 is a leaf. "Each entry node is a dominating articulation
   // point" (the leaf entry has nothing to dominate).
-  const CsrGraph dag = MakeGraph(7, {{6, 5}, {6, 4}, {4, 3}, {4, 2}, {2, 1}, {2, 0}});
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
+  const Condensation c = FromDag(MakeGraph(7, {{6, 5}, {6, 4}, {4, 3}, {4, 2}, {2, 1}, {2, 0}}),
+                                 std::vector<uint64_t>(7, 10));
+  auto points = ComputeDominatingArticulationPoints(c, {});
   ASSERT_TRUE(points.ok());
-  EXPECT_THAT(points->points, ElementsAre(O(2), O(4), O(6)));
-  std::vector<uint64_t> bytes(7, 10);
-  std::vector<uint32_t> objects(7, 1);
-  auto sizes = ComputeDapDynamicSizesOfDag(dag, *points, bytes, objects);
+  EXPECT_EQ(points->points, C({2, 4, 6}));
+  auto sizes = ComputeDapDynamicSizes(c, *points);
   ASSERT_TRUE(sizes.ok());
-  EXPECT_THAT(sizes->objects, ElementsAre(1, 1, 3, 1, 5, 1, 7));
-  EXPECT_THAT(sizes->bytes, ElementsAre(10, 10, 30, 10, 50, 10, 70));
+  std::vector<uint64_t> objects, bytes;
+  for (const DynamicSize& d : sizes->of_component) {
+    objects.push_back(d.objects);
+    bytes.push_back(d.bytes);
+  }
+  EXPECT_THAT(objects, ElementsAre(1, 1, 3, 1, 5, 1, 7));
+  EXPECT_THAT(bytes, ElementsAre(10, 10, 30, 10, 50, 10, 70));
   EXPECT_EQ(sizes->points_used, 2u);  // 4 uses 2, 6 uses 4
 }
 
-TEST(DominatingArticulationPointsTest, LeafNodeZeroIsNoPoint) {
-  // A single node (id 0, no successors) must not be taken for a DAP by Listing 4.4's "max == i"
-  // with max starting at 0.
-  const CsrGraph dag = MakeGraph(1, {});
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
+TEST(DominatingArticulationPointsTest, LeafComponentZeroIsNoPoint) {
+  // A single component (id 0, no successors) must not be taken for a DAP by Listing 4.4's
+  // "max == i" with max starting at 0.
+  const Condensation c = FromDag(MakeGraph(1, {}));
+  auto points = ComputeDominatingArticulationPoints(c, {});
   ASSERT_TRUE(points.ok());
   EXPECT_THAT(points->points, IsEmpty());
 }
 
 TEST(DominatingArticulationPointsTest, EmptyGraph) {
-  const CsrGraph dag = MakeGraph(0, {});
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
+  const Condensation c = FromDag(MakeGraph(0, {}));
+  auto points = ComputeDominatingArticulationPoints(c, {});
   ASSERT_TRUE(points.ok());
   EXPECT_THAT(points->points, IsEmpty());
-  auto sizes = ComputeDapDynamicSizesOfDag(dag, *points, {}, {});
+  auto sizes = ComputeDapDynamicSizes(c, *points);
   ASSERT_TRUE(sizes.ok());
-  EXPECT_THAT(sizes->bytes, IsEmpty());
+  EXPECT_THAT(sizes->of_component, IsEmpty());
 }
 
 TEST(DominatingArticulationPointsTest, LongChainIsIterative) {
-  // 10^6 nodes in a chain: no recursion, and the DAPs make the dynamic sizes linear (each search
-  // stops at the next node).
+  // 10^6 components in a chain: no recursion, and the DAPs make the dynamic sizes linear (each
+  // search stops at the next component).
   const uint32_t n = 1000000;
   std::vector<Edge> edges;
   for (uint32_t v = 1; v < n; ++v) edges.push_back({v, v - 1});
-  const CsrGraph dag = MakeGraph(n, edges);
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
+  const Condensation c = FromDag(MakeGraph(n, edges), std::vector<uint64_t>(n, 16));
+  auto points = ComputeDominatingArticulationPoints(c, {});
   ASSERT_TRUE(points.ok());
   EXPECT_EQ(points->points.size(), n - 1);
-  std::vector<uint64_t> bytes(n, 16);
-  std::vector<uint32_t> objects(n, 1);
   DapDynamicSizeOptions linear;  // fail fast instead of running for hours if the DAPs were lost
   linear.max_visits = uint64_t{2} * n;
-  auto sizes = ComputeDapDynamicSizesOfDag(dag, *points, bytes, objects, linear);
+  auto sizes = ComputeDapDynamicSizes(c, *points, linear);
   ASSERT_TRUE(sizes.ok()) << sizes.status();
-  EXPECT_EQ(sizes->objects[n - 1], n);
-  EXPECT_EQ(sizes->bytes[n - 1], uint64_t{16} * n);
+  EXPECT_EQ(sizes->of_component[n - 1].objects, n);
+  EXPECT_EQ(sizes->of_component[n - 1].bytes, uint64_t{16} * n);
   EXPECT_EQ(sizes->visits, uint64_t{2} * n - 1);
 }
 
 TEST(DominatingArticulationPointsTest, Errors) {
-  const CsrGraph up = MakeGraph(2, {{0, 1}});  // edge to a higher node
-  EXPECT_EQ(ComputeDagDominatingArticulationPoints(up, {}).status().code(),
+  const Condensation up = FromDag(MakeGraph(2, {{0, 1}}));  // edge to a higher component
+  EXPECT_EQ(ComputeDominatingArticulationPoints(up, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  const CsrGraph self = MakeGraph(2, {{1, 1}});
-  EXPECT_EQ(ComputeDagDominatingArticulationPoints(self, {}).status().code(),
+  const Condensation self = FromDag(MakeGraph(2, {{1, 1}}));
+  EXPECT_EQ(ComputeDominatingArticulationPoints(self, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  const CsrGraph dag = MakeGraph(2, {{1, 0}});
-  EXPECT_EQ(ComputeDagDominatingArticulationPoints(dag, Objects({2})).status().code(),
+  const Condensation c = FromDag(MakeGraph(2, {{1, 0}}));
+  EXPECT_EQ(ComputeDominatingArticulationPoints(c, Objects({2})).status().code(),
+            absl::StatusCode::kInvalidArgument);  // GC root out of range
+  Condensation mismatched = c;
+  mismatched.component_count = 3;
+  EXPECT_EQ(ComputeDominatingArticulationPoints(mismatched, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(DominatingArticulationPointsOfDag(dag, Objects({1})).status().code(),
-            absl::StatusCode::kInvalidArgument);  // one idom for two nodes
-  EXPECT_EQ(DominatingArticulationPointsOfDag(dag, Objects({0, 2})).status().code(),
-            absl::StatusCode::kInvalidArgument);  // idom not larger than its node
-  EXPECT_EQ(DominatingArticulationPointsOfDag(dag, Objects({1, 3})).status().code(),
+  EXPECT_EQ(SccImmediateDominators(c, C({5})).status().code(),
+            absl::StatusCode::kInvalidArgument);  // SCC root out of range
+  EXPECT_EQ(SccImmediateDominators(c, C({0})).status().code(),
+            absl::StatusCode::kInvalidArgument);  // component 1 unreachable
+  EXPECT_EQ(DominatingArticulationPointsFromDominators(c, C({1})).status().code(),
+            absl::StatusCode::kInvalidArgument);  // one idom for two components
+  EXPECT_EQ(DominatingArticulationPointsFromDominators(c, C({0, 2})).status().code(),
+            absl::StatusCode::kInvalidArgument);  // idom not larger than its component
+  EXPECT_EQ(DominatingArticulationPointsFromDominators(c, C({1, 3})).status().code(),
             absl::StatusCode::kInvalidArgument);  // beyond the super root
-  EXPECT_EQ(DominatingArticulationPointsOfDag(dag, std::vector<ObjectIndex>{kNoObject, O(2)}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  auto points = ComputeDagDominatingArticulationPoints(dag, {});
-  ASSERT_TRUE(points.ok());
-  const std::vector<uint64_t> bytes = {8, 8};
-  const std::vector<uint32_t> objects = {1, 1};
-  EXPECT_EQ(ComputeDapDynamicSizesOfDag(dag, *points, std::vector<uint64_t>{8}, objects)
+  EXPECT_EQ(DominatingArticulationPointsFromDominators(
+                    c, std::vector<ComponentId>{kNoComponent, ComponentId(2)})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ComputeDapDynamicSizesOfDag(up, *points, bytes, objects).status().code(),
+  auto points = ComputeDominatingArticulationPoints(c, {});
+  ASSERT_TRUE(points.ok());
+  Condensation short_sizes = c;
+  short_sizes.component_bytes.pop_back();
+  EXPECT_EQ(ComputeDapDynamicSizes(short_sizes, *points).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ComputeDapDynamicSizes(up, *points).status().code(),
             absl::StatusCode::kInvalidArgument);
   DapDynamicSizeOptions budget;
-  budget.max_visits = 2;  // node 0 alone, then node 1 visits 1 and uses 0: 3 visits
-  EXPECT_EQ(ComputeDapDynamicSizesOfDag(dag, *points, bytes, objects, budget).status().code(),
+  budget.max_visits = 2;  // component 0 alone, then 1 visits itself and uses 0: 3 visits
+  EXPECT_EQ(ComputeDapDynamicSizes(c, *points, budget).status().code(),
             absl::StatusCode::kResourceExhausted);
   budget.max_visits = 3;
-  EXPECT_TRUE(ComputeDapDynamicSizesOfDag(dag, *points, bytes, objects, budget).ok());
+  EXPECT_TRUE(ComputeDapDynamicSizes(c, *points, budget).ok());
 }
 
 // ---- Oracles on random DAGs.
@@ -271,53 +314,142 @@ TEST(DominatingArticulationPointsTest, MatchesDefinition11OnRandomDags) {
   uint64_t points_seen = 0, non_points_with_successors = 0;
   for (int iteration = 0; iteration < 3000; ++iteration) {
     const RandomDag t = MakeRandomDag(rng, 24);
-    auto points = ComputeDagDominatingArticulationPoints(t.dag, t.roots);
+    const CsrGraph& dag = t.condensation.dag;
+    auto points = ComputeDominatingArticulationPoints(t.condensation, t.roots);
     ASSERT_TRUE(points.ok()) << points.status();
-    ASSERT_EQ(points->flow_roots, BruteFlowRoots(t.dag, t.roots)) << "iteration " << iteration;
-    const std::vector<bool> expected = BruteDominatingArticulationPoints(t.dag, t.roots);
+    ASSERT_EQ(AsNodes(points->scc_roots), BruteFlowRoots(dag, t.roots)) << "iteration " << iteration;
+    const std::vector<bool> expected = BruteDominatingArticulationPoints(dag, t.roots);
     ASSERT_EQ(points->is_point, expected) << "iteration " << iteration;
-    for (uint32_t v = 0; v < t.dag.node_count(); ++v) {
-      ASSERT_EQ(points->is_point[v],
-                std::find(points->points.begin(), points->points.end(), O(v)) !=
-                    points->points.end());
+    for (uint32_t v = 0; v < dag.node_count(); ++v) {
+      ASSERT_EQ(points->is_point[v], std::find(points->points.begin(), points->points.end(),
+                                               ComponentId(v)) != points->points.end());
       if (expected[v]) {
         ++points_seen;
-      } else if (!t.dag.successors(O(v)).empty()) {
+      } else if (!dag.successors(O(v)).empty()) {
         ++non_points_with_successors;
       }
     }
   }
   // The random DAGs exercise both answers.
-  std::cout << "DAPs " << points_seen << ", other inner nodes " << non_points_with_successors
+  std::cout << "DAPs " << points_seen << ", other inner components " << non_points_with_successors
             << std::endl;
   EXPECT_GT(points_seen, 1000u);
   EXPECT_GT(non_points_with_successors, 1000u);
 }
 
-TEST(DominatingArticulationPointsTest, DynamicSizesMatchOneSearchPerNode) {
-  std::mt19937_64 rng(testing::PrintedSeed("DynamicSizesMatchOneSearchPerNode"));
+TEST(DominatingArticulationPointsTest, DynamicSizesMatchOneSearchPerComponent) {
+  std::mt19937_64 rng(testing::PrintedSeed("DynamicSizesMatchOneSearchPerComponent"));
   uint64_t used = 0;
   for (int iteration = 0; iteration < 3000; ++iteration) {
     const RandomDag t = MakeRandomDag(rng, 40);
-    auto points = ComputeDagDominatingArticulationPoints(t.dag, t.roots);
+    const Condensation& c = t.condensation;
+    auto points = ComputeDominatingArticulationPoints(c, t.roots);
     ASSERT_TRUE(points.ok());
-    auto sizes = ComputeDapDynamicSizesOfDag(t.dag, *points, t.bytes, t.objects);
+    auto sizes = ComputeDapDynamicSizes(c, *points);
     ASSERT_TRUE(sizes.ok()) << sizes.status();
     used += sizes->points_used;
-    for (uint32_t v = 0; v < t.dag.node_count(); ++v) {
-      const std::vector<bool> reach = ReachFrom(t.dag, v);
-      uint64_t bytes = 0, objects = 0;
-      for (uint32_t w = 0; w < t.dag.node_count(); ++w) {
+    for (uint32_t v = 0; v < c.component_count; ++v) {
+      const std::vector<bool> reach = ReachFrom(c.dag, v);
+      DynamicSize expected;
+      for (uint32_t w = 0; w < c.component_count; ++w) {
         if (!reach[w]) continue;
-        bytes += t.bytes[w];
-        objects += t.objects[w];
+        expected.bytes += c.component_bytes[w];
+        expected.objects += c.component_objects[w];
       }
-      ASSERT_EQ(sizes->bytes[v], bytes) << "iteration " << iteration << " node " << v;
-      ASSERT_EQ(sizes->objects[v], objects) << "iteration " << iteration << " node " << v;
+      ASSERT_EQ(sizes->of_component[v], expected) << "iteration " << iteration << " node " << v;
     }
   }
   std::cout << "DAPs used " << used << std::endl;
   EXPECT_GT(used, 2000u);  // the DAP shortcut was taken, not only plain searches
+}
+
+// ---- Heap-like graphs: cycles, self-loops, duplicate and weak references, garbage.
+
+uint64_t SizeOf(ObjectIndex v) { return 8 * (v.value % 7) + 16; }
+
+TEST(DominatingArticulationPointsTest, HeapGraphsMatchBruteForcePerObject) {
+  std::mt19937_64 rng(testing::PrintedSeed("HeapGraphsMatchBruteForcePerObject"));
+  testing::RandomGraphShape shape;
+  shape.max_nodes = 40;
+  shape.max_edges_per_node = 2.0;
+  shape.weak_probability = 0.1;
+  uint64_t used = 0, points_seen = 0;
+  for (int iteration = 0; iteration < 3000; ++iteration) {
+    const testing::TestGraph t = testing::RandomGraph(rng, shape);
+    auto condensation = CondenseStrongComponents(t.graph, SizeOf);  // strong references only
+    ASSERT_TRUE(condensation.ok()) << condensation.status();
+    auto points = ComputeDominatingArticulationPoints(*condensation, t.roots);
+    ASSERT_TRUE(points.ok()) << points.status();
+    // Definition 11 on the SCC graph, with the GC roots' components as root nodes.
+    std::vector<ObjectIndex> root_components;
+    for (ObjectIndex r : t.roots) root_components.push_back(O(condensation->component_of[r.value].value));
+    ASSERT_EQ(points->is_point,
+              BruteDominatingArticulationPoints(condensation->dag, root_components))
+        << "iteration " << iteration;
+    points_seen += points->points.size();
+    auto sizes = ComputeDapDynamicSizes(*condensation, *points);
+    ASSERT_TRUE(sizes.ok()) << sizes.status();
+    used += sizes->points_used;
+    const uint32_t n = t.graph.node_count();
+    const std::vector<bool> none(n, false);
+    for (uint32_t v = 0; v < n; ++v) {
+      const std::vector<bool> reach = testing::BruteReachable(t.graph, {O(v)}, none, false);
+      DynamicSize expected;
+      for (uint32_t w = 0; w < n; ++w) {
+        if (!reach[w]) continue;
+        expected.bytes += SizeOf(O(w));
+        ++expected.objects;
+      }
+      const DynamicSize got = sizes->of_component[condensation->component_of[v].value];
+      ASSERT_EQ(got, expected) << "iteration " << iteration << " object " << v;
+    }
+  }
+  std::cout << "DAPs " << points_seen << ", used " << used << std::endl;
+  EXPECT_GT(points_seen, 1000u);
+  EXPECT_GT(used, 1000u);
+}
+
+// ---- Corpus dumps: the DAP dynamic size of every object equals dynamic_size.h's exact sizes.
+
+TEST(DominatingArticulationPointsTest, CorpusDumpsEqualExactDynamicSizes) {
+  const std::vector<std::string> files = {
+      "eclipse-mat/sun_jdk6_32bit.hprof",
+      "eclipse-mat/sun_jdk6_30_x64_compressedOops.hprof",
+      "eclipse-mat/openjdk_jdk11_04_x64.hprof.gz",
+      "adt-tools-base-perflib/dialer.android-hprof",
+      "netbeans/heap_dump.bin",
+      "openjdk-jhat/jmap.bin",
+  };
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    auto graph = hprof::ReadHeapGraph(std::string(HEAPWATCH_CORPORA_DIR) + "/" + file);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (bool all : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "all_references " << all);
+      DynamicSizeOptions references;
+      references.all_references = all;
+      auto condensation = CondenseStrongComponents(*graph, ReferencesFor(references));
+      ASSERT_TRUE(condensation.ok()) << condensation.status();
+      auto points = ComputeDominatingArticulationPoints(*condensation, graph->root_objects());
+      ASSERT_TRUE(points.ok()) << points.status();
+      auto sizes = ComputeDapDynamicSizes(*condensation, *points);
+      ASSERT_TRUE(sizes.ok()) << sizes.status();
+      auto exact = ComputeExactDynamicSizes(*condensation);
+      ASSERT_TRUE(exact.ok()) << exact.status();
+      if (!all) {
+        // With every object's reference to its class followed, every object reaches the class
+        // objects, which the many GC roots' components share: no component dominates its reach
+        // and the algorithm falls back to plain searches. With strong references there are DAPs.
+        EXPECT_FALSE(points->points.empty());
+        EXPECT_GT(sizes->points_used, 0u);
+      }
+      for (uint32_t v = 0; v < condensation->component_count; ++v) {
+        const DynamicSize want{exact->component_bytes(ComponentId(v)),
+                               exact->component_objects(ComponentId(v))};
+        ASSERT_EQ(sizes->of_component[v], want) << "component " << v;
+      }
+    }
+  }
 }
 
 }  // namespace
