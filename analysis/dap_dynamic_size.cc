@@ -28,46 +28,66 @@ StatusOr<DapDynamicSizes> ComputeDapDynamicSizes(const Condensation& condensatio
       }
     }
   }
-  const std::vector<bool>& is_point = points.is_point;
-  const std::vector<uint64_t>& own_bytes = condensation.component_bytes;
-  const std::vector<uint32_t>& own_objects = condensation.component_objects;
+  // One 16-byte record per component holds everything a visit reads: what the visit adds (the
+  // component's own size, or its dynamic size once that is known if it is a DAP), whether the search
+  // stops there (a DAP whose size is known; the top bit of `bytes`, free since no size reaches
+  // 2^63 bytes) and the mark (c + 1: visited by the search from c; 0 = never), so that no array is
+  // cleared between searches.
+  struct Record {
+    uint64_t bytes;    // bit 63: stop here
+    uint32_t objects;  // a count of objects, < 2^32
+    uint32_t mark;
+  };
+  constexpr uint64_t kStop = uint64_t{1} << 63;
+  uint64_t total_bytes = 0;
+  for (uint64_t b : condensation.component_bytes) {
+    if (b >= kStop || (total_bytes += b) >= kStop) {
+      return absl::InvalidArgumentError(
+          "DAP dynamic size: the components' sizes add up to 2^63 bytes or more");
+    }
+  }
+  std::vector<Record> records(n);
+  for (uint32_t v = 0; v < n; ++v) {
+    records[v] = {condensation.component_bytes[v], condensation.component_objects[v], 0};
+  }
   DapDynamicSizes result;
   result.of_component.resize(n);
-  // mark[v] == c + 1: v was visited by the search from c (0 = never visited), so no array is
-  // cleared between searches.
-  std::vector<uint32_t> mark(n, 0);
-  std::vector<ObjectIndex> stack;
+  std::vector<uint32_t> stack;
   const uint64_t max_visits = options.max_visits;
+  const ObjectIndex* targets = dag.targets.data();
   uint64_t visits = 0;
   uint64_t points_used = 0;
   for (uint32_t c = 0; c < n; ++c) {
     const uint32_t stamp = c + 1;
-    uint64_t bytes = own_bytes[c];
-    uint64_t objects = own_objects[c];
-    mark[c] = stamp;
+    Record& start = records[c];
+    uint64_t bytes = start.bytes;  // not a stop yet: c's own size
+    uint64_t objects = start.objects;
+    start.mark = stamp;
     ++visits;
     stack.clear();
-    for (ObjectIndex w : dag.successors(ObjectIndex(c))) {
-      if (mark[w.value] == stamp) continue;
-      mark[w.value] = stamp;
+    for (uint64_t e = dag.offsets[c], end = dag.offsets[c + 1]; e < end; ++e) {
+      const uint32_t w = targets[e].value;
+      if (records[w].mark == stamp) continue;
+      records[w].mark = stamp;
       stack.push_back(w);
     }
     while (!stack.empty()) {
-      const uint32_t v = stack.back().value;
+      const uint32_t v = stack.back();
       stack.pop_back();
       ++visits;
-      if (is_point[v]) {
-        // Reach(v) is entered only through v (v < c, so its size is done): it counts once, whole.
-        bytes += result.of_component[v].bytes;
-        objects += result.of_component[v].objects;
+      const Record& r = records[v];
+      bytes += r.bytes & ~kStop;
+      objects += r.objects;
+      if (r.bytes & kStop) {
+        // A DAP (v < c, so its dynamic size is done): Reach(v) is entered only through v and
+        // counts once, whole.
         ++points_used;
         continue;
       }
-      bytes += own_bytes[v];
-      objects += own_objects[v];
-      for (ObjectIndex w : dag.successors(ObjectIndex(v))) {
-        if (mark[w.value] == stamp) continue;
-        mark[w.value] = stamp;
+      for (uint64_t e = dag.offsets[v], end = dag.offsets[v + 1]; e < end; ++e) {
+        const uint32_t w = targets[e].value;
+        if (records[w].mark == stamp) continue;
+        records[w].mark = stamp;
         stack.push_back(w);
       }
     }
@@ -77,6 +97,10 @@ StatusOr<DapDynamicSizes> ComputeDapDynamicSizes(const Condensation& condensatio
           c + 1, n));
     }
     result.of_component[c] = DynamicSize{bytes, objects};
+    if (points.is_point[c]) {
+      start.bytes = bytes | kStop;
+      start.objects = static_cast<uint32_t>(objects);
+    }
   }
   result.points_used = points_used;
   result.visits = visits;

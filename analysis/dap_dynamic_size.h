@@ -26,8 +26,11 @@
 // searches but do not change the complexity (the thesis: "does not reduce the complexity of the
 // dynamic size algorithm"). Linear on trees and lists (every inner node is a DAP), quadratic on DAGs
 // without DAPs (the thesis's DAG1/DAG2 examples) and on heaps where many objects reach a large part
-// of the heap that no DAP separates. Memory: 4 bytes per component (the marks) plus the explicit
-// stack (at most 4 bytes per component) plus the result (16 bytes per component).
+// of the heap that no DAP separates. Memory: a 16-byte record per component (what a visit adds, a
+// stop flag and the mark, together so that a visit touches one cache line) plus the explicit stack
+// (at most 4 bytes per component) plus the result (16 bytes per component). Measured: about 8.5 ns
+// of CPU per visit on a 1.77 M-object dump with 1.45 M components, 1.0 G visits (bench/analysis,
+// heapwatch_dynamic_bench).
 // DapDynamicSizeOptions::max_visits bounds the work. (dynamic_size.h's ComputeExactDynamicSizes
 // bounds the same worst case differently: it switches to a bit-parallel closure.)
 //
@@ -72,8 +75,9 @@ struct DapDynamicSizes {
 // The thesis's DAP dynamic size of every component of `condensation` (see the file comment).
 // `points` REQUIRES: ComputeDominatingArticulationPoints on the same condensation (with other DAPs
 // the sizes are wrong, though never out of bounds). Errors: InvalidArgument if points.is_point or
-// the size vectors do not have one entry per component or a DAG edge does not go to a lower
-// component; ResourceExhausted if options.max_visits is exceeded.
+// the size vectors do not have one entry per component, a DAG edge does not go to a lower
+// component, or the components' bytes add up to 2^63 or more; ResourceExhausted if
+// options.max_visits is exceeded.
 StatusOr<DapDynamicSizes> ComputeDapDynamicSizes(const Condensation& condensation,
                                                  const DominatingArticulationPoints& points,
                                                  const DapDynamicSizeOptions& options = {});

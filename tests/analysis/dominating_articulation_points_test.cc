@@ -299,6 +299,10 @@ TEST(DominatingArticulationPointsTest, Errors) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ComputeDapDynamicSizes(up, *points).status().code(),
             absl::StatusCode::kInvalidArgument);
+  Condensation huge = c;
+  huge.component_bytes = {uint64_t{1} << 62, uint64_t{1} << 62};  // adds up to 2^63
+  EXPECT_EQ(ComputeDapDynamicSizes(huge, *points).status().code(),
+            absl::StatusCode::kInvalidArgument);
   DapDynamicSizeOptions budget;
   budget.max_visits = 2;  // component 0 alone, then 1 visits itself and uses 0: 3 visits
   EXPECT_EQ(ComputeDapDynamicSizes(c, *points, budget).status().code(),
