@@ -7,10 +7,11 @@
 //       The thesis's generated graph families of Tables A.5-A.8 (balanced tree, unbalanced tree,
 //       DAG1, DAG2) at its sizes: 1001, 1501, ..., 10001 nodes (one class node plus 1000 ... 10000
 //       objects). Every stage runs N times (default 5) and the median is reported.
-//   heapwatch_dynamic_bench dump [--class NAME] [--dap-max-visits V] [--exact-max-work W]
+//   heapwatch_dynamic_bench dump [--class NAME]... [--dap-max-visits V] [--exact-max-work W]
 //                                [--skip-simple] DUMP
 //       One HPROF file (Table A.1 was measured on dumps of 0.5-1.8 M nodes); every stage once.
-//       --class: also the exact dynamic size of that class's instances taken together.
+//       --class (repeatable): also the exact dynamic size of that class's instances taken
+//       together.
 //       --dap-max-visits / --exact-max-work: budgets of the quadratic stages (0 = none); a stage
 //       over budget is reported as "over budget" with the time it ran.
 //
@@ -48,6 +49,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,7 +115,6 @@ const StageInfo kStages[] = {
      "ComputeExactDynamicSizes, component DFS only (all objects)"},
     {"exact_dynamic", "", "ComputeExactDynamicSizes, auto (all objects)"},
     {"estimate", "", "EstimateDynamicSizes, k = 256 (all objects)"},
-    {"class_dynamic", "", "ComputeDynamicSize of one class's instances"},
 };
 
 // Thesis figures. Tables A.5-A.8: columns 1001, 5001 and 10001 nodes; Table A.1: 1,780,673
@@ -206,6 +207,7 @@ struct ErrorStats {
   // The same per component (each component once, however many objects it has).
   uint64_t components_estimated = 0;
   double median_components = 0, p90_components = 0;
+  bool sampled = false;  // quantiles from a sample checked by exact searches (see below)
 };
 
 double Quantile(std::vector<double>& v, double q) {
@@ -246,6 +248,83 @@ ErrorStats EstimateErrors(const analysis::DynamicSizes& estimate,
   s.components_estimated = components.size();
   s.median_components = Quantile(components, 0.5);
   s.p90_components = Quantile(components, 0.9);
+  return s;
+}
+
+// Exact dynamic bytes of component c: a search over the condensation DAG summing component bytes
+// (independent of the code under test but for the condensation).
+uint64_t SearchBytes(const Condensation& condensation, uint32_t c, std::vector<uint32_t>& mark,
+                     uint32_t stamp) {
+  std::vector<uint32_t> stack = {c};
+  mark[c] = stamp;
+  uint64_t bytes = 0;
+  while (!stack.empty()) {
+    const uint32_t v = stack.back();
+    stack.pop_back();
+    bytes += condensation.component_bytes[v];
+    for (ObjectIndex w : condensation.dag.successors(ObjectIndex(v))) {
+      if (mark[w.value] == stamp) continue;
+      mark[w.value] = stamp;
+      stack.push_back(w.value);
+    }
+  }
+  return bytes;
+}
+
+// The estimate's error where no exact method fits its budget: `sample` objects drawn uniformly
+// among those whose estimate is not exact, and as many components among the estimated components,
+// each checked by one exact search. `objects` counts all objects (the exact ones have error 0, so
+// the "all" quantiles are those of the estimated ones scaled by their share).
+ErrorStats SampledEstimateErrors(const analysis::DynamicSizes& estimate,
+                                 const Condensation& condensation, uint32_t sample) {
+  std::vector<uint32_t> estimated_objects, estimated_components;
+  for (uint32_t v = 0; v < estimate.object_count(); ++v) {
+    if (!estimate.exact(ObjectIndex(v))) estimated_objects.push_back(v);
+  }
+  for (uint32_t c = 0; c < estimate.component_count(); ++c) {
+    if (!estimate.component_exact(ComponentId(c))) estimated_components.push_back(c);
+  }
+  std::mt19937_64 rng(20091101);
+  std::vector<uint32_t> mark(condensation.component_count, 0);
+  uint32_t stamp = 0;
+  auto error_of = [&](uint32_t c) {
+    const double truth = static_cast<double>(SearchBytes(condensation, c, mark, ++stamp));
+    return truth <= 0 ? 0.0
+                      : std::abs(static_cast<double>(estimate.component_bytes(ComponentId(c))) -
+                                 truth) /
+                            truth;
+  };
+  ErrorStats s;
+  s.objects = estimate.object_count();
+  s.estimated = estimated_objects.size();
+  s.sampled = true;
+  std::vector<double> errors;
+  for (uint32_t i = 0; i < sample && !estimated_objects.empty(); ++i) {
+    const uint32_t v = estimated_objects[std::uniform_int_distribution<size_t>(
+        0, estimated_objects.size() - 1)(rng)];
+    errors.push_back(error_of(estimate.component(ObjectIndex(v)).value));
+  }
+  s.median_estimated = Quantile(errors, 0.5);
+  s.p90_estimated = Quantile(errors, 0.9);
+  // Over all objects: the exact ones have error 0.
+  const double share = s.objects == 0 ? 0 : static_cast<double>(s.estimated) / s.objects;
+  std::sort(errors.begin(), errors.end());
+  auto all_quantile = [&](double q) {
+    const double within = (q - (1 - share)) / share;  // quantile among the estimated ones
+    if (share == 0 || within <= 0 || errors.empty()) return 0.0;
+    return errors[std::min(errors.size() - 1,
+                           static_cast<size_t>(within * static_cast<double>(errors.size())))];
+  };
+  s.median_all = all_quantile(0.5);
+  s.p90_all = all_quantile(0.9);
+  std::vector<double> component_errors;
+  for (uint32_t i = 0; i < sample && !estimated_components.empty(); ++i) {
+    component_errors.push_back(error_of(estimated_components[std::uniform_int_distribution<size_t>(
+        0, estimated_components.size() - 1)(rng)]));
+  }
+  s.components_estimated = estimated_components.size();
+  s.median_components = Quantile(component_errors, 0.5);
+  s.p90_components = Quantile(component_errors, 0.9);
   return s;
 }
 
@@ -294,7 +373,9 @@ double Timed(int reps, Fn&& fn) {
 }
 
 struct DumpOptions {
-  std::optional<std::string> class_name;
+  std::vector<std::string> class_names;
+  // Without any exact reference: objects (and components) sampled for the estimate's error.
+  uint32_t error_sample = 200;
   uint64_t dap_max_visits = 0;
   uint64_t exact_max_work = uint64_t{1} << 34;
   bool skip_simple = false;
@@ -471,7 +552,11 @@ GraphRun RunStages(const std::string& name, const CsrGraph& graph,
       estimate.emplace(std::move(*e));
     });
     Result(run, "estimate", run.seconds["estimate"]);
-    if (!reference.empty()) run.errors = EstimateErrors(*estimate, reference);
+    if (!reference.empty()) {
+      run.errors = EstimateErrors(*estimate, reference);
+    } else if (options.error_sample > 0) {
+      run.errors = SampledEstimateErrors(*estimate, *condensation, options.error_sample);
+    }
   }
   if (extra) extra(run, *condensation);
   return run;
@@ -565,7 +650,6 @@ void PrintGeneratedTable(const std::string& family, const std::map<uint32_t, Gra
       "10001 | thesis / ours at 10001 |\n|---|---|---|---|---|\n");
   const auto& thesis = kThesisGenerated.at(family);
   for (const StageInfo& stage : kStages) {
-    if (std::string(stage.key) == "class_dynamic") continue;
     const ThesisRow* row = nullptr;
     for (const ThesisRow& r : thesis) {
       if (stage.key == std::string(r.stage)) row = &r;
@@ -651,7 +735,13 @@ int RunDump(const std::string& path, const DumpOptions& options) {
               graph.root_objects().size(), graph.class_count());
   const analysis::DynamicSizeOptions references;  // strong references, no class edges
   auto size = [&](ObjectIndex v) { return graph.shallow_size(v); };
-  std::string class_note;
+  struct ClassRun {
+    std::string name;
+    size_t instances = 0;
+    DynamicSize together;
+    double wall = 0, cpu = 0;
+  };
+  std::vector<ClassRun> class_runs;
   GraphRun run = RunStages(
       "dump", graph.graph(),
       [&]() {
@@ -659,34 +749,36 @@ int RunDump(const std::string& path, const DumpOptions& options) {
       },
       graph.root_objects(), size, 1, options, nullptr,
       [&](GraphRun& r, const Condensation&) {
-        if (!options.class_name) return;
-        const std::vector<analysis::ClassId> classes = graph.FindClasses(*options.class_name);
-        if (classes.empty()) {
-          std::fprintf(stderr, "heapwatch_dynamic_bench: no class %s\n",
-                       options.class_name->c_str());
-          std::exit(1);
-        }
-        std::vector<ObjectIndex> instances;
-        for (uint32_t v = 0; v < graph.object_count(); ++v) {
-          if (std::find(classes.begin(), classes.end(), graph.class_of(ObjectIndex(v))) !=
-              classes.end()) {
-            instances.push_back(ObjectIndex(v));
+        for (const std::string& name : options.class_names) {
+          const std::vector<analysis::ClassId> classes = graph.FindClasses(name);
+          if (classes.empty()) {
+            std::fprintf(stderr, "heapwatch_dynamic_bench: no class %s\n", name.c_str());
+            std::exit(1);
           }
+          ClassRun c;
+          c.name = name;
+          std::vector<ObjectIndex> instances;
+          for (uint32_t v = 0; v < graph.object_count(); ++v) {
+            if (std::find(classes.begin(), classes.end(), graph.class_of(ObjectIndex(v))) !=
+                classes.end()) {
+              instances.push_back(ObjectIndex(v));
+            }
+          }
+          c.instances = instances.size();
+          c.wall = Timed(1, [&] {
+            auto d = analysis::ComputeDynamicSize(graph, instances, references);
+            if (!d.ok()) Die("class dynamic size", d.status());
+            c.together = *d;
+          });
+          c.cpu = g_last_cpu_seconds;
+          std::printf("result dump %u class_dynamic:%s %.6f cpu %.6f\n", r.nodes, name.c_str(),
+                      c.wall, c.cpu);
+          std::printf("check dump class %s instances %zu reach_objects %llu reach_bytes %llu\n",
+                      name.c_str(), c.instances,
+                      static_cast<unsigned long long>(c.together.objects),
+                      static_cast<unsigned long long>(c.together.bytes));
+          class_runs.push_back(std::move(c));
         }
-        std::optional<DynamicSize> together;
-        r.seconds["class_dynamic"] = Timed(1, [&] {
-          auto d = analysis::ComputeDynamicSize(graph, instances, references);
-          if (!d.ok()) Die("class dynamic size", d.status());
-          together = *d;
-        });
-        Result(r, "class_dynamic", r.seconds["class_dynamic"]);
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "%s: %zu instances reach %llu objects, %llu bytes",
-                      options.class_name->c_str(), instances.size(),
-                      static_cast<unsigned long long>(together->objects),
-                      static_cast<unsigned long long>(together->bytes));
-        class_note = buf;
-        std::printf("check dump class %s\n", buf);
       });
 
   std::printf("check dump components %u nontrivial %u largest %u scc_roots %u points %u "
@@ -729,6 +821,14 @@ int RunDump(const std::string& path, const DumpOptions& options) {
                 stage.ours, t < 0 ? "-" : Fmt(t).c_str(), ours.c_str(),
                 it->second < 0 ? "-" : Ratio(t, it->second).c_str());
   }
+  for (const ClassRun& c : class_runs) {
+    std::printf(
+        "| - | ComputeDynamicSize of the %zu instances of %s together (reach %llu objects, %llu "
+        "bytes) | - | %s / %s | - |\n",
+        c.instances, c.name.c_str(), static_cast<unsigned long long>(c.together.objects),
+        static_cast<unsigned long long>(c.together.bytes), Fmt(c.wall).c_str(),
+        Fmt(c.cpu).c_str());
+  }
   auto sum = [&](std::initializer_list<const char*> keys) {
     double s = 0;
     for (const char* k : keys) {
@@ -751,13 +851,29 @@ int RunDump(const std::string& path, const DumpOptions& options) {
       Fmt(estimate_chain).c_str(), Ratio(6472.95, estimate_chain).c_str());
   std::printf(
       "\n%u components (%u of more than one object, the largest %u objects), %u SCC roots, %u "
-      "dominating articulation points, used %llu times; the DAP searches visited %llu components "
-      "in all. Parse %.2f s, peak RSS %.0f MiB.\n",
+      "dominating articulation points%s. Parse %.2f s, peak RSS %.0f MiB.\n",
       run.components, run.nontrivial, run.max_component, run.scc_roots, run.points,
-      static_cast<unsigned long long>(run.points_used),
-      static_cast<unsigned long long>(run.visits), parse_seconds,
+      run.seconds["dap_dynamic"] < 0
+          ? " (the DAP dynamic size stopped over budget)"
+          : (", used " + std::to_string(run.points_used) +
+             " times; the DAP searches visited " + std::to_string(run.visits) +
+             " components in all")
+                .c_str(),
+      parse_seconds,
       static_cast<double>(PeakRssBytes()) / 1048576.0);
-  if (run.errors) {
+  if (run.errors && run.errors->sampled) {
+    std::printf(
+        "Estimate vs exact bytes (no exact method fitted its budget; %u objects drawn among the "
+        "%llu estimated ones and %u components among the %llu estimated ones, each checked by an "
+        "exact search): per object median %.2f%%, p90 %.2f%% over all %llu objects; median %.2f%%, "
+        "p90 %.2f%% over the estimated ones; per estimated component median %.2f%%, p90 %.2f%%.\n",
+        options.error_sample, static_cast<unsigned long long>(run.errors->estimated),
+        options.error_sample, static_cast<unsigned long long>(run.errors->components_estimated),
+        100 * run.errors->median_all, 100 * run.errors->p90_all,
+        static_cast<unsigned long long>(run.errors->objects), 100 * run.errors->median_estimated,
+        100 * run.errors->p90_estimated, 100 * run.errors->median_components,
+        100 * run.errors->p90_components);
+  } else if (run.errors) {
     std::printf(
         "Estimate vs exact bytes per object: median %.2f%%, p90 %.2f%% over all %llu objects; "
         "median %.2f%%, p90 %.2f%% over the %llu whose value is estimated (not exact); per "
@@ -770,7 +886,6 @@ int RunDump(const std::string& path, const DumpOptions& options) {
   } else {
     std::printf("Estimate error: no exact reference (every exact method was over budget).\n");
   }
-  if (!class_note.empty()) std::printf("Class: %s.\n", class_note.c_str());
   for (const auto& [stage, note] : run.notes) std::printf("%s: %s\n", stage.c_str(), note.c_str());
   return g_failed ? 1 : 0;
 }
@@ -778,7 +893,7 @@ int RunDump(const std::string& path, const DumpOptions& options) {
 int Usage() {
   std::fprintf(stderr,
                "usage: heapwatch_dynamic_bench generated [--reps N]\n"
-               "       heapwatch_dynamic_bench dump [--class NAME] [--dap-max-visits V] "
+               "       heapwatch_dynamic_bench dump [--class NAME]... [--dap-max-visits V] "
                "[--exact-max-work W] [--skip-simple] DUMP\n");
   return 2;
 }
@@ -803,7 +918,7 @@ int Main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--class" && i + 1 < argc) {
-      options.class_name = argv[++i];
+      options.class_names.push_back(argv[++i]);
     } else if (arg == "--dap-max-visits" && i + 1 < argc) {
       options.dap_max_visits = std::strtoull(argv[++i], nullptr, 10);
     } else if (arg == "--exact-max-work" && i + 1 < argc) {
