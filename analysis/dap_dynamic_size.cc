@@ -29,10 +29,10 @@ StatusOr<DapDynamicSizes> ComputeDapDynamicSizes(const Condensation& condensatio
     }
   }
   // One 16-byte record per component holds everything a visit reads: what the visit adds (the
-  // component's own size, or its dynamic size once that is known if it is a DAP), whether the search
-  // stops there (a DAP whose size is known; the top bit of `bytes`, free since no size reaches
-  // 2^63 bytes) and the mark (c + 1: visited by the search from c; 0 = never), so that no array is
-  // cleared between searches.
+  // component's own size, or its dynamic size once that is known if it is a DAP), whether the
+  // search stops there (a DAP whose size is known; the top bit of `bytes`, free since no size
+  // reaches 2^63 bytes) and the mark (c + 1: visited by the search from c; 0 = never), so that no
+  // array is cleared between searches.
   struct Record {
     uint64_t bytes;    // bit 63: stop here
     uint32_t objects;  // a count of objects, < 2^32

@@ -22,15 +22,18 @@
 // against a brute-force search per object on thousands of random graphs (tests/analysis).
 //
 // Complexity: O(sum over components c of (components and edges visited from c until the DAPs)),
-// which is O(n m) in the worst case for n components and m DAG edges: the DAPs shorten the
+// which is O(C E) in the worst case for C components and E DAG edges: the DAPs shorten the
 // searches but do not change the complexity (the thesis: "does not reduce the complexity of the
-// dynamic size algorithm"). Linear on trees and lists (every inner node is a DAP), quadratic on DAGs
-// without DAPs (the thesis's DAG1/DAG2 examples) and on heaps where many objects reach a large part
-// of the heap that no DAP separates. Memory: a 16-byte record per component (what a visit adds, a
-// stop flag and the mark, together so that a visit touches one cache line) plus the explicit stack
-// (at most 4 bytes per component) plus the result (16 bytes per component). Measured: about 8.5 ns
-// of CPU per visit on a 1.77 M-object dump with 1.45 M components, 1.0 G visits (bench/analysis,
-// heapwatch_dynamic_bench).
+// dynamic size algorithm"). Linear on trees and lists (every inner node is a DAP), quadratic on
+// DAGs without DAPs (the thesis's DAG1/DAG2 examples) and on heaps where many components reach a
+// large part of the heap that no DAP separates. On JVM heap dumps those are the few hundred to few
+// thousand components at the top of the DAG (class objects, class loaders, threads: each reaches
+// most of the heap): measured 1.0 G visits, 8.5-15 s of CPU (the spread is other processes' load)
+// on a 1.77 M-object dump with 1.45 M components and 460 k DAPs; more than 2 G visits on an
+// 18.6 M-object one (bench/analysis, heapwatch_dynamic_bench). Memory: a 16-byte record per
+// component (what a visit adds, a stop flag and the mark, together so that a visit touches one
+// cache line) plus the explicit stack (at most 4 bytes per component) plus the result (16 bytes per
+// component).
 // DapDynamicSizeOptions::max_visits bounds the work. (dynamic_size.h's ComputeExactDynamicSizes
 // bounds the same worst case differently: it switches to a bit-parallel closure.)
 //

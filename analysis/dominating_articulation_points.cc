@@ -48,15 +48,15 @@ StatusOr<std::vector<ComponentId>> SccRoots(const Condensation& condensation,
   std::vector<bool> is_root(c, false);
   for (ObjectIndex r : gc_roots) {
     if (r.value >= objects) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "dominating articulation points: GC root %u is out of range (%u objects)", r.value,
-          objects));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("dominating articulation points: GC root %u is out of range (%u objects)",
+                          r.value, objects));
     }
     const ComponentId component = condensation.component_of[r.value];
     if (component.value >= c) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "dominating articulation points: object %u is in component %u of %u", r.value,
-          component.value, c));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("dominating articulation points: object %u is in component %u of %u",
+                          r.value, component.value, c));
     }
     is_root[component.value] = true;
   }
@@ -108,9 +108,9 @@ StatusOr<std::vector<bool>> DominatingArticulationPointsFromDominators(
   HW_RETURN_IF_ERROR(CheckCondensation(condensation));
   const uint32_t n = condensation.component_count;
   if (immediate_dominators.size() != n) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "dominating articulation points: %u immediate dominators for %u components",
-        immediate_dominators.size(), n));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("dominating articulation points: %u immediate dominators for %u components",
+                        immediate_dominators.size(), n));
   }
   for (uint32_t v = 0; v < n; ++v) {
     const ComponentId d = immediate_dominators[v];

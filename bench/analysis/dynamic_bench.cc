@@ -1,5 +1,5 @@
-// heapwatch_dynamic_bench: the dynaTrace thesis's timing tables (seeds/001 appendix A) re-measured on
-// this machine: SCC condensation, dominating articulation points, GC (retained) size and the DAP
+// heapwatch_dynamic_bench: the dynaTrace thesis's timing tables (seeds/001 appendix A) re-measured
+// on this machine: SCC condensation, dominating articulation points, GC (retained) size and the DAP
 // dynamic size of every object, next to the exact and estimated dynamic sizes of dynamic_size.h.
 //
 // Usage:
@@ -29,8 +29,8 @@
 //   balanced tree: object i references 2i and 2i + 1 (when <= n); "each node, except the leaves,
 //     [is a] dominating articulation point".
 //   unbalanced tree: "a simple linked list with data objects. The nodes with odd ids represent list
-//     entries, even ids represent data objects": entry i (odd) references data i + 1 and entry i + 2;
-//     "each entry node is a dominating articulation point".
+//     entries, even ids represent data objects": entry i (odd) references data i + 1 and entry i +
+//     2; "each entry node is a dominating articulation point".
 //   DAG1 and DAG2: "the sizes can be computed from the id of the node", "in neither examples
 //     articulation or dominating articulation points were found", both about equally expensive.
 //     DAG1: object i references i + 2 and i + 3 (sources 1 and 2; object i reaches i and i + 2..n).
@@ -158,8 +158,12 @@ const std::map<std::string, std::vector<ThesisRow>> kThesisGenerated = {
       {"simple_dynamic", 2.47, 30.48, 540.27}}},
 };
 const std::map<std::string, double> kThesisTableA1 = {
-    {"scc", 50.14},         {"object_dominators", 81.96}, {"gc_size", 17.89},
-    {"scc_dominators", 77.27}, {"dap", 31.59},            {"dap_dynamic", 6472.95},
+    {"scc", 50.14},
+    {"object_dominators", 81.96},
+    {"gc_size", 17.89},
+    {"scc_dominators", 77.27},
+    {"dap", 31.59},
+    {"dap_dynamic", 6472.95},
     {"simple_dynamic", 9628.27},
 };
 
@@ -289,10 +293,10 @@ ErrorStats SampledEstimateErrors(const analysis::DynamicSizes& estimate,
   uint32_t stamp = 0;
   auto error_of = [&](uint32_t c) {
     const double truth = static_cast<double>(SearchBytes(condensation, c, mark, ++stamp));
-    return truth <= 0 ? 0.0
-                      : std::abs(static_cast<double>(estimate.component_bytes(ComponentId(c))) -
-                                 truth) /
-                            truth;
+    return truth <= 0
+               ? 0.0
+               : std::abs(static_cast<double>(estimate.component_bytes(ComponentId(c))) - truth) /
+                     truth;
   };
   ErrorStats s;
   s.objects = estimate.object_count();
@@ -569,26 +573,25 @@ struct Family {
   // Edges of object i (1-based) among objects 1..n.
   std::function<void(uint32_t i, uint32_t n, std::vector<uint32_t>& out)> edges;
   std::function<uint64_t(uint32_t i, uint32_t n)> objects;  // closed-form dynamic size (count)
-  std::function<uint32_t(uint32_t n)> expected_points;       // DAPs the thesis reports
+  std::function<uint32_t(uint32_t n)> expected_points;      // DAPs the thesis reports
 };
 
 std::vector<Family> Families() {
   std::vector<Family> f;
-  f.push_back(
-      {"balanced tree (A.5)",
-       [](uint32_t i, uint32_t n, std::vector<uint32_t>& out) {
-         if (2 * uint64_t{i} <= n) out.push_back(2 * i);
-         if (2 * uint64_t{i} + 1 <= n) out.push_back(2 * i + 1);
-       },
-       [](uint32_t i, uint32_t n) {
-         // Subtree size in a heap-ordered binary tree: count level by level.
-         uint64_t size = 0;
-         for (uint64_t lo = i, hi = i; lo <= n; lo = 2 * lo, hi = 2 * hi + 1) {
-           size += std::min<uint64_t>(hi, n) - lo + 1;
-         }
-         return size;
-       },
-       [](uint32_t n) { return n / 2; }});  // inner nodes 1..n/2
+  f.push_back({"balanced tree (A.5)",
+               [](uint32_t i, uint32_t n, std::vector<uint32_t>& out) {
+                 if (2 * uint64_t{i} <= n) out.push_back(2 * i);
+                 if (2 * uint64_t{i} + 1 <= n) out.push_back(2 * i + 1);
+               },
+               [](uint32_t i, uint32_t n) {
+                 // Subtree size in a heap-ordered binary tree: count level by level.
+                 uint64_t size = 0;
+                 for (uint64_t lo = i, hi = i; lo <= n; lo = 2 * lo, hi = 2 * hi + 1) {
+                   size += std::min<uint64_t>(hi, n) - lo + 1;
+                 }
+                 return size;
+               },
+               [](uint32_t n) { return n / 2; }});  // inner nodes 1..n/2
   f.push_back({"unbalanced tree (A.6)",
                [](uint32_t i, uint32_t n, std::vector<uint32_t>& out) {
                  if (i % 2 == 0) return;  // data object
@@ -658,14 +661,14 @@ void PrintGeneratedTable(const std::string& family, const std::map<uint32_t, Gra
     for (uint32_t c : columns) {
       const auto it = runs.find(c);
       double s = -1;
-      if (it != runs.end() && it->second.seconds.count(stage.key)) s = it->second.seconds.at(stage.key);
+      if (it != runs.end() && it->second.seconds.count(stage.key))
+        s = it->second.seconds.at(stage.key);
       ours += (ours.empty() ? "" : " / ") + Fmt(s);
     }
     std::string thesis_cell = "-", ratio = "-";
     if (row != nullptr) {
       char buf[96];
-      std::snprintf(buf, sizeof buf, "%.2f / %.2f / %.2f", row->at1001, row->at5001,
-                    row->at10001);
+      std::snprintf(buf, sizeof buf, "%.2f / %.2f / %.2f", row->at1001, row->at5001, row->at10001);
       thesis_cell = buf;
       const auto it = runs.find(10001);
       if (it != runs.end() && it->second.seconds.count(stage.key))
@@ -702,9 +705,8 @@ int RunGenerated(int reps) {
       const std::vector<ObjectIndex> roots = Sources(graph);
       auto size = [](ObjectIndex v) -> uint64_t { return v.value == 0 ? 120 : 24; };
       GraphRun run = RunStages(
-          family.name, graph,
-          [&]() { return analysis::CondenseStrongComponents(graph, size); }, roots, size, reps,
-          DumpOptions{},
+          family.name, graph, [&]() { return analysis::CondenseStrongComponents(graph, size); },
+          roots, size, reps, DumpOptions{},
           [&](uint32_t v) -> uint64_t { return v == 0 ? 1 : family.objects(v, n); }, nullptr);
       Check(run.points == family.expected_points(n),
             family.name + " " + std::to_string(nodes) + " DAPs " + std::to_string(run.points) +
@@ -730,8 +732,7 @@ int RunDump(const std::string& path, const DumpOptions& options) {
   const double parse_seconds = Seconds(parse_start);
   std::printf("result dump %u parse %.6f\n", graph.object_count(), parse_seconds);
   std::printf("check dump objects %u references %llu gc_roots %zu classes %u\n",
-              graph.object_count(),
-              static_cast<unsigned long long>(graph.graph().edge_count()),
+              graph.object_count(), static_cast<unsigned long long>(graph.graph().edge_count()),
               graph.root_objects().size(), graph.class_count());
   const analysis::DynamicSizeOptions references;  // strong references, no class edges
   auto size = [&](ObjectIndex v) { return graph.shallow_size(v); };
@@ -781,23 +782,24 @@ int RunDump(const std::string& path, const DumpOptions& options) {
         }
       });
 
-  std::printf("check dump components %u nontrivial %u largest %u scc_roots %u points %u "
-              "points_used %llu visits %llu\n",
-              run.components, run.nontrivial, run.max_component, run.scc_roots, run.points,
-              static_cast<unsigned long long>(run.points_used),
-              static_cast<unsigned long long>(run.visits));
+  std::printf(
+      "check dump components %u nontrivial %u largest %u scc_roots %u points %u "
+      "points_used %llu visits %llu\n",
+      run.components, run.nontrivial, run.max_component, run.scc_roots, run.points,
+      static_cast<unsigned long long>(run.points_used),
+      static_cast<unsigned long long>(run.visits));
   if (run.errors) {
-    std::printf("check dump estimate objects %llu estimated %llu median_all %.5f p90_all %.5f "
-                "median_estimated %.5f p90_estimated %.5f components_estimated %llu "
-                "median_components %.5f p90_components %.5f\n",
-                static_cast<unsigned long long>(run.errors->objects),
-                static_cast<unsigned long long>(run.errors->estimated), run.errors->median_all,
-                run.errors->p90_all, run.errors->median_estimated, run.errors->p90_estimated,
-                static_cast<unsigned long long>(run.errors->components_estimated),
-                run.errors->median_components, run.errors->p90_components);
+    std::printf(
+        "check dump estimate objects %llu estimated %llu median_all %.5f p90_all %.5f "
+        "median_estimated %.5f p90_estimated %.5f components_estimated %llu "
+        "median_components %.5f p90_components %.5f\n",
+        static_cast<unsigned long long>(run.errors->objects),
+        static_cast<unsigned long long>(run.errors->estimated), run.errors->median_all,
+        run.errors->p90_all, run.errors->median_estimated, run.errors->p90_estimated,
+        static_cast<unsigned long long>(run.errors->components_estimated),
+        run.errors->median_components, run.errors->p90_components);
   }
-  std::printf("check dump peak_rss_bytes %llu\n",
-              static_cast<unsigned long long>(PeakRssBytes()));
+  std::printf("check dump peak_rss_bytes %llu\n", static_cast<unsigned long long>(PeakRssBytes()));
 
   std::printf(
       "\n### %s: %u objects, %llu references (thesis Table A.1: 1,780,673 nodes, 4,060,032 "
@@ -814,9 +816,9 @@ int RunDump(const std::string& path, const DumpOptions& options) {
     const auto thesis = kThesisTableA1.find(stage.key);
     const double t = thesis == kThesisTableA1.end() ? -1 : thesis->second;
     const double cpu = run.cpu_seconds[stage.key];
-    std::string ours = it->second < 0 ? "> " + Fmt(-it->second) + " / " + Fmt(cpu) +
-                                            " (stopped: over budget)"
-                                      : Fmt(it->second) + " / " + Fmt(cpu);
+    std::string ours = it->second < 0
+                           ? "> " + Fmt(-it->second) + " / " + Fmt(cpu) + " (stopped: over budget)"
+                           : Fmt(it->second) + " / " + Fmt(cpu);
     std::printf("| %s | %s | %s | %s | %s |\n", *stage.thesis_name ? stage.thesis_name : "-",
                 stage.ours, t < 0 ? "-" : Fmt(t).c_str(), ours.c_str(),
                 it->second < 0 ? "-" : Ratio(t, it->second).c_str());
@@ -826,8 +828,7 @@ int RunDump(const std::string& path, const DumpOptions& options) {
         "| - | ComputeDynamicSize of the %zu instances of %s together (reach %llu objects, %llu "
         "bytes) | - | %s / %s | - |\n",
         c.instances, c.name.c_str(), static_cast<unsigned long long>(c.together.objects),
-        static_cast<unsigned long long>(c.together.bytes), Fmt(c.wall).c_str(),
-        Fmt(c.cpu).c_str());
+        static_cast<unsigned long long>(c.together.bytes), Fmt(c.wall).c_str(), Fmt(c.cpu).c_str());
   }
   auto sum = [&](std::initializer_list<const char*> keys) {
     double s = 0;
@@ -855,12 +856,10 @@ int RunDump(const std::string& path, const DumpOptions& options) {
       run.components, run.nontrivial, run.max_component, run.scc_roots, run.points,
       run.seconds["dap_dynamic"] < 0
           ? " (the DAP dynamic size stopped over budget)"
-          : (", used " + std::to_string(run.points_used) +
-             " times; the DAP searches visited " + std::to_string(run.visits) +
-             " components in all")
+          : (", used " + std::to_string(run.points_used) + " times; the DAP searches visited " +
+             std::to_string(run.visits) + " components in all")
                 .c_str(),
-      parse_seconds,
-      static_cast<double>(PeakRssBytes()) / 1048576.0);
+      parse_seconds, static_cast<double>(PeakRssBytes()) / 1048576.0);
   if (run.errors && run.errors->sampled) {
     std::printf(
         "Estimate vs exact bytes (no exact method fitted its budget; %u objects drawn among the "

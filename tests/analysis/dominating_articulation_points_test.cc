@@ -22,10 +22,10 @@ namespace heapwatch::analysis {
 namespace {
 
 using testing::Edge;
-using testing::MakeGraph;
-using testing::Objects;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using testing::MakeGraph;
+using testing::Objects;
 
 #ifndef HEAPWATCH_CORPORA_DIR
 #error HEAPWATCH_CORPORA_DIR must be defined by the build
@@ -42,7 +42,8 @@ std::vector<bool> ReachFrom(const CsrGraph& dag, uint32_t from) {
 }
 
 // Flow roots by their definition: the given root nodes and every node without a predecessor.
-std::vector<ObjectIndex> BruteFlowRoots(const CsrGraph& dag, const std::vector<ObjectIndex>& roots) {
+std::vector<ObjectIndex> BruteFlowRoots(const CsrGraph& dag,
+                                        const std::vector<ObjectIndex>& roots) {
   const uint32_t n = dag.node_count();
   std::vector<bool> is_root(n, false), has_pred(n, false);
   for (ObjectIndex r : roots) is_root[r.value] = true;
@@ -170,7 +171,8 @@ RandomDag MakeRandomDag(std::mt19937_64& rng, uint32_t max_nodes) {
   RandomDag out;
   out.condensation = FromDag(MakeGraph(n, edges), bytes, objects);
   const uint64_t roots = uniform(0, 3);
-  for (uint64_t i = 0; i < roots; ++i) out.roots.push_back(O(static_cast<uint32_t>(uniform(0, n - 1))));
+  for (uint64_t i = 0; i < roots; ++i)
+    out.roots.push_back(O(static_cast<uint32_t>(uniform(0, n - 1))));
   return out;
 }
 
@@ -287,7 +289,7 @@ TEST(DominatingArticulationPointsTest, Errors) {
   EXPECT_EQ(DominatingArticulationPointsFromDominators(c, C({1, 3})).status().code(),
             absl::StatusCode::kInvalidArgument);  // beyond the super root
   EXPECT_EQ(DominatingArticulationPointsFromDominators(
-                    c, std::vector<ComponentId>{kNoComponent, ComponentId(2)})
+                c, std::vector<ComponentId>{kNoComponent, ComponentId(2)})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -321,7 +323,8 @@ TEST(DominatingArticulationPointsTest, MatchesDefinition11OnRandomDags) {
     const CsrGraph& dag = t.condensation.dag;
     auto points = ComputeDominatingArticulationPoints(t.condensation, t.roots);
     ASSERT_TRUE(points.ok()) << points.status();
-    ASSERT_EQ(AsNodes(points->scc_roots), BruteFlowRoots(dag, t.roots)) << "iteration " << iteration;
+    ASSERT_EQ(AsNodes(points->scc_roots), BruteFlowRoots(dag, t.roots))
+        << "iteration " << iteration;
     const std::vector<bool> expected = BruteDominatingArticulationPoints(dag, t.roots);
     ASSERT_EQ(points->is_point, expected) << "iteration " << iteration;
     for (uint32_t v = 0; v < dag.node_count(); ++v) {
@@ -386,7 +389,8 @@ TEST(DominatingArticulationPointsTest, HeapGraphsMatchBruteForcePerObject) {
     ASSERT_TRUE(points.ok()) << points.status();
     // Definition 11 on the SCC graph, with the GC roots' components as root nodes.
     std::vector<ObjectIndex> root_components;
-    for (ObjectIndex r : t.roots) root_components.push_back(O(condensation->component_of[r.value].value));
+    for (ObjectIndex r : t.roots)
+      root_components.push_back(O(condensation->component_of[r.value].value));
     ASSERT_EQ(points->is_point,
               BruteDominatingArticulationPoints(condensation->dag, root_components))
         << "iteration " << iteration;
