@@ -117,41 +117,78 @@ Status CheckCondensation(const Condensation& c) {
 
 // ---------------------------------------------------------------------------------------------
 // Exact, method 1: a DFS over the DAG from every component (thesis: SimpleCompDynamicSize), with
-// stamps. Returns false (results incomplete) when it would do more than `limit` work units.
+// stamps instead of clearing a visited array.
+class ComponentDfs {
+ public:
+  explicit ComponentDfs(const Condensation& c)
+      : c_(c), stamp_(c.component_count, std::numeric_limits<uint32_t>::max()) {}
 
+  // Reachable bytes and objects of x. Adds the work units to `work` and stops early (returns
+  // false) once `work` exceeds `limit`. Each x may be asked once per Reset().
+  bool From(uint32_t x, uint64_t limit, uint64_t& work, uint64_t& bytes, uint64_t& objects) {
+    bytes = objects = 0;
+    stamp_[x] = x;
+    stack_.assign(1, x);
+    while (!stack_.empty()) {
+      const uint32_t y = stack_.back();
+      stack_.pop_back();
+      bytes += c_.component_bytes[y];
+      objects += c_.component_objects[y];
+      const auto succ = c_.successors(ComponentId(y));
+      work += 1 + succ.size();
+      if (work > limit) return false;
+      for (ObjectIndex z : succ) {
+        if (stamp_[z.value] == x) continue;
+        stamp_[z.value] = x;
+        stack_.push_back(z.value);
+      }
+    }
+    return true;
+  }
+  void Reset() { std::fill(stamp_.begin(), stamp_.end(), std::numeric_limits<uint32_t>::max()); }
+
+ private:
+  const Condensation& c_;
+  std::vector<uint32_t> stamp_;
+  std::vector<uint32_t> stack_;
+};
+
+// Every component by method 1; false (results incomplete) when it would do more than `limit` work
+// units.
 bool ExactByDfs(const Condensation& c, uint64_t limit, DynamicSizes& out) {
-  const uint32_t count = c.component_count;
-  std::vector<uint32_t> stamp(count, std::numeric_limits<uint32_t>::max());
-  std::vector<uint32_t> stack;
+  ComponentDfs dfs(c);
   auto& bytes = DynamicSizesBuilder::bytes(out);
   auto& objects = DynamicSizesBuilder::objects(out);
   uint64_t work = 0;
-  for (uint32_t x = 0; x < count; ++x) {
-    uint64_t b = 0, o = 0;
-    stamp[x] = x;
-    stack.push_back(x);
-    while (!stack.empty()) {
-      const uint32_t y = stack.back();
-      stack.pop_back();
-      b += c.component_bytes[y];
-      o += c.component_objects[y];
-      const auto succ = c.successors(ComponentId(y));
-      work += 1 + succ.size();
-      if (work > limit) {
-        stack.clear();
-        return false;
-      }
-      for (ObjectIndex z : succ) {
-        if (stamp[z.value] == x) continue;
-        stamp[z.value] = x;
-        stack.push_back(z.value);
-      }
-    }
+  for (uint32_t x = 0; x < c.component_count; ++x) {
+    uint64_t b, o;
+    if (!dfs.From(x, limit, work, b, o)) return false;
     bytes[x] = b;
     objects[x] = static_cast<uint32_t>(o);
   }
   return true;
 }
+
+// Predicts method 1's work from a DFS out of kSamples components spread evenly over the ids;
+// returns UINT64_MAX when the sample alone would cost more than `limit`.
+uint64_t PredictDfsWork(const Condensation& c, uint64_t limit) {
+  constexpr uint32_t kSamples = 256;
+  const uint32_t count = c.component_count;
+  if (count == 0) return 0;
+  const uint32_t samples = std::min(count, kSamples);
+  ComponentDfs dfs(c);
+  uint64_t work = 0;
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint32_t x = static_cast<uint32_t>(uint64_t{i} * count / samples);
+    uint64_t b, o;
+    if (!dfs.From(x, limit, work, b, o)) return std::numeric_limits<uint64_t>::max();
+  }
+  return work / samples * count + work % samples * count / samples;
+}
+
+// Method 2 takes kTargets target components per pass, as kWords 64-bit words per component.
+constexpr uint32_t kWords = 4;
+constexpr uint32_t kTargets = 64 * kWords;
 
 // Work units of method 2: every pass visits the components at or above its first target and
 // their DAG edges.
@@ -159,51 +196,67 @@ uint64_t BitParallelCost(const Condensation& c) {
   const uint32_t count = c.component_count;
   const uint64_t edges = c.dag.edge_count();
   uint64_t cost = 0;
-  for (uint64_t lo = 0; lo < count; lo += 64) {
+  for (uint64_t lo = 0; lo < count; lo += kTargets) {
     cost += (count - lo) + (edges - c.dag.offsets[lo]);
   }
   return cost;
 }
 
-// Exact, method 2: bit-parallel transitive closure, 64 target components per pass.
+// Exact, method 2: bit-parallel transitive closure, kTargets target components per pass.
 void ExactByBitParallel(const Condensation& c, DynamicSizes& out) {
   const uint32_t count = c.component_count;
   auto& bytes = DynamicSizesBuilder::bytes(out);
   auto& objects = DynamicSizesBuilder::objects(out);
   std::fill(bytes.begin(), bytes.end(), 0);
   std::vector<uint64_t> objects64(count, 0);
-  // mask[x] bit i: component x reaches target lo + i. Zero below the current pass's lo.
-  std::vector<uint64_t> mask(count, 0);
-  // Lookup tables: sum of the targets' bytes / objects for each value of mask byte b.
-  std::vector<uint64_t> table_bytes(8 * 256), table_objects(8 * 256);
-  for (uint32_t lo = 0; lo < count; lo = lo + 64 < count ? lo + 64 : count) {
-    const uint32_t hi = count - lo > 64 ? lo + 64 : count;
-    for (uint32_t b = 0; b < 8; ++b) {
+  // Words kWords*x .. kWords*x + kWords - 1, bit i of word w: component x reaches target
+  // lo + 64w + i. Zero below the current pass's lo.
+  std::vector<uint64_t> mask(size_t{count} * kWords, 0);
+  // Lookup tables: sum of the targets' bytes / objects for each value of mask byte b (8 per word).
+  constexpr uint32_t kBytes = 8 * kWords;
+  std::vector<uint64_t> table_bytes(size_t{kBytes} * 256), table_objects(size_t{kBytes} * 256);
+  for (uint64_t chunk = 0; chunk < count; chunk += kTargets) {
+    const uint32_t lo = static_cast<uint32_t>(chunk);
+    const uint32_t hi = static_cast<uint32_t>(std::min<uint64_t>(chunk + kTargets, count));
+    for (size_t b = 0; b < kBytes; ++b) {
       uint64_t* tb = &table_bytes[b * 256];
       uint64_t* to = &table_objects[b * 256];
       tb[0] = to[0] = 0;
       for (uint32_t m = 1; m < 256; ++m) {
-        const uint32_t target = lo + 8 * b + static_cast<uint32_t>(std::countr_zero(m));
+        const uint64_t target = chunk + 8 * b + static_cast<uint32_t>(std::countr_zero(m));
         const bool in = target < hi;
         tb[m] = tb[m & (m - 1)] + (in ? c.component_bytes[target] : 0);
         to[m] = to[m & (m - 1)] + (in ? c.component_objects[target] : 0);
       }
     }
     for (uint32_t x = lo; x < count; ++x) {
-      uint64_t m = x < hi ? uint64_t{1} << (x - lo) : 0;
-      for (ObjectIndex y : c.successors(ComponentId(x))) m |= mask[y.value];
-      mask[x] = m;
-      if (m == 0) continue;
+      uint64_t m[kWords] = {};
+      if (x < hi) m[(x - lo) / 64] = uint64_t{1} << ((x - lo) % 64);
+      for (ObjectIndex y : c.successors(ComponentId(x))) {
+        const uint64_t* my = &mask[size_t{y.value} * kWords];
+        for (uint32_t w = 0; w < kWords; ++w) m[w] |= my[w];
+      }
+      uint64_t any = 0;
+      for (uint32_t w = 0; w < kWords; ++w) {
+        mask[size_t{x} * kWords + w] = m[w];
+        any |= m[w];
+      }
+      if (any == 0) continue;
       uint64_t sb = 0, so = 0;
-      for (uint32_t b = 0; b < 8; ++b) {
-        const uint32_t byte = static_cast<uint32_t>(m >> (8 * b)) & 0xff;
-        sb += table_bytes[b * 256 + byte];
-        so += table_objects[b * 256 + byte];
+      for (uint32_t w = 0; w < kWords; ++w) {
+        if (m[w] == 0) continue;
+        for (uint32_t b = 0; b < 8; ++b) {
+          const uint32_t index =
+              (8 * w + b) * 256 + (static_cast<uint32_t>(m[w] >> (8 * b)) & 0xff);
+          sb += table_bytes[index];
+          so += table_objects[index];
+        }
       }
       bytes[x] += sb;
       objects64[x] += so;
     }
-    std::fill(mask.begin() + lo, mask.begin() + hi, 0);
+    std::fill(mask.begin() + static_cast<ptrdiff_t>(size_t{lo} * kWords),
+              mask.begin() + static_cast<ptrdiff_t>(size_t{hi} * kWords), 0);
   }
   for (uint32_t x = 0; x < count; ++x) objects[x] = static_cast<uint32_t>(objects64[x]);
 }
@@ -212,7 +265,14 @@ StatusOr<DynamicSizes> Exact(const Condensation& c, std::vector<ComponentId> com
                              const ExactDynamicSizesOptions& options) {
   DynamicSizes out = DynamicSizesBuilder::Make(std::move(component_of), c.component_count);
   const uint64_t bit_parallel_cost = BitParallelCost(c);
-  if (options.method != ExactDynamicSizesOptions::Method::kBitParallel) {
+  bool try_dfs = options.method == ExactDynamicSizesOptions::Method::kComponentDfs;
+  if (options.method == ExactDynamicSizesOptions::Method::kAuto) {
+    // A sample of DFSs predicts method 1's cost; the sample may use up to 1/8 of method 2's cost
+    // and of the budget.
+    try_dfs =
+        PredictDfsWork(c, std::min(bit_parallel_cost, options.max_work) / 8) < bit_parallel_cost;
+  }
+  if (try_dfs) {
     const uint64_t dfs_limit = options.method == ExactDynamicSizesOptions::Method::kComponentDfs
                                    ? options.max_work
                                    : std::min(options.max_work, bit_parallel_cost);
@@ -260,6 +320,12 @@ inline double SamplingWeight(uint64_t bytes) {
   return bytes == 0 ? 1.0 : static_cast<double>(bytes);
 }
 
+// An estimate rounded to whole bytes / objects (counts saturate at 2^32 - 1).
+uint64_t RoundBytes(double v) { return static_cast<uint64_t>(std::llround(std::max(0.0, v))); }
+uint32_t RoundCount(double v) {
+  return static_cast<uint32_t>(std::llround(std::clamp(v, 0.0, 4294967295.0)));
+}
+
 // Merges sorted `a` and `b` into `out` (distinct entries, at most `cap`). Returns the length.
 size_t MergeSketches(const uint64_t* a, size_t na, const uint64_t* b, size_t nb, uint64_t* out,
                      size_t cap) {
@@ -280,12 +346,25 @@ size_t MergeSketches(const uint64_t* a, size_t na, const uint64_t* b, size_t nb,
 }
 
 // Storage for the sketches that still wait for a predecessor: blocks of 2^s entries, one free list
-// per size class s.
+// per size class s. A block can be shared by several components whose sketches are equal (a
+// component whose own entry and other successors do not change a successor's full sketch takes it
+// over without a copy); it is freed when its last holder lets go. For a full block (k + 1 entries)
+// the pool also keeps the estimator's sum over its k smallest entries.
 class SketchPool {
  public:
+  struct Handle {
+    uint32_t block = 0;
+    uint32_t length = 0;  // 0: none
+  };
+  struct Sums {
+    double bytes = 0;
+    double objects = 0;
+  };
+
   explicit SketchPool(uint32_t cap) : classes_(std::bit_width(cap - 1) + 1) {}
-  // Stores `len` entries (1 <= len <= cap); returns the block number in the size class of len.
-  uint32_t Store(const uint64_t* data, uint32_t len) {
+
+  // Stores `len` entries (1 <= len <= cap) with one holder.
+  Handle Store(const uint64_t* data, uint32_t len, Sums sums) {
     Class& cls = classes_[ClassOf(len)];
     const size_t block_size = size_t{1} << ClassOf(len);
     uint32_t block;
@@ -293,29 +372,39 @@ class SketchPool {
       block = cls.free.back();
       cls.free.pop_back();
     } else {
-      block = static_cast<uint32_t>(cls.entries.size() / block_size);
+      block = static_cast<uint32_t>(cls.holders.size());
       cls.entries.resize(cls.entries.size() + block_size);
+      cls.holders.push_back(0);
+      cls.sums.emplace_back();
+      entry_bytes_ += block_size * sizeof(uint64_t) + sizeof(uint32_t) + sizeof(Sums);
     }
     std::copy_n(data, len, cls.entries.data() + block * block_size);
-    return block;
+    cls.holders[block] = 1;
+    cls.sums[block] = sums;
+    return {block, len};
   }
-  const uint64_t* Get(uint32_t block, uint32_t len) const {
-    return classes_[ClassOf(len)].entries.data() + (size_t{block} << ClassOf(len));
+  const uint64_t* Get(Handle h) const {
+    return classes_[ClassOf(h.length)].entries.data() + (size_t{h.block} << ClassOf(h.length));
   }
-  void Free(uint32_t block, uint32_t len) { classes_[ClassOf(len)].free.push_back(block); }
-  uint64_t MemoryUsage() const {
-    uint64_t total = 0;
-    for (const Class& c : classes_) total += c.entries.capacity() * 8 + c.free.capacity() * 4;
-    return total;
+  const Sums& GetSums(Handle h) const { return classes_[ClassOf(h.length)].sums[h.block]; }
+  void Hold(Handle h) { ++classes_[ClassOf(h.length)].holders[h.block]; }
+  void Release(Handle h) {
+    Class& cls = classes_[ClassOf(h.length)];
+    if (--cls.holders[h.block] == 0) cls.free.push_back(h.block);
   }
+  // Bytes of blocks ever allocated (blocks are reused, never returned): the pool's peak.
+  uint64_t bytes() const { return entry_bytes_; }
 
  private:
   static uint32_t ClassOf(uint32_t len) { return static_cast<uint32_t>(std::bit_width(len - 1)); }
   struct Class {
     std::vector<uint64_t> entries;
+    std::vector<uint32_t> holders;
+    std::vector<Sums> sums;
     std::vector<uint32_t> free;
   };
   std::vector<Class> classes_;
+  uint64_t entry_bytes_ = 0;
 };
 
 Status CheckSketchOptions(const DynamicSizeSketchOptions& options) {
@@ -335,32 +424,57 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
   auto& out_objects = DynamicSizesBuilder::objects(out);
   auto& out_exact = DynamicSizesBuilder::exact(out);
 
-  // Predecessors still to come, per component; a sketch is freed when this reaches 0.
+  // Predecessors still to come, per component; a sketch is let go when this reaches 0.
   std::vector<uint32_t> waiting(count, 0);
   for (ObjectIndex y : c.dag.targets) ++waiting[y.value];
-  std::vector<uint32_t> block(count, 0);
-  std::vector<uint16_t> length(count, 0);  // 0: no sketch stored
+  std::vector<SketchPool::Handle> sketch(count);
   SketchPool pool(cap);
   std::vector<uint64_t> acc(cap), tmp(cap);
 
   for (uint32_t x = 0; x < count; ++x) {
     const double u =
         static_cast<double>((SplitMix64(options.seed ^ SplitMix64(x)) >> 11) + 1) * 0x1p-53;
-    acc[0] = Key(static_cast<float>(u / SamplingWeight(c.component_bytes[x])), x);
+    const uint64_t own = Key(static_cast<float>(u / SamplingWeight(c.component_bytes[x])), x);
+    // The sketch of x so far: a stored one (`shared`, held) or acc[0..len).
+    SketchPool::Handle shared;
+    acc[0] = own;
     size_t len = 1;
     for (ObjectIndex yi : c.successors(ComponentId(x))) {
       const uint32_t y = yi.value;
-      if (length[y] != 0) {
-        len = MergeSketches(acc.data(), len, pool.Get(block[y], length[y]), length[y], tmp.data(),
-                            cap);
-        acc.swap(tmp);
+      const SketchPool::Handle hy = sketch[y];
+      if (hy.length != 0) {
+        const uint64_t* sy = pool.Get(hy);
+        const uint64_t last = shared.length != 0 ? pool.Get(shared)[cap - 1] : acc[len - 1];
+        const bool full = shared.length != 0 || len == cap;
+        if (full && sy[0] > last) {
+          // Nothing of y's sketch enters the k + 1 smallest.
+        } else if (shared.length == 0 && len == 1 && hy.length == cap && own > sy[cap - 1]) {
+          shared = hy;  // x's sketch is y's
+          pool.Hold(shared);
+        } else {
+          const uint64_t* a = shared.length != 0 ? pool.Get(shared) : acc.data();
+          const size_t na = shared.length != 0 ? shared.length : len;
+          len = MergeSketches(a, na, sy, hy.length, tmp.data(), cap);
+          acc.swap(tmp);
+          if (shared.length != 0) {
+            pool.Release(shared);
+            shared = {};
+          }
+        }
       }
-      if (--waiting[y] == 0 && length[y] != 0) {
-        pool.Free(block[y], length[y]);
-        length[y] = 0;
+      if (--waiting[y] == 0 && hy.length != 0) {
+        pool.Release(hy);
+        sketch[y] = {};
       }
     }
-    if (len <= k) {
+    SketchPool::Sums sums;
+    if (shared.length != 0) {
+      // x's own entry is not among the k + 1 smallest.
+      const SketchPool::Sums& s = pool.GetSums(shared);
+      out_bytes[x] = RoundBytes(static_cast<double>(c.component_bytes[x]) + s.bytes);
+      out_objects[x] = RoundCount(static_cast<double>(c.component_objects[x]) + s.objects);
+      out_exact[x] = false;
+    } else if (len <= k) {
       // The sketch holds the whole reachable set.
       uint64_t b = 0, o = 0;
       for (size_t i = 0; i < len; ++i) {
@@ -371,25 +485,40 @@ StatusOr<DynamicSizes> Estimate(const Condensation& c, std::vector<ComponentId> 
       out_bytes[x] = b;
       out_objects[x] = static_cast<uint32_t>(o);
     } else {
-      // DLT's estimator for the reachable set minus x (x's own share is certain).
+      // DLT's estimator for the reachable set minus x (x's own share is certain): the sum over
+      // the k smallest entries of b_i * max(1, tau / w_i), tau = 1 / (the (k+1)-th rank).
       const double tau = 1.0 / KeyRank(acc[k]);
-      double b = static_cast<double>(c.component_bytes[x]);
-      double o = static_cast<double>(c.component_objects[x]);
+      double own_b = 0, own_o = 0;
       for (size_t i = 0; i < k; ++i) {
         const uint32_t z = KeyComponent(acc[i]);
-        if (z == x) continue;
         const double scale = std::max(1.0, tau / SamplingWeight(c.component_bytes[z]));
-        b += static_cast<double>(c.component_bytes[z]) * scale;
-        o += static_cast<double>(c.component_objects[z]) * scale;
+        const double b = static_cast<double>(c.component_bytes[z]) * scale;
+        const double o = static_cast<double>(c.component_objects[z]) * scale;
+        sums.bytes += b;
+        sums.objects += o;
+        if (z == x) {
+          own_b = b;
+          own_o = o;
+        }
       }
-      out_bytes[x] = static_cast<uint64_t>(std::llround(b));
-      out_objects[x] = static_cast<uint32_t>(
-          std::min<double>(std::llround(o), std::numeric_limits<uint32_t>::max()));
+      const double b = static_cast<double>(c.component_bytes[x]) + sums.bytes - own_b;
+      const double o = static_cast<double>(c.component_objects[x]) + sums.objects - own_o;
+      out_bytes[x] = RoundBytes(b);
+      out_objects[x] = RoundCount(o);
       out_exact[x] = false;
     }
-    if (waiting[x] != 0) {
-      block[x] = pool.Store(acc.data(), static_cast<uint32_t>(len));
-      length[x] = static_cast<uint16_t>(len);
+    if (waiting[x] == 0) {
+      if (shared.length != 0) pool.Release(shared);
+    } else if (shared.length != 0) {
+      sketch[x] = shared;  // keeps the hold taken above
+    } else {
+      sketch[x] = pool.Store(acc.data(), static_cast<uint32_t>(len), sums);
+      if (pool.bytes() > options.max_sketch_bytes) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "dynamic size estimate: the sketches waiting for a predecessor need more than %u bytes "
+            "(at component %u of %u); use a smaller sketch_size",
+            options.max_sketch_bytes, x, count));
+      }
     }
   }
   return out;

@@ -136,11 +136,13 @@ StatusOr<Condensation> Condense(const ReferenceView& view, ShallowSizeFn shallow
   std::vector<uint32_t> first(size_t{count} + 1, 0);
   for (ComponentId id : out.component_of) ++first[id.value + 1];
   for (uint32_t x = 0; x < count; ++x) first[x + 1] += first[x];
+  // Filled from the back, each component's start counted down from its end: afterwards first[x]
+  // is the start of component x again (no separate cursor array).
   std::vector<uint32_t> members(n);
-  {
-    std::vector<uint32_t> cursor(first.begin(), first.end() - 1);
-    for (uint32_t v = 0; v < n; ++v) members[cursor[out.component_of[v].value]++] = v;
-  }
+  for (uint32_t v = n; v-- > 0;) members[--first[out.component_of[v].value + 1]] = v;
+  // Now first[x + 1] is the start of x; shift back by one.
+  for (uint32_t x = 0; x < count; ++x) first[x] = first[x + 1];
+  first[count] = n;
 
   // The DAG: each component's edges to other components, each once (last_seen[y] == x when the
   // edge x -> y was emitted already).
@@ -149,6 +151,8 @@ StatusOr<Condensation> Condense(const ReferenceView& view, ShallowSizeFn shallow
   out.dag.offsets.assign(size_t{count} + 1, 0);
   std::vector<uint32_t> last_seen(count, std::numeric_limits<uint32_t>::max());
   std::vector<ObjectIndex>& targets = out.dag.targets;
+  // At most one DAG edge per followed reference: reserving that avoids the copies of growing.
+  targets.reserve(view.csr().edge_count() + (view.has_implicit_edges() ? n : 0));
   for (uint32_t x = 0; x < count; ++x) {
     uint64_t bytes = 0;
     for (uint32_t i = first[x]; i < first[x + 1]; ++i) {
@@ -165,7 +169,7 @@ StatusOr<Condensation> Condense(const ReferenceView& view, ShallowSizeFn shallow
     out.component_objects[x] = first[x + 1] - first[x];
     out.dag.offsets[x + 1] = static_cast<uint32_t>(targets.size());
   }
-  targets.shrink_to_fit();
+  if (targets.capacity() > targets.size() + targets.size() / 4) targets.shrink_to_fit();
   return out;
 }
 

@@ -5,15 +5,18 @@
 #include "analysis/strong_components.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/heap_graph.h"
 #include "boost/graph/adjacency_list.hpp"
 #include "boost/graph/strong_components.hpp"
+#include "collectors/hprof/hprof_reader.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/graph_test_util.h"
 
@@ -28,7 +31,8 @@ uint64_t SizeOf(ObjectIndex v) { return 8 * (v.value % 7) + 16; }
 // Checks `c` against its definition on `graph`: the partition equals Boost.Graph's, the DAG has
 // exactly the projected edges (no self-loop, no duplicate), every edge goes from a higher to a
 // lower id, and the per-component totals add up.
-void CheckCondensation(const CsrGraph& graph, bool follow_weak, const Condensation& c) {
+void CheckCondensation(const CsrGraph& graph, bool follow_weak, const Condensation& c,
+                       const std::function<uint64_t(ObjectIndex)>& size = SizeOf) {
   const uint32_t n = graph.node_count();
   using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
   G g(n);
@@ -81,7 +85,7 @@ void CheckCondensation(const CsrGraph& graph, bool follow_weak, const Condensati
   std::vector<uint64_t> bytes(c.component_count, 0);
   std::vector<uint32_t> objects(c.component_count, 0);
   for (uint32_t v = 0; v < n; ++v) {
-    bytes[c.component_of[v].value] += SizeOf(ObjectIndex(v));
+    bytes[c.component_of[v].value] += size(ObjectIndex(v));
     ++objects[c.component_of[v].value];
   }
   EXPECT_EQ(c.component_bytes, bytes);
@@ -246,6 +250,55 @@ TEST(StrongComponentsTest, ClassEdgesOfAHeapGraph) {
       EXPECT_EQ(c->component_bytes[c->component_of[instance.value].value],
                 follow ? graph->shallow_size(instance) + graph->shallow_size(class_object)
                        : graph->shallow_size(instance));
+    }
+  }
+}
+
+// The HeapGraph overload on corpus dumps, read with and without MAT's "<class>" edges, for every
+// combination of options, against Boost.Graph on the references the options select (built here
+// independently: the stored class edge recognised through ResolveReference, implicit ones added
+// from the class table).
+TEST(StrongComponentsTest, CorpusDumpsMatchBoost) {
+  for (const char* file :
+       {"eclipse-mat/sun_jdk6_32bit.hprof", "adt-tools-base-perflib/dialer.android-hprof"}) {
+    for (bool stored : {false, true}) {
+      hprof::ReadOptions read;
+      read.instance_class_edges = stored;
+      auto graph = hprof::ReadHeapGraph(std::string(HEAPWATCH_CORPORA_DIR) + "/" + file, read);
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      const CsrGraph& g = graph->graph();
+      for (bool weak : {false, true}) {
+        for (bool classes : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << file << " stored " << stored << " weak " << weak
+                                            << " classes " << classes);
+          std::vector<Edge> edges;
+          for (uint32_t v = 0; v < g.node_count(); ++v) {
+            const ObjectIndex o(v);
+            if (classes && !stored) {
+              const ClassId c = graph->class_of(o);
+              if (c.valid() && graph->class_info(c).class_object.valid()) {
+                edges.push_back({v, graph->class_info(c).class_object.value});
+              }
+            }
+            for (uint64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
+              if (!weak && g.is_weak(e)) continue;
+              if (!classes && e == g.first_edge(o) &&
+                  graph->ResolveReference(o, e).kind == ReferenceSlot::Kind::kClassObject) {
+                continue;
+              }
+              edges.push_back({v, g.targets[e].value});
+            }
+          }
+          StrongComponentsOptions options;
+          options.follow_weak_references = weak;
+          options.follow_class_edges = classes;
+          auto c = CondenseStrongComponents(*graph, options);
+          ASSERT_TRUE(c.ok()) << c.status();
+          CheckCondensation(MakeGraph(g.node_count(), edges), true, *c,
+                            [&](ObjectIndex v) { return graph->shallow_size(v); });
+          if (::testing::Test::HasFailure()) return;
+        }
+      }
     }
   }
 }
