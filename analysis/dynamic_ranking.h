@@ -121,7 +121,8 @@ struct DynamicRanking {
 // graph.root_objects()) and `retained_sizes` = ComputeRetainedSizes(tree, shallow sizes), as for
 // BuildReport. Errors: InvalidArgument when the tree or retained sizes do not belong to the graph,
 // for rows == 0, or from EstimateDynamicSizes (sketch size out of range) and
-// CondenseStrongComponents.
+// CondenseStrongComponents; ResourceExhausted when the estimate's sketches would exceed
+// options.estimate.max_sketch_bytes.
 StatusOr<DynamicRanking> RankByDynamicSize(const HeapGraph& graph, const DominatorTree& tree,
                                            const RetainedSizes& retained_sizes,
                                            const DynamicRankingOptions& options = {});

@@ -77,7 +77,7 @@ TEST(DumpReportTest, ByDynamicInJsonAndText) {
   EXPECT_TRUE(by["objects_by_dynamic"][0]["estimate_exact"].get<bool>());
   EXPECT_EQ(by["shared_histogram"].size(), 10u);
   EXPECT_FALSE(by["all_references"].get<bool>());
-  EXPECT_EQ(by["sketch_size"].get<uint32_t>(), 256u);
+  EXPECT_EQ(by["sketch_size"].get<uint32_t>(), analysis::DynamicSizeSketchOptions{}.sketch_size);
   EXPECT_TRUE(by.contains("classes_by_shared"));
 
   const std::string text = RenderDumpReport(report);
