@@ -61,7 +61,7 @@ struct BulkHeapGraphBuilder::State {
   uint8_t heap = 0;
   uint64_t slot = 0;  // the next reference slot
   uint64_t dangling = 0;
-  // The object array being given (kNoObject value: a dropped repeat).
+  // The object array being given (array_v kAbsent: a dropped repeat).
   bool array_open = false;
   uint32_t array_v = kAbsent;
   uint32_t array_length = 0;
