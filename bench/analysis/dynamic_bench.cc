@@ -61,7 +61,7 @@
 #include "analysis/dynamic_size.h"
 #include "analysis/retained_size.h"
 #include "analysis/strong_components.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 namespace heapwatch::bench {
 namespace {

@@ -13,7 +13,7 @@
 #include "analysis/dap_dynamic_size.h"
 #include "analysis/dynamic_size.h"
 #include "analysis/strong_components.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "graph_test_util.h"
 #include "gtest/gtest.h"

@@ -22,7 +22,7 @@
 #include "analysis/heap_graph.h"
 #include "analysis/retained_size.h"
 #include "analysis/strong_components.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/graph_test_util.h"
 

@@ -16,7 +16,7 @@
 #include "analysis/heap_graph.h"
 #include "boost/graph/adjacency_list.hpp"
 #include "boost/graph/strong_components.hpp"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/graph_test_util.h"
 
