@@ -140,6 +140,7 @@ uint32_t HeapGraph::Rep::SlotCount(uint32_t v) const {
   const ClassInfo& c = classes[cw];
   switch (c.instance_kind) {
     case ObjectKind::kInstance:
+      if (slots[cw].unnamed) return array_lengths[ArrayRank(v)] + ce;
       return static_cast<uint32_t>(slots[cw].instance_slots.size()) + ce;
     case ObjectKind::kObjectArray:
       return array_lengths[ArrayRank(v)] + ce;
@@ -215,7 +216,7 @@ Status BuildClassSlots(HeapGraph::Rep& rep,
       const ClassInfo& kc = rep.classes[k.value];
       bool is_ref_class = kc.name == "java.lang.ref.Reference";
       if (is_ref_class) info.is_reference = true;
-      if (info.instance_kind != ObjectKind::kInstance) continue;
+      if (info.instance_kind != ObjectKind::kInstance || info.unnamed_references) continue;
       for (uint32_t i = 0; i < kc.instance_fields.size(); ++i) {
         if (kc.instance_fields[i].type != FieldType::kObject) continue;
         if (is_ref_class && kc.instance_fields[i].name == "referent" && s.weak_slot < 0) {
@@ -224,6 +225,7 @@ Status BuildClassSlots(HeapGraph::Rep& rep,
         s.instance_slots.push_back({ReferenceSlot::Kind::kField, k, i, 0});
       }
     }
+    s.unnamed = info.instance_kind == ObjectKind::kInstance && info.unnamed_references;
     s.class_object_slots.push_back({ReferenceSlot::Kind::kSuperClass, ClassId{c}, 0, 0});
     s.class_object_slots.push_back({ReferenceSlot::Kind::kClassLoader, ClassId{c}, 0, 0});
     s.class_object_slots.push_back({ReferenceSlot::Kind::kSigners, ClassId{c}, 0, 0});
@@ -275,8 +277,8 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     uint32_t c = cw & ~kClassObjectBit;
     if (c >= r.classes.size()) return bad(absl::StrFormat("class of object %d", v));
     bool is_array = r.IsArray(static_cast<uint32_t>(v));
-    bool class_is_array = r.classes[c].instance_kind != ObjectKind::kInstance;
-    if ((cw & kClassObjectBit) ? is_array : (is_array != class_is_array)) {
+    bool counted = r.classes[c].instance_kind != ObjectKind::kInstance || r.slots[c].unnamed;
+    if ((cw & kClassObjectBit) ? is_array : (is_array != counted)) {
       return bad(absl::StrFormat("array bit of object %d", v));
     }
   }
@@ -347,7 +349,8 @@ uint64_t HeapGraph::object_id(ObjectIndex v) const { return rep_->ids.Id(v.value
 
 uint32_t HeapGraph::array_length(ObjectIndex v) const {
   const Rep& r = *rep_;
-  return r.IsArray(v.value) ? r.array_lengths[r.ArrayRank(v.value)] : 0;
+  if (!r.IsArray(v.value) || kind(v) == ObjectKind::kInstance) return 0;
+  return r.array_lengths[r.ArrayRank(v.value)];
 }
 
 HeapId HeapGraph::heap(ObjectIndex v) const {
@@ -421,6 +424,7 @@ ReferenceSlot HeapGraph::ResolveReference(ObjectIndex from, uint64_t edge) const
   if (r.classes[cw].instance_kind == ObjectKind::kObjectArray) {
     return {ReferenceSlot::Kind::kArrayElement, kNoClass, 0, slot};
   }
+  if (r.slots[cw].unnamed) return {ReferenceSlot::Kind::kUnnamed, kNoClass, 0, slot};
   return r.slots[cw].instance_slots[slot];
 }
 
@@ -450,6 +454,8 @@ std::string HeapGraph::DescribeSlot(ObjectIndex from, const ReferenceSlot& slot)
       return "<protection domain>";
     case ReferenceSlot::Kind::kConstantPool:
       return absl::StrCat("<constant pool[", slot.field, "]>");
+    case ReferenceSlot::Kind::kUnnamed:
+      return absl::StrCat("<reference[", slot.array_index, "]>");
   }
   return "?";
 }
@@ -655,7 +661,7 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     if (o.cls.value >= nc)
       return absl::InvalidArgumentError(absl::StrFormat("object 0x%x: unknown class", o.id));
     const ClassInfo& ci = r.classes[o.cls.value];
-    size_t expected = ci.instance_kind == ObjectKind::kInstance
+    size_t expected = ci.instance_kind == ObjectKind::kInstance && !ci.unnamed_references
                           ? r.slots[o.cls.value].instance_slots.size()
                           : o.refs.size();
     if (o.refs.size() != expected) {
@@ -693,6 +699,9 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
       if (r.classes[o.cls.value].instance_kind != ObjectKind::kInstance) {
         r.array_bits[v >> 6] |= 1ull << (v & 63);
         r.array_lengths.push_back(o.length);
+      } else if (r.slots[o.cls.value].unnamed) {
+        r.array_bits[v >> 6] |= 1ull << (v & 63);
+        r.array_lengths.push_back(static_cast<uint32_t>(o.refs.size()));
       }
     }
   }

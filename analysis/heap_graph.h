@@ -219,6 +219,10 @@ struct ClassInfo {
   uint32_t class_object_size = 0;  // shallow size of the class object in bytes
   bool is_reference = false;       // java.lang.ref.Reference or a subclass of it
   bool synthetic = false;          // no CLASS DUMP record (created by the reader)
+  // Instances list their references without naming the fields (IBM PHD and text dumps): each
+  // instance has its own number of unnamed reference slots ("<reference[i]>"), and the instance
+  // fields, if the dump lists any, are not reference slots.
+  bool unnamed_references = false;
 };
 
 // What reference slot an edge comes from.
@@ -233,6 +237,7 @@ struct ReferenceSlot {
     kSigners,           // "<signers>"
     kProtectionDomain,  // "<protection domain>"
     kConstantPool,      // "<constant pool[i]>", i = `field` (constant pool index)
+    kUnnamed,           // "<reference[i]>", i = `array_index`: ClassInfo::unnamed_references
   };
   Kind kind = Kind::kField;
   ClassId declaring_class;
@@ -270,7 +275,7 @@ class HeapGraph {
   uint64_t shallow_size(ObjectIndex v) const;
   // Raw HPROF id of the object (the object's address in HotSpot and Android dumps).
   uint64_t object_id(ObjectIndex v) const;
-  // Element count for arrays, 0 for other objects.
+  // Element count for arrays, 0 for other objects (instances with unnamed references included).
   uint32_t array_length(ObjectIndex v) const;
   // Android heap of the object (HeapId{0} when the dump has no HEAP DUMP INFO). O(log heap
   // switches).
@@ -297,7 +302,8 @@ class HeapGraph {
   // "java.util.HashMap.table" (declared by a superclass), "static INSTANCE", "[12]", or a pseudo
   // reference
   // "<class>", "<super>", "<classloader>", "<signers>", "<protection domain>", "<constant
-  // pool[3]>".
+  // pool[3]>", or "<reference[2]>" (a reference of an instance whose class has
+  // unnamed_references).
   std::string DescribeReference(ObjectIndex from, uint64_t edge) const;
   std::string DescribeSlot(ObjectIndex from, const ReferenceSlot& slot) const;
 
@@ -378,7 +384,8 @@ class HeapGraphBuilder {
   // class object with id `class_object_id` is created unless it is 0.
   ClassId AddClass(ClassInfo info, uint64_t class_object_id, uint64_t class_loader_id = 0);
   // An instance of non-array class `cls`; `reference_values` holds one raw id per reference field
-  // of the class hierarchy in dump order (own fields first, then the superclass's), 0 for null.
+  // of the class hierarchy in dump order (own fields first, then the superclass's), 0 for null;
+  // for a class with unnamed_references, the instance's references (any number).
   void AddInstance(uint64_t id, ClassId cls, std::vector<uint64_t> reference_values);
   void AddObjectArray(uint64_t id, ClassId array_class, std::vector<uint64_t> elements);
   void AddPrimitiveArray(uint64_t id, ClassId array_class, uint32_t length);

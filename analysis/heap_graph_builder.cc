@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +41,7 @@ struct BulkHeapGraphBuilder::State {
     uint32_t instance_slots = 0;
     int32_t weak_slot = -1;
     ObjectKind kind = ObjectKind::kInstance;
+    bool unnamed = false;  // ClassInfo::unnamed_references: any number of values
   };
   static constexpr uint32_t kAbsent = IdIndex::kAbsent;
 
@@ -59,7 +61,7 @@ struct BulkHeapGraphBuilder::State {
   uint8_t heap = 0;
   uint64_t slot = 0;  // the next reference slot
   uint64_t dangling = 0;
-  // The object array being given (kNoObject value: a dropped repeat).
+  // The object array being given (array_v kAbsent: a dropped repeat).
   bool array_open = false;
   uint32_t array_v = kAbsent;
   uint32_t array_length = 0;
@@ -104,20 +106,32 @@ struct BulkHeapGraphBuilder::State {
     s.instance_slots = static_cast<uint32_t>(rep->slots[c].instance_slots.size());
     s.weak_slot = rep->slots[c].weak_slot;
     s.kind = info.instance_kind;
+    s.unnamed = rep->slots[c].unnamed;
     shapes.push_back(s);
   }
-  // `cls` must be a class of objects of `kind`; for instances, with `values` reference slots.
-  Status CheckClass(ClassId cls, ObjectKind kind, size_t values = 0) const {
-    if (!cls.valid() || cls.value >= shapes.size() || shapes[cls.value].kind != kind) {
+  // `cls` must be a class of objects of `kind`; for instances, with `values` reference slots (any
+  // number below 2^32 for a class with unnamed references).
+  [[gnu::always_inline]] bool FitsClass(ClassId cls, ObjectKind kind, size_t values = 0) const {
+    if (cls.value >= shapes.size()) return false;  // kNoClass included
+    const ClassShape& shape = shapes[cls.value];
+    if (shape.kind != kind) return false;
+    if (kind != ObjectKind::kInstance) return true;
+    return shape.unnamed ? values <= std::numeric_limits<uint32_t>::max()
+                         : values == shape.instance_slots;
+  }
+  // The error for a class FitsClass rejects.
+  [[gnu::noinline]] Status ClassError(ClassId cls, ObjectKind kind, size_t values = 0) const {
+    if (cls.value >= shapes.size() || shapes[cls.value].kind != kind) {
       return absl::InvalidArgumentError(
           absl::StrFormat("class %d is not a class of %ss", cls.value, ObjectKindName(kind)));
     }
-    if (kind == ObjectKind::kInstance && values != shapes[cls.value].instance_slots) {
+    if (shapes[cls.value].unnamed) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("%d reference values for an instance of %s, which has %d slots", values,
-                          rep->classes[cls.value].name, shapes[cls.value].instance_slots));
+          absl::StrFormat("%d unnamed references for one instance (at most 2^32 - 1)", values));
     }
-    return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d reference values for an instance of %s, which has %d slots", values,
+                        rep->classes[cls.value].name, shapes[cls.value].instance_slots));
   }
   // Round 2: the class object `v` got in round 1, which `cls` must be unless it is kNoClass.
   StatusOr<uint32_t> RoundOneClass(uint32_t v, ClassId cls, ObjectKind kind) const {
@@ -155,13 +169,13 @@ struct BulkHeapGraphBuilder::State {
     if (edge) rep->slot_bits.back() |= uint64_t{1} << (slot & 63);
     ++slot;
   }
-  Status EndAppended() {
+  [[gnu::always_inline]] Status EndAppended() {
     if (rep->graph.targets.size() > kMaxCsrEdges) return TooManyReferences();
     if (slot > limits.max_reference_slots) return TooManySlots(slot, limits.max_reference_slots);
     return absl::OkStatus();
   }
   // Places the class objects with indices below `v`; every index in [next, v) must be one.
-  Status CatchUp(uint32_t v) {
+  [[gnu::noinline]] Status CatchUp(uint32_t v) {
     while (next < v) {
       if (next_class >= class_objects.size() || class_objects[next_class].first != next) {
         return RecordMismatch(absl::StrFormat("object %d got no record", next));
@@ -184,15 +198,18 @@ struct BulkHeapGraphBuilder::State {
     }
     return absl::OkStatus();
   }
-  StatusOr<uint32_t> BeginAppended(uint64_t id) {
-    uint32_t v = rep->ids.FindNear(id, next);
-    if (v == kAbsent) return RecordMismatch(absl::StrFormat("id 0x%x is not indexed", id));
-    if (v < next) return RecordMismatch(absl::StrFormat("id 0x%x out of ascending order", id));
-    HW_RETURN_IF_ERROR(CatchUp(v));
-    next = v + 1;
-    rep->graph.offsets[v] = static_cast<uint32_t>(rep->graph.targets.size());
-    if (!heap_of.empty()) heap_of[v] = heap;
-    return v;
+  // Sets *v to the record's object.
+  [[gnu::always_inline]] Status BeginAppended(uint64_t id, uint32_t* v) {
+    *v = rep->ids.FindNear(id, next);
+    if (*v == kAbsent || *v < next) [[unlikely]] {
+      return RecordMismatch(*v == kAbsent ? absl::StrFormat("id 0x%x is not indexed", id)
+                                          : absl::StrFormat("id 0x%x out of order", id));
+    }
+    if (*v > next) HW_RETURN_IF_ERROR(CatchUp(*v));
+    next = *v + 1;
+    rep->graph.offsets[*v] = static_cast<uint32_t>(rep->graph.targets.size());
+    if (!heap_of.empty()) heap_of[*v] = heap;
+    return absl::OkStatus();
   }
 
   // ---- kTwoRounds, round 1: class, array length and reference count of each object.
@@ -456,13 +473,16 @@ Status BulkHeapGraphBuilder::AddInstance(uint64_t id, ClassId cls,
                                          ObjectIndex* index) {
   State& s = *s_;
   HW_CHECK(s.stage == State::Stage::kObjects && !s.array_open);
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   uint32_t v;
   if (s.order == ObjectOrder::kIndexOrder) {
-    HW_RETURN_IF_ERROR(s.CheckClass(cls, ObjectKind::kInstance, reference_values.size()));
+    if (!s.FitsClass(cls, ObjectKind::kInstance, reference_values.size())) [[unlikely]]
+      return s.ClassError(cls, ObjectKind::kInstance, reference_values.size());
     const State::ClassShape& shape = s.shapes[cls.value];
-    HW_ASSIGN_OR_RETURN(v, s.BeginAppended(id));
+    HW_RETURN_IF_ERROR(s.BeginAppended(id, &v));
     s.rep->class_words.Set(v, cls.value);
+    if (shape.unnamed) s.SetArray(v, static_cast<uint32_t>(reference_values.size()));
     if (s.ce) s.Append(shape.class_object_id, false);
     for (size_t i = 0; i < reference_values.size(); ++i) {
       s.Append(reference_values[i], static_cast<int32_t>(i) == shape.weak_slot);
@@ -471,8 +491,12 @@ Status BulkHeapGraphBuilder::AddInstance(uint64_t id, ClassId cls,
   } else if (s.round == 1) {
     HW_ASSIGN_OR_RETURN(v, s.Claim(id));
     if (v != State::kAbsent) {
-      HW_RETURN_IF_ERROR(s.CheckClass(cls, ObjectKind::kInstance, reference_values.size()));
+      if (!s.FitsClass(cls, ObjectKind::kInstance, reference_values.size())) [[unlikely]]
+        return s.ClassError(cls, ObjectKind::kInstance, reference_values.size());
       s.rep->class_words.Set(v, cls.value);
+      if (s.shapes[cls.value].unnamed) {
+        s.SetArray(v, static_cast<uint32_t>(reference_values.size()));
+      }
       uint64_t count = s.ClassEdge(cls.value, false) != 0;
       for (uint64_t ref : reference_values) count += ref != 0;
       HW_RETURN_IF_ERROR(s.SetCount(v, count));
@@ -481,7 +505,9 @@ Status BulkHeapGraphBuilder::AddInstance(uint64_t id, ClassId cls,
     HW_ASSIGN_OR_RETURN(v, s.BeginFilled(id));
     if (v != State::kAbsent) {
       HW_ASSIGN_OR_RETURN(uint32_t c, s.RoundOneClass(v, cls, ObjectKind::kInstance));
-      if (reference_values.size() != s.shapes[c].instance_slots) {
+      const uint64_t slots = s.shapes[c].unnamed ? s.rep->array_lengths[s.rep->ArrayRank(v)]
+                                                 : s.shapes[c].instance_slots;
+      if (reference_values.size() != slots) {
         return RecordMismatch("reference values differ between the rounds");
       }
       const int32_t weak_slot = s.shapes[c].weak_slot;
@@ -500,18 +526,21 @@ Status BulkHeapGraphBuilder::BeginObjectArray(uint64_t id, ClassId cls, uint32_t
                                               ObjectIndex* index) {
   State& s = *s_;
   HW_CHECK(s.stage == State::Stage::kObjects && !s.array_open);
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   uint32_t v;
   if (s.order == ObjectOrder::kIndexOrder) {
-    HW_RETURN_IF_ERROR(s.CheckClass(cls, ObjectKind::kObjectArray));
-    HW_ASSIGN_OR_RETURN(v, s.BeginAppended(id));
+    if (!s.FitsClass(cls, ObjectKind::kObjectArray)) [[unlikely]]
+      return s.ClassError(cls, ObjectKind::kObjectArray);
+    HW_RETURN_IF_ERROR(s.BeginAppended(id, &v));
     s.rep->class_words.Set(v, cls.value);
     s.SetArray(v, length);
     if (s.ce) s.Append(s.shapes[cls.value].class_object_id, false);
   } else if (s.round == 1) {
     HW_ASSIGN_OR_RETURN(v, s.Claim(id));
     if (v != State::kAbsent) {
-      HW_RETURN_IF_ERROR(s.CheckClass(cls, ObjectKind::kObjectArray));
+      if (!s.FitsClass(cls, ObjectKind::kObjectArray)) [[unlikely]]
+        return s.ClassError(cls, ObjectKind::kObjectArray);
       s.rep->class_words.Set(v, cls.value);
       s.SetArray(v, length);
       s.array_nonnull = s.ClassEdge(cls.value, false) != 0;
@@ -564,11 +593,13 @@ Status BulkHeapGraphBuilder::AddPrimitiveArray(uint64_t id, ClassId cls, uint32_
                                                ObjectIndex* index) {
   State& s = *s_;
   HW_CHECK(s.stage == State::Stage::kObjects && !s.array_open);
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   uint32_t v;
   if (s.order == ObjectOrder::kIndexOrder) {
-    HW_RETURN_IF_ERROR(s.CheckClass(cls, ObjectKind::kPrimitiveArray));
-    HW_ASSIGN_OR_RETURN(v, s.BeginAppended(id));
+    if (!s.FitsClass(cls, ObjectKind::kPrimitiveArray)) [[unlikely]]
+      return s.ClassError(cls, ObjectKind::kPrimitiveArray);
+    HW_RETURN_IF_ERROR(s.BeginAppended(id, &v));
     s.rep->class_words.Set(v, cls.value);
     s.SetArray(v, length);
     if (s.ce) s.Append(s.shapes[cls.value].class_object_id, false);
@@ -576,7 +607,8 @@ Status BulkHeapGraphBuilder::AddPrimitiveArray(uint64_t id, ClassId cls, uint32_
   } else if (s.round == 1) {
     HW_ASSIGN_OR_RETURN(v, s.Claim(id));
     if (v != State::kAbsent) {
-      HW_RETURN_IF_ERROR(s.CheckClass(cls, ObjectKind::kPrimitiveArray));
+      if (!s.FitsClass(cls, ObjectKind::kPrimitiveArray)) [[unlikely]]
+        return s.ClassError(cls, ObjectKind::kPrimitiveArray);
       s.rep->class_words.Set(v, cls.value);
       s.SetArray(v, length);
       HW_RETURN_IF_ERROR(s.SetCount(v, s.ClassEdge(cls.value, false) != 0));
@@ -597,7 +629,8 @@ Status BulkHeapGraphBuilder::AddClassObject(ClassId cls, ObjectIndex* index) {
   State& s = *s_;
   HW_CHECK(s.stage == State::Stage::kObjects && !s.array_open);
   HW_CHECK(s.order == ObjectOrder::kTwoRounds);
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   if (!cls.valid() || cls.value >= s.shapes.size() || s.shapes[cls.value].class_object_id == 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("class %d has no class object id", cls.value));
@@ -649,7 +682,8 @@ Status BulkHeapGraphBuilder::EndFirstRound() {
   State& s = *s_;
   HW_CHECK(s.stage == State::Stage::kObjects && !s.array_open);
   HW_CHECK(s.order == ObjectOrder::kTwoRounds && s.round == 1);
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   HeapGraph::Rep& r = s.r();
   const uint32_t n = s.n;
   for (uint32_t w = 0; w < s.claimed.size(); ++w) {
@@ -689,7 +723,8 @@ Status BulkHeapGraphBuilder::FinishObjects() {
   State& s = *s_;
   HW_CHECK(s.stage == State::Stage::kObjects);
   if (s.array_open) return RecordMismatch("an object array was left open");
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   HeapGraph::Rep& r = s.r();
   if (s.order == ObjectOrder::kIndexOrder) {
     HW_RETURN_IF_ERROR(s.CatchUp(s.n));
@@ -737,7 +772,8 @@ std::vector<std::vector<AddressGap>> BulkHeapGraphBuilder::SampleAddressGaps(
     if (cw & kClassObjectBit) continue;
     uint32_t stride = std::max<uint32_t>(1, count[cw] / per_class);
     if (seen[cw]++ % stride != 0 || out[cw].size() >= per_class) continue;
-    uint32_t len = r.IsArray(v) ? r.array_lengths[r.ArrayRank(v)] : 0;
+    bool array = r.classes[cw].instance_kind != ObjectKind::kInstance;
+    uint32_t len = array ? r.array_lengths[r.ArrayRank(v)] : 0;
     out[cw].push_back({len, r.ids.Id(v + 1) - r.ids.Id(v)});
   }
   return out;
@@ -776,7 +812,8 @@ StatusOr<HeapGraph> BulkHeapGraphBuilder::Build() && {
   if (s.stage != State::Stage::kFinishing) {
     return absl::FailedPreconditionError("BulkHeapGraphBuilder::Build before FinishObjects");
   }
-  HW_RETURN_IF_ERROR(s.sticky);
+  if (!s.sticky.ok()) [[unlikely]]
+    return s.sticky;
   s.stage = State::Stage::kBuilt;
   HeapGraph::Rep& r = s.r();
   if (r.info.size_model == SizeModel::kAuto) r.info.size_model = SizeModel::kHotSpot;

@@ -25,6 +25,7 @@
 // HeapGraphOptions::instance_class_edges is set (the reader never passes it).
 //   * instance:     one value per kObject instance field of its class hierarchy: the class's own
 //                   fields first, then its superclass's, up to the root, each in declaration order;
+//                   for a class with ClassInfo::unnamed_references, any number of values;
 //   * object array: one value per element, in index order;
 //   * class object: ClassObjectRefs (super, loader, signers, protection domain, each kObject static
 //                   field, each object constant-pool entry), given once with AddClass().
@@ -182,7 +183,8 @@ class BulkHeapGraphBuilder {
   // heap.value < number of heap names. Ignored in round 2 of kTwoRounds.
   void SetHeap(HeapId heap);
   // One instance of class `cls` (an instance class: ClassInfo::instance_kind kInstance) with one
-  // raw id per reference slot (see the file comment). `index`, when not null, receives the
+  // raw id per reference slot (see the file comment); for a class with unnamed_references (IBM PHD
+  // and text dumps), the instance's references as the dump lists them, any number below 2^32. `index`, when not null, receives the
   // object's index, or kNoObject when the record repeats an id and is dropped (kTwoRounds; the
   // class of a dropped record is not looked at, nor, in round 2, the class of any record: pass
   // kNoClass there if resolving it costs something).

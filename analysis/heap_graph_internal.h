@@ -8,13 +8,15 @@
 //                 directory while building; Finish() packs them to about 2.2n)
 //   class_words   ClassId of the object, or kClassObjectBit | ClassId for the class object of that
 //                 class (2 bytes per object up to 32767 classes, else 4)
-//   array_bits    1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word w
-//   array_lengths length of the a-th array in index order
+//   array_bits    1 bit per object: set for arrays and for instances of a class with
+//                 unnamed_references; array_rank[w] = such objects before 64-bit word w
+//   array_lengths per such object in index order: the array's length, or the instance's number of
+//                 unnamed references
 //   slot_bits     1 bit per reference slot (see below): set when the slot holds an edge of `graph`
 //   slot_samples  slot_samples[k] = first slot number of object 64k
 // Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges,
-// then instance: ClassSlots::instance_slots of its class; object array: one per element; primitive
-// array: none; class object: ClassSlots::class_object_slots of the class it describes. Edge e of
+// then instance: ClassSlots::instance_slots of its class (unnamed_references: its own count);
+// object array: one per element; primitive array: none; class object: ClassSlots::class_object_slots of the class it describes. Edge e of
 // object v corresponds to the k-th set bit of v's slot range, k = e - graph.first_edge(v).
 #ifndef HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 #define HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
@@ -38,6 +40,7 @@ struct ClassSlots {
   std::vector<ReferenceSlot>
       class_object_slots;  // super, loader, signers, protection domain, statics, cp
   int32_t weak_slot = -1;  // index in instance_slots of java.lang.ref.Reference.referent, or -1
+  bool unnamed = false;    // ClassInfo::unnamed_references: instances count their own slots
 };
 
 // The class word of every object: ClassId, or kClassObjectBit | ClassId for a class object. Two

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a file includes another module's internal header. Each rule: an internal header
 # pattern and the folders allowed to include it (the module itself and its own tests).
-#   analysis/: everything but its public headers is internal; producers use analysis/heap_graph_builder.h.
+#   analysis/: *_internal.h and id_index.h are internal; producers use analysis/heap_graph_builder.h.
 #   collectors/dumps/: public are heap_dump_reader.h and hprof/hprof_reader.h; every other header is internal.
 # Usage: scripts/check_internal_headers.sh [REPO_ROOT]
 set -euo pipefail
@@ -27,7 +27,7 @@ check() {
   done < <(grep -rnE --include='*.cc' --include='*.h' "^#include \"($header)\"" \
              analysis bench collectors common ctl daemon diff proto storage tests 2>/dev/null || true)
 }
-check 'analysis/heap_graph_internal\.h|analysis/id_index\.h' '' analysis/ tests/analysis/
+check 'analysis/[^"]*_internal\.h|analysis/id_index\.h' '' analysis/ tests/analysis/
 check 'collectors/dumps/[^"]*\.h' 'collectors/dumps/heap_dump_reader\.h|collectors/dumps/hprof/hprof_reader\.h' \
   collectors/dumps/ tests/collectors/dumps/
 if ((status == 0)); then echo "check_internal_headers: OK"; fi

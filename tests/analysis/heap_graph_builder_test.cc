@@ -79,7 +79,7 @@ RandomHeap MakeHeap(std::mt19937_64& rng, int max_objects) {
   RandomHeap h;
   std::uniform_int_distribution<int> coin(0, 99);
   const int object_count = 1 + static_cast<int>(rng() % max_objects);
-  const int class_count = 5 + static_cast<int>(rng() % 6);
+  const int class_count = 6 + static_cast<int>(rng() % 6);
   // Distinct ids, multiples of 8: class objects and objects interleaved.
   std::vector<uint64_t> ids;
   uint64_t next = 0x1000;
@@ -103,7 +103,10 @@ RandomHeap MakeHeap(std::mt19937_64& rng, int max_objects) {
             {{"referent", FieldType::kObject}, {"queue", FieldType::kObject}}, class_id(2)));
   add(Class("java.lang.Object[]", ClassId{0}, {}, class_id(3), ObjectKind::kObjectArray));
   add(Class("int[]", ClassId{0}, {}, class_id(4), ObjectKind::kPrimitiveArray, FieldType::kInt));
-  for (int c = 5; c < class_count; ++c) {
+  // As IBM PHD dumps list instances: references without field names.
+  add(Class("Unnamed", ClassId{0}, {{"ignored", FieldType::kObject}}, class_id(5)));
+  h.classes.back().info.unnamed_references = true;
+  for (int c = 6; c < class_count; ++c) {
     std::vector<FieldInfo> fields;
     int nf = static_cast<int>(rng() % 4);
     for (int f = 0; f < nf; ++f) {
@@ -114,7 +117,7 @@ RandomHeap MakeHeap(std::mt19937_64& rng, int max_objects) {
     uint32_t super;
     do {
       super = static_cast<uint32_t>(rng() % c);
-    } while (super == 3 || super == 4);
+    } while (super == 3 || super == 4 || super == 5);
     add(Class("C" + std::to_string(c), ClassId{super}, std::move(fields), class_id(c)));
     RandomHeap::Cls& cls = h.classes.back();
     cls.info.static_fields = {{"S", FieldType::kObject}, {"n", FieldType::kLong}};
@@ -141,7 +144,7 @@ RandomHeap MakeHeap(std::mt19937_64& rng, int max_objects) {
       do {
         o.cls = static_cast<uint32_t>(rng() % class_count);
       } while (o.cls == 3 || o.cls == 4);
-      size_t slots = h.Slots(o.cls);
+      size_t slots = o.cls == 5 ? rng() % 6 : h.Slots(o.cls);
       for (size_t k = 0; k < slots; ++k) o.refs.push_back(ref());
     }
     h.objects.push_back(std::move(o));
@@ -500,6 +503,47 @@ TEST(BulkHeapGraphBuilderTest, Errors) {
     t.Index();
     t.b.BeginObjects(ObjectOrder::kIndexOrder);
     EXPECT_EQ(std::move(t.b).Build().status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+// Instances whose dump lists references without field names (IBM PHD): each has its own count.
+TEST(BulkHeapGraphBuilderTest, UnnamedReferences) {
+  for (ObjectOrder order : {ObjectOrder::kIndexOrder, ObjectOrder::kTwoRounds}) {
+    BulkHeapGraphBuilder b(Info());
+    b.AddClass(Class("java.lang.Object", kNoClass, {}, 0x100));
+    ClassInfo phd = Class("Holder", ClassId{0}, {}, 0x110);
+    phd.unnamed_references = true;
+    ClassId holder = b.AddClass(phd, ClassObjectRefs{.super_id = 0x100});
+    ClassId ints =
+        b.AddClass(Class("int[]", ClassId{0}, {}, 0, ObjectKind::kPrimitiveArray, FieldType::kInt));
+    ASSERT_TRUE(b.FinishClasses().ok());
+    IdChunks ids, class_ids;
+    for (uint64_t id : {0x1000, 0x1010, 0x1020}) ids.push_back(id);
+    for (uint64_t id : {0x100, 0x110}) class_ids.push_back(id);
+    ASSERT_TRUE(b.IndexObjects(std::move(ids), true, std::move(class_ids)).ok());
+    b.BeginObjects(order);
+    const int rounds = order == ObjectOrder::kTwoRounds ? 2 : 1;
+    for (int round = 1; round <= rounds; ++round) {
+      if (order == ObjectOrder::kTwoRounds) {
+        ASSERT_TRUE(b.AddClassObject(ClassId{0}).ok());
+        ASSERT_TRUE(b.AddClassObject(holder).ok());
+      }
+      ASSERT_TRUE(b.AddInstance(0x1000, holder, std::vector<uint64_t>{0x1010, 0, 0x1020}).ok());
+      ASSERT_TRUE(b.AddPrimitiveArray(0x1010, ints, 7).ok());
+      ASSERT_TRUE(b.AddInstance(0x1020, holder, {}).ok());
+      if (round < rounds) ASSERT_TRUE(b.EndFirstRound().ok());
+    }
+    ASSERT_TRUE(b.FinishObjects().ok());
+    auto g = std::move(b).Build();
+    ASSERT_TRUE(g.ok()) << g.status();
+    ObjectIndex h0 = g->FindObject(0x1000), arr = g->FindObject(0x1010);
+    EXPECT_EQ(g->kind(h0), ObjectKind::kInstance);
+    EXPECT_EQ(g->array_length(h0), 0u);
+    EXPECT_EQ(g->array_length(arr), 7u);
+    EXPECT_THAT(g->graph().successors(h0), ElementsAre(arr, g->FindObject(0x1020)));
+    EXPECT_EQ(g->DescribeReference(h0, g->graph().first_edge(h0)), "<reference[0]>");
+    EXPECT_EQ(g->DescribeReference(h0, g->graph().first_edge(h0) + 1), "<reference[2]>");
+    EXPECT_TRUE(g->graph().successors(g->FindObject(0x1020)).empty());
   }
 }
 
