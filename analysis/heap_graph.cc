@@ -80,7 +80,8 @@ std::string_view GcRootKindName(GcRootKind kind) {
       "UNKNOWN",           "JNI_GLOBAL",      "JNI_LOCAL",    "JAVA_FRAME",
       "NATIVE_STACK",      "STICKY_CLASS",    "THREAD_BLOCK", "MONITOR_USED",
       "THREAD_OBJECT",     "INTERNED_STRING", "FINALIZING",   "DEBUGGER",
-      "REFERENCE_CLEANUP", "VM_INTERNAL",     "JNI_MONITOR",  "UNREACHABLE"};
+      "REFERENCE_CLEANUP", "VM_INTERNAL",     "JNI_MONITOR",  "UNREACHABLE",
+      "PURE_ROOT",         "ARTIFICIAL_ROOT"};
   auto i = static_cast<size_t>(kind);
   return i < kGcRootKindCount ? kNames[i] : "?";
 }
@@ -312,6 +313,29 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
   // The graph is final: its offsets take about 1.1 bytes per object instead of 4 from here on.
   rep->graph.offsets.Compact();
   return HeapGraph(std::move(rep));
+}
+
+StatusOr<HeapGraph> HeapGraph::AddRoots(HeapGraph graph, std::span<const GcRoot> roots,
+                                        std::string note) {
+  Rep& r = *graph.rep_;
+  for (const GcRoot& root : roots) {
+    if (root.object.value >= r.ids.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "AddRoots: root object %u out of range (%u objects)", root.object.value, r.ids.size()));
+    }
+  }
+  for (const GcRoot& root : roots) {
+    r.roots.push_back(root);
+    r.root_objects.push_back(root.object);
+    if (root.kind == GcRootKind::kPureRoot || root.kind == GcRootKind::kArtificialRoot) {
+      r.info.roots_inferred = true;
+    }
+  }
+  std::sort(r.root_objects.begin(), r.root_objects.end());
+  r.root_objects.erase(std::unique(r.root_objects.begin(), r.root_objects.end()),
+                       r.root_objects.end());
+  if (!note.empty()) r.info.warnings.push_back(std::move(note));
+  return graph;
 }
 
 const DumpInfo& HeapGraph::info() const { return rep_->info; }

@@ -108,10 +108,14 @@ enum class GcRootKind : uint8_t {
   kVmInternal = 13,        // 0x8D Android ROOT VM INTERNAL
   kJniMonitor = 14,        // 0x8E Android ROOT JNI MONITOR
   kUnreachable = 15,       // 0x90 Android UNREACHABLE
+  // Not GC roots of the dump but inferred for dumps without root records (IBM PHD and text dumps;
+  // analysis/root_inference.h, seed 000's HeapRoots terms):
+  kPureRoot = 16,        // an object no other object references
+  kArtificialRoot = 17,  // the lowest-indexed object of a cycle no other root reaches
 };
-inline constexpr int kGcRootKindCount = 16;
+inline constexpr int kGcRootKindCount = 18;
 // Upper-case HPROF-style names: "UNKNOWN", "JNI_GLOBAL", "JAVA_FRAME", "STICKY_CLASS",
-// "THREAD_OBJECT", "INTERNED_STRING", "VM_INTERNAL", ...
+// "THREAD_OBJECT", "INTERNED_STRING", "VM_INTERNAL", ..., "PURE_ROOT", "ARTIFICIAL_ROOT".
 std::string_view GcRootKindName(GcRootKind kind);
 
 // One GC root record of the dump.
@@ -188,6 +192,9 @@ struct DumpInfo {
       0;  // non-null references to ids with no object in the dump (dropped)
   uint64_t duplicate_objects = 0;     // objects whose id was already used (later records dropped)
   uint64_t unresolved_roots = 0;      // root records whose object is not in the dump (dropped)
+  // The dump has no GC root records (or they leave objects unreached) and roots of kind kPureRoot
+  // and kArtificialRoot were inferred (analysis/root_inference.h); `warnings` says how many.
+  bool roots_inferred = false;
   std::vector<std::string> warnings;  // at most a few dozen human-readable lines
 };
 
@@ -330,6 +337,13 @@ class HeapGraph {
   // reader and by HeapGraphBuilder. Errors: Internal when an invariant does not hold (a bug in the
   // producer).
   static StatusOr<HeapGraph> FromRep(std::unique_ptr<Rep> rep);
+
+  // Returns `graph` with `roots` appended to its GC root records (root_objects() is rebuilt).
+  // info().roots_inferred becomes true when a root of kind kPureRoot or kArtificialRoot is added;
+  // `note`, when not empty, is appended to info().warnings. O(n + roots). Used by root inference
+  // (analysis/root_inference.h). Errors: InvalidArgument when a root's object is out of range.
+  static StatusOr<HeapGraph> AddRoots(HeapGraph graph, std::span<const GcRoot> roots,
+                                      std::string note = {});
 
  private:
   explicit HeapGraph(std::unique_ptr<Rep> rep);
