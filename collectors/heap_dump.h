@@ -12,7 +12,7 @@
 // -gz=<1..9> (added in JDK 15, JDK-8237354), reply texts),
 // src/hotspot/share/services/heapDumper.cpp (file created with O_CREAT|O_EXCL, "Heap dump file
 // created [N bytes in X secs]", "Unable to create <path>: <strerror>"), HPROF format:
-// docs/hprof-format.md and collectors/hprof.
+// docs/hprof-format.md and collectors/dumps/hprof.
 //
 // Reply texts measured with JDK 17.0.15 (attach status 0 in all but the last case):
 //   success:     "Dumping heap to /d/x ...\n"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/aggregations.h"
 #include "analysis/report.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 namespace heapwatch::ctl {
 namespace {

@@ -13,7 +13,7 @@
 #include "analysis/dominator_tree.h"
 #include "analysis/heap_graph.h"
 #include "analysis/retained_size.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 namespace heapwatch::daemon {
 namespace {

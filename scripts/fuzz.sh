@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the HPROF reader with libFuzzer for a bounded time.
+# Fuzzes the dump readers (collectors/dumps: HPROF) with libFuzzer for a bounded time.
 #   scripts/fuzz.sh [SECONDS=60] [WORK_DIR=build-fuzz/work]
-# Builds collectors/hprof/fuzz (clang, -fsanitize=fuzzer,address,undefined) into $HEAPWATCH_FUZZ_BUILD_DIR
+# Builds collectors/dumps/fuzz (clang, -fsanitize=fuzzer,address,undefined) into $HEAPWATCH_FUZZ_BUILD_DIR
 # (default build-fuzz), seeds a corpus with prefixes of the small HPROF files of the external corpora
 # (HEAPWATCH_CORPORA_DIR, default ../shared/corpora; generated in WORK_DIR, never copied into the repository)
 # and of a gzip-compressed dump, then runs the fuzzer on one core. Exits non-zero on any crash, leak, timeout
@@ -16,7 +16,7 @@ work=${2:-$root/build-fuzz/work}
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 corpora=${HEAPWATCH_CORPORA_DIR:-$root/../shared/corpora}
 
-cmake -S "$root/collectors/hprof/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S "$root/collectors/dumps/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build "$build" --target hprof_fuzzer -j2
 

@@ -44,7 +44,7 @@
 #include "analysis/report.h"
 #include "analysis/retained_size.h"
 #include "bench/analysis/boost_dominators.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 namespace heapwatch::bench {
 namespace {

@@ -10,7 +10,7 @@
 #include "analysis/dominator_tree.h"
 #include "analysis/heap_graph.h"
 #include "analysis/retained_size.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,5 +1,5 @@
 // External expectations on retained sizes and dominators (../shared/corpora/*/EXPECTED.md), checked
-// through the whole pipeline: collectors/hprof reads the dump, analysis computes the dominator
+// through the whole pipeline: collectors/dumps reads the dump, analysis computes the dominator
 // tree, retained sizes, aggregations and the report.
 //   * Eclipse MAT DominatorTreeTest: who dominates whom below DominatorTestData$R, retained size of
 //     R (224 on sun_jdk6_32bit, 376 on sun_jdk5_64bit), retained set of 13 objects; MAT's
@@ -24,7 +24,7 @@
 #include "analysis/heap_graph.h"
 #include "analysis/report.h"
 #include "analysis/retained_size.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "tests/collectors/test_process.h"
 
 namespace heapwatch::collectors {

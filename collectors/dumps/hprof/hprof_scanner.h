@@ -1,6 +1,7 @@
 // One streaming pass over an HPROF file: record framing, heap dump selection and sub-record
 // decoding, with bounds checks. Each pass of the reader is a Handler with inline callbacks (a
-// template, so the per-object callbacks inline). Internal to collectors/hprof.
+// template, so the per-object callbacks inline). Internal to the HPROF reader
+// (collectors/dumps/hprof).
 //
 // Handler interface: see HandlerBase below, which every pass derives from. A pass declares
 // kWantsStrings and kWantsObjectArrayElements and hides (redeclares) only the callbacks it uses;
@@ -8,8 +9,8 @@
 //
 // Dumps: a HEAP DUMP record is one dump; a run of HEAP DUMP SEGMENT records ends at HEAP DUMP END,
 // at a HEAP DUMP record or at the end of the file. Dumps are numbered from 0 in file order.
-#ifndef HEAPWATCH_COLLECTORS_HPROF_HPROF_SCANNER_H_
-#define HEAPWATCH_COLLECTORS_HPROF_HPROF_SCANNER_H_
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_SCANNER_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_SCANNER_H_
 
 #include <cstdint>
 #include <functional>
@@ -18,8 +19,8 @@
 
 #include "absl/strings/str_format.h"
 #include "analysis/heap_graph.h"
-#include "collectors/hprof/hprof_format.h"
-#include "collectors/hprof/stream_reader.h"
+#include "collectors/dumps/hprof/hprof_format.h"
+#include "collectors/dumps/stream_reader.h"
 #include "common/status.h"
 
 namespace heapwatch::hprof {
@@ -488,4 +489,4 @@ class HprofScanner {
 
 }  // namespace heapwatch::hprof
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_HPROF_SCANNER_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_SCANNER_H_

@@ -1,14 +1,14 @@
 // Class names as HPROF writers spell them, turned into Java source form. Internal to
-// collectors/hprof.
-#ifndef HEAPWATCH_COLLECTORS_HPROF_CLASS_NAMES_H_
-#define HEAPWATCH_COLLECTORS_HPROF_CLASS_NAMES_H_
+// collectors/dumps (shared by its readers).
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_CLASS_NAMES_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_CLASS_NAMES_H_
 
 #include <string>
 #include <string_view>
 
 #include "analysis/heap_graph.h"
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 
 struct ClassName {
   std::string source_name;  // "java.lang.String", "int[]", "java.lang.Object[][]"
@@ -22,6 +22,6 @@ struct ClassName {
 // as "...$14/0x...").
 ClassName ParseClassName(std::string_view raw);
 
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_CLASS_NAMES_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_CLASS_NAMES_H_

@@ -1,6 +1,6 @@
-#include "collectors/hprof/stream_reader.h"
+#include "collectors/dumps/stream_reader.h"
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 
 StatusOr<bool> StreamReader::Refill(size_t n) {
   HW_CHECK(n <= max_window_);
@@ -61,4 +61,4 @@ Status StreamReader::Rewind() {
   return absl::OkStatus();
 }
 
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps

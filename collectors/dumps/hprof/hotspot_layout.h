@@ -1,15 +1,16 @@
 // HotSpot object layout: the shallow size of instances of every class of a dump, computed the way
 // HotSpot lays out fields, and the inference of the layout parameters (compressed references,
 // header size, field packing generation, alignment) from the dump's own object addresses. Internal
-// to collectors/hprof; docs/size-model.md explains the model and its sources.
+// to the HPROF reader (collectors/dumps/hprof); docs/size-model.md explains the model and its
+// sources.
 //
 // Sources: OpenJDK classFileParser.cpp `layout_fields` (JDK 6..14, "legacy"),
 // fieldLayoutBuilder.cpp (JDK 15+, JDK-8237767), javaClasses.hpp (injected fields), arrayOop.hpp
 // (array headers); JOL's HotSpotLayouter (the legacy algorithm written out); Eclipse MAT's
 // HprofParserHandlerImpl (alignment by address GCD, compressed-reference detection from address
 // gaps).
-#ifndef HEAPWATCH_COLLECTORS_HPROF_HOTSPOT_LAYOUT_H_
-#define HEAPWATCH_COLLECTORS_HPROF_HOTSPOT_LAYOUT_H_
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_HPROF_HOTSPOT_LAYOUT_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_HPROF_HOTSPOT_LAYOUT_H_
 
 #include <cstdint>
 #include <span>
@@ -86,4 +87,4 @@ std::vector<analysis::ObjectLayout> CandidateLayouts(uint32_t id_size);
 
 }  // namespace heapwatch::hprof
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_HOTSPOT_LAYOUT_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_HPROF_HOTSPOT_LAYOUT_H_

@@ -1,4 +1,4 @@
-#include "collectors/hprof/hotspot_layout.h"
+#include "collectors/dumps/hprof/hotspot_layout.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,5 +1,5 @@
 // Byte streams the HPROF reader pulls from: a plain file read in chunks, a gzip file inflated on
-// the fly (zlib), or a buffer in memory. Internal to collectors/hprof.
+// the fly (zlib), or a buffer in memory. Internal to collectors/dumps (shared by its readers).
 //
 // Every source can be rewound: the reader makes several passes over a dump. A gzip file is inflated
 // again on each pass (no temporary file is written); plain files are read with read(2) into a
@@ -7,8 +7,8 @@
 // resident set).
 //
 // Thread-safety: a source is used by one thread at a time.
-#ifndef HEAPWATCH_COLLECTORS_HPROF_BYTE_SOURCE_H_
-#define HEAPWATCH_COLLECTORS_HPROF_BYTE_SOURCE_H_
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_BYTE_SOURCE_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_BYTE_SOURCE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +18,7 @@
 
 #include "common/status.h"
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 
 class ByteSource {
  public:
@@ -47,6 +47,6 @@ StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path);
 // A source over `data` (not copied: it must outlive the source); gzip data is inflated as above.
 std::unique_ptr<ByteSource> OpenMemorySource(std::string_view data);
 
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_BYTE_SOURCE_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_BYTE_SOURCE_H_

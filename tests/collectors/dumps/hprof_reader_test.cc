@@ -1,7 +1,7 @@
 // The HPROF reader on synthetic dumps written record by record: every record and sub-record kind,
 // both id sizes, Android extras, segments and several dumps, gzip, and malformed input (truncation
 // at every byte, corruption, foreign formats).
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 #include <algorithm>
 #include <set>
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "analysis/heap_graph.h"
-#include "collectors/hprof/hprof_format.h"
+#include "collectors/dumps/hprof/hprof_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/collectors/hprof/hprof_test_writer.h"
+#include "tests/collectors/dumps/hprof_test_writer.h"
 
 namespace heapwatch::hprof {
 namespace {

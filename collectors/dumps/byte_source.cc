@@ -1,4 +1,4 @@
-#include "collectors/hprof/byte_source.h"
+#include "collectors/dumps/byte_source.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 namespace {
 
 Status ErrnoStatus(int err, const std::string& what) {
@@ -232,4 +232,4 @@ std::unique_ptr<ByteSource> OpenMemorySource(std::string_view data) {
   return std::move(wrapped).value();
 }
 
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps

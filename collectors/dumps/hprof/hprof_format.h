@@ -1,20 +1,25 @@
-// HPROF binary format constants and the file header. Internal to collectors/hprof;
-// docs/hprof-format.md is the grammar.
+// HPROF binary format constants and the file header. Internal to the HPROF reader
+// (collectors/dumps/hprof); docs/hprof-format.md is the grammar.
 //
 // Sources: OpenJDK `src/hotspot/share/services/heapDumper.cpp` (format description comment), the
 // JDK 6 hprof agent manual (`demo/jvmti/hprof/manual.html`), Android `art/runtime/hprof/hprof.cc`
 // (tags 0x89..0xFE), and seeds/004 (HAHA's tag list). All multi-byte values are big-endian.
-#ifndef HEAPWATCH_COLLECTORS_HPROF_HPROF_FORMAT_H_
-#define HEAPWATCH_COLLECTORS_HPROF_HPROF_FORMAT_H_
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_FORMAT_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_FORMAT_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "collectors/hprof/stream_reader.h"
+#include "collectors/dumps/stream_reader.h"
 #include "common/status.h"
 
 namespace heapwatch::hprof {
+
+// The input layer shared by the dump readers (collectors/dumps/byte_source.h, stream_reader.h).
+using dumps::ByteSource;
+using dumps::LoadId;
+using dumps::StreamReader;
 
 // Top-level record tags. DO NOT CHANGE (file format).
 enum RecordTag : uint8_t {
@@ -90,4 +95,4 @@ StatusOr<HprofHeader> ReadHprofHeader(StreamReader& in);
 
 }  // namespace heapwatch::hprof
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_HPROF_FORMAT_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_FORMAT_H_

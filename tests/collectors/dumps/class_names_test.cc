@@ -1,8 +1,8 @@
-#include "collectors/hprof/class_names.h"
+#include "collectors/dumps/class_names.h"
 
 #include "gtest/gtest.h"
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 namespace {
 
 using analysis::FieldType;
@@ -50,4 +50,4 @@ TEST(ClassNamesTest, HiddenClassesPrintAsTheJvmDoes) {
 }
 
 }  // namespace
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps

@@ -1,21 +1,21 @@
 // A big-endian cursor over a ByteSource with a bounded, contiguous window. Internal to
-// collectors/hprof.
+// collectors/dumps (shared by its readers).
 //
 // The reader keeps at most `max_window` bytes in memory. Callers ask for the bytes they are about
 // to decode with Ensure(n) (n <= max_window) and then read them with the unchecked accessors;
 // bigger payloads (array elements) are consumed in pieces or skipped.
-#ifndef HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
-#define HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_STREAM_READER_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_STREAM_READER_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "collectors/hprof/byte_source.h"
+#include "collectors/dumps/byte_source.h"
 #include "common/status.h"
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 
 class StreamReader {
  public:
@@ -106,6 +106,6 @@ inline uint64_t LoadId(const uint8_t* p, uint32_t id_size) {
   return __builtin_bswap64(v);
 }
 
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_STREAM_READER_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_STREAM_READER_H_

@@ -25,38 +25,23 @@
 // size before it is used, and nothing is allocated from a length the file declares.
 //
 // Thread-safety: the functions are reentrant; concurrent calls on different files are safe.
-#ifndef HEAPWATCH_COLLECTORS_HPROF_HPROF_READER_H_
-#define HEAPWATCH_COLLECTORS_HPROF_HPROF_READER_H_
+#ifndef HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_READER_H_
+#define HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_READER_H_
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 
 #include "analysis/heap_graph.h"
+#include "collectors/dumps/heap_dump_reader.h"
 #include "common/status.h"
 
 namespace heapwatch::hprof {
 
-struct ReadOptions {
-  // Which heap dump of the file to read, 0-based in file order; -1 = the last one.
-  int dump_ordinal = -1;
-  // How shallow sizes are computed; kAuto = Android's sizes for "JAVA PROFILE 1.0.3", HotSpot
-  // layout with parameters inferred from the dump otherwise.
-  analysis::SizeModel size_model = analysis::SizeModel::kAuto;
-  // Eclipse MAT's "<class>" edge from every instance and array to its class object (see
-  // HeapGraphOptions).
-  bool instance_class_edges = false;
-  // Called about every 16 MiB and at the end of each pass, with `done` and `total` in bytes of the
-  // file on disk summed over the passes: total = 2 x file size, or 3 x once the first pass found
-  // that the dump needs three passes (objects not in address order). May be empty.
-  std::function<void(uint64_t done, uint64_t total)> progress;
-  // Use the combined second pass when the dump allows it (instances and arrays in ascending id
-  // order, no repeated ids: HotSpot, Android and NetBeans dumps). false forces the three-pass path;
-  // both give the same graph (the tests compare them).
-  bool single_pass = true;
-};
+// The options of every dump reader (collectors/dumps/heap_dump_reader.h); single_pass picks the
+// HPROF reader's strategy.
+using ReadOptions = dumps::ReadOptions;
 
 // Reads the heap dump at `path`.
 // Errors: NotFound / PermissionDenied (open); InvalidArgument (not a heap dump, a bad option such
@@ -98,4 +83,4 @@ Status ProbeHeapDump(const std::string& path);
 
 }  // namespace heapwatch::hprof
 
-#endif  // HEAPWATCH_COLLECTORS_HPROF_HPROF_READER_H_
+#endif  // HEAPWATCH_COLLECTORS_DUMPS_HPROF_HPROF_READER_H_

@@ -27,11 +27,11 @@
 #include <vector>
 
 #include "analysis/heap_graph.h"
-#include "collectors/hprof/class_names.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/class_names.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/collectors/hprof/graph_compare.h"
+#include "tests/collectors/dumps/graph_compare.h"
 
 namespace heapwatch::hprof {
 namespace {
@@ -74,7 +74,7 @@ Histogram ParseHistogram(const std::string& text) {
     Row r;
     if (!(ss >> num >> r.instances >> r.bytes >> name) || num.empty() || num.back() != ':')
       continue;
-    if (name[0] == '[') name = ParseClassName(name).source_name;
+    if (name[0] == '[') name = dumps::ParseClassName(name).source_name;
     Row& acc = h[name];
     acc.instances += r.instances;
     acc.bytes += r.bytes;

@@ -1,9 +1,9 @@
 // The HotSpot field layout engine on small class hierarchies. Expected JDK 17 sizes are those
-// GC.class_histogram printed for tests/collectors/hprof/data/HprofDumpApp.java's classes on this
+// GC.class_histogram printed for tests/collectors/dumps/data/HprofDumpApp.java's classes on this
 // machine's JDK 17 (compressed and uncompressed references); the classic (JDK 6..14) expectations
 // follow the rules of classFileParser.cpp layout_fields, spelled out next to each case. The
 // real-JVM test (jvm_dump_test.cc) checks the engine against whole histograms.
-#include "collectors/hprof/hotspot_layout.h"
+#include "collectors/dumps/hprof/hotspot_layout.h"
 
 #include "gtest/gtest.h"
 

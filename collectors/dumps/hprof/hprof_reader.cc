@@ -1,4 +1,4 @@
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -14,12 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/heap_graph_internal.h"
-#include "collectors/hprof/byte_source.h"
-#include "collectors/hprof/class_names.h"
-#include "collectors/hprof/hotspot_layout.h"
-#include "collectors/hprof/hprof_format.h"
-#include "collectors/hprof/hprof_scanner.h"
-#include "collectors/hprof/stream_reader.h"
+#include "collectors/dumps/byte_source.h"
+#include "collectors/dumps/class_names.h"
+#include "collectors/dumps/hprof/hotspot_layout.h"
+#include "collectors/dumps/hprof/hprof_format.h"
+#include "collectors/dumps/hprof/hprof_scanner.h"
+#include "collectors/dumps/stream_reader.h"
 
 namespace heapwatch::hprof {
 namespace {
@@ -38,6 +38,10 @@ using analysis::ObjectIndex;
 using analysis::ObjectKind;
 using analysis::SizeModel;
 using Rep = analysis::HeapGraph::Rep;
+using dumps::ClassName;
+using dumps::OpenFileSource;
+using dumps::OpenMemorySource;
+using dumps::ParseClassName;
 
 constexpr size_t kMaxWarnings = 40;
 

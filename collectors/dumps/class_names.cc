@@ -1,8 +1,8 @@
-#include "collectors/hprof/class_names.h"
+#include "collectors/dumps/class_names.h"
 
 #include <algorithm>
 
-namespace heapwatch::hprof {
+namespace heapwatch::dumps {
 namespace {
 
 using analysis::FieldType;
@@ -111,4 +111,4 @@ ClassName ParseClassName(std::string_view raw) {
   return out;
 }
 
-}  // namespace heapwatch::hprof
+}  // namespace heapwatch::dumps

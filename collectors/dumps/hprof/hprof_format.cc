@@ -1,4 +1,4 @@
-#include "collectors/hprof/hprof_format.h"
+#include "collectors/dumps/hprof/hprof_format.h"
 
 #include <algorithm>
 #include <cctype>

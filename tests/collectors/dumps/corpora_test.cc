@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "analysis/heap_graph.h"
-#include "collectors/hprof/class_names.h"
-#include "collectors/hprof/hprof_format.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/class_names.h"
+#include "collectors/dumps/hprof/hprof_format.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/collectors/hprof/graph_compare.h"
+#include "tests/collectors/dumps/graph_compare.h"
 
 namespace heapwatch::hprof {
 namespace {
@@ -294,7 +294,7 @@ std::vector<std::string> InstanceSizeMismatches(const HeapGraph& g, const std::s
     std::string jvm_name = tok[i + 2];
     // As TestInstanceSizes: skip VM-internal rows ("<methodKlass>") and java.lang.Class.
     if (jvm_name[0] == '<' || jvm_name == "java.lang.Class") continue;
-    std::string name = ParseClassName(jvm_name).source_name;
+    std::string name = dumps::ParseClassName(jvm_name).source_name;
     if (name.ends_with("[]")) {
       // Arrays: total shallow size, only when the instance count matches.
       auto it = totals.find(name);

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "analysis/heap_graph.h"
-#include "collectors/hprof/hprof_reader.h"
+#include "collectors/dumps/hprof/hprof_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace heapwatch;
