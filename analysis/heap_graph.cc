@@ -135,6 +135,7 @@ uint32_t HeapGraph::Rep::ArrayRank(uint32_t v) const {
 uint32_t HeapGraph::Rep::SlotCount(uint32_t v) const {
   uint32_t ce = info.instance_class_edges ? 1 : 0;
   uint32_t cw = class_words[v];
+  if (classes[cw & ~kClassObjectBit].listed_references) return ce;
   if (cw & kClassObjectBit) {
     return static_cast<uint32_t>(slots[cw & ~kClassObjectBit].class_object_slots.size()) + ce;
   }
@@ -301,6 +302,15 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     if (c.class_object.valid() && c.class_object.value >= n) return bad("class object index");
     if (c.class_loader.valid() && c.class_loader.value >= n) return bad("class loader index");
   }
+  if (r.size_override_objects.size() != r.size_override_bytes.size()) {
+    return bad("size override arrays differ in length");
+  }
+  for (size_t i = 0; i < r.size_override_objects.size(); ++i) {
+    if (r.size_override_objects[i] >= n ||
+        (i > 0 && r.size_override_objects[i - 1] >= r.size_override_objects[i])) {
+      return bad("size overrides not ascending object indices");
+    }
+  }
   if (r.slot_samples.size() != n / 64 + 1 || r.root_objects.size() > r.roots.size() ||
       r.classes_by_name.size() != r.classes.size()) {
     return bad("derived indexes missing (call Rep::Finish)");
@@ -358,13 +368,27 @@ ClassId HeapGraph::DescribedClass(ObjectIndex v) const {
   return (cw & kClassObjectBit) ? ClassId{cw & ~kClassObjectBit} : kNoClass;
 }
 
-uint64_t HeapGraph::shallow_size(ObjectIndex v) const {
-  const Rep& r = *rep_;
-  uint32_t cw = r.class_words[v.value];
+namespace {
+// Shallow size of object v under the size model (no recorded size looked at).
+uint64_t ModelShallowSize(const HeapGraph::Rep& r, uint32_t v) {
+  uint32_t cw = r.class_words[v];
   if (cw & kClassObjectBit) return r.classes[cw & ~kClassObjectBit].class_object_size;
   const ClassInfo& c = r.classes[cw];
   if (c.instance_kind == ObjectKind::kInstance) return c.instance_size;
-  return ArrayShallowSize(r.info, c.element_type, r.array_lengths[r.ArrayRank(v.value)]);
+  return ArrayShallowSize(r.info, c.element_type, r.array_lengths[r.ArrayRank(v)]);
+}
+}  // namespace
+
+uint64_t HeapGraph::shallow_size(ObjectIndex v) const {
+  const Rep& r = *rep_;
+  if (!r.size_override_objects.empty()) [[unlikely]] {
+    auto it = std::lower_bound(r.size_override_objects.begin(), r.size_override_objects.end(),
+                               v.value);
+    if (it != r.size_override_objects.end() && *it == v.value) {
+      return r.size_override_bytes[it - r.size_override_objects.begin()];
+    }
+  }
+  return ModelShallowSize(r, v.value);
 }
 
 uint64_t HeapGraph::object_id(ObjectIndex v) const { return rep_->ids.Id(v.value); }
@@ -420,6 +444,14 @@ ReferenceSlot HeapGraph::ResolveReference(ObjectIndex from, uint64_t edge) const
   uint64_t k = edge - first;
   uint64_t start = r.SlotStart(from.value);
   uint64_t count = r.SlotCount(from.value);
+  if (r.classes[r.class_words[from.value] & ~kClassObjectBit].listed_references) {
+    // Only the "<class>" slot is tracked; the listed references follow it.
+    if (count == 1 && ((r.slot_bits[start >> 6] >> (start & 63)) & 1)) {
+      if (k == 0) return {ReferenceSlot::Kind::kClassObject, kNoClass, 0, 0};
+      --k;
+    }
+    return {ReferenceSlot::Kind::kListed, kNoClass, 0, k};
+  }
   // Select the k-th set bit in [start, start + count).
   uint64_t slot = count;
   for (uint64_t pos = start; pos < start + count;) {
@@ -474,6 +506,8 @@ std::string HeapGraph::DescribeSlot(ObjectIndex from, const ReferenceSlot& slot)
       return "<protection domain>";
     case ReferenceSlot::Kind::kConstantPool:
       return absl::StrCat("<constant pool[", slot.field, "]>");
+    case ReferenceSlot::Kind::kListed:
+      return absl::StrCat("<reference ", slot.array_index, ">");
   }
   return "?";
 }
@@ -523,7 +557,8 @@ uint64_t HeapGraph::MemoryUsage() const {
            bytes(r.array_rank) + bytes(r.array_lengths) + r.graph.offsets.MemoryUsage() +
            bytes(r.graph.targets) + r.graph.weak.size() / 8 + bytes(r.slot_bits) +
            bytes(r.slot_samples) + bytes(r.roots) + bytes(r.root_objects) + bytes(r.heap_runs) +
-           bytes(r.classes_by_name);
+           bytes(r.classes_by_name) + bytes(r.size_override_objects) +
+           bytes(r.size_override_bytes);
   for (const ClassInfo& c : r.classes) {
     total += sizeof(ClassInfo) + c.name.capacity();
     for (const FieldInfo& f : c.instance_fields) total += sizeof(FieldInfo) + f.name.capacity();
@@ -578,6 +613,7 @@ struct HeapGraphBuilder::Pending {
     uint64_t object_id = 0;
     uint64_t loader_id = 0;
     std::vector<uint64_t> statics;
+    std::vector<uint64_t> listed;  // SetListedClassReferences
   };
   std::vector<Class> classes;
   struct Object {
@@ -585,7 +621,9 @@ struct HeapGraphBuilder::Pending {
     ClassId cls;
     uint32_t length;
     std::vector<uint64_t> refs;
+    bool listed = false;  // AddListedObject
   };
+  std::vector<std::pair<uint64_t, uint64_t>> sizes;  // SetShallowSize: (id, bytes)
   std::vector<Object> objects;
   struct Root {
     uint64_t id;
@@ -616,7 +654,7 @@ ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id,
   info.class_object = kNoObject;
   info.class_loader = kNoObject;
   info.class_object_id = class_object_id;
-  pending_->classes.push_back({std::move(info), class_object_id, class_loader_id, {}});
+  pending_->classes.push_back({std::move(info), class_object_id, class_loader_id, {}, {}});
   return id;
 }
 
@@ -641,6 +679,24 @@ void HeapGraphBuilder::SetStaticReferences(ClassId cls, std::vector<uint64_t> va
     return;
   }
   pending_->classes[cls.value].statics = std::move(values);
+}
+
+void HeapGraphBuilder::AddListedObject(uint64_t id, ClassId cls, std::vector<uint64_t> references,
+                                       uint32_t array_length) {
+  pending_->objects.push_back({id, cls, array_length, std::move(references), true});
+}
+
+void HeapGraphBuilder::SetListedClassReferences(ClassId cls, std::vector<uint64_t> references) {
+  if (cls.value >= pending_->classes.size() || !pending_->classes[cls.value].info.listed_references) {
+    if (pending_->error.empty())
+      pending_->error = "SetListedClassReferences: unknown class or one without listed_references";
+    return;
+  }
+  pending_->classes[cls.value].listed = std::move(references);
+}
+
+void HeapGraphBuilder::SetShallowSize(uint64_t id, uint64_t bytes) {
+  pending_->sizes.push_back({id, bytes});
 }
 
 void HeapGraphBuilder::AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial,
@@ -679,9 +735,17 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     if (o.cls.value >= nc)
       return absl::InvalidArgumentError(absl::StrFormat("object 0x%x: unknown class", o.id));
     const ClassInfo& ci = r.classes[o.cls.value];
-    size_t expected = ci.instance_kind == ObjectKind::kInstance
+    const bool primitive = ci.instance_kind == ObjectKind::kPrimitiveArray;
+    if (o.listed != ci.listed_references && !(primitive && o.refs.empty())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "object 0x%x of %s: %s", o.id, ci.name,
+          o.listed ? "listed references for a class without listed_references"
+                   : "field or element references for a class with listed_references"));
+    }
+    size_t expected = ci.instance_kind == ObjectKind::kInstance && !o.listed
                           ? r.slots[o.cls.value].instance_slots.size()
                           : o.refs.size();
+    if (primitive) expected = 0;
     if (o.refs.size() != expected) {
       return absl::InvalidArgumentError(
           absl::StrFormat("object 0x%x of %s: %d reference values, class has %d", o.id, ci.name,
@@ -739,6 +803,14 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
   std::vector<bool> weak;
   bool any_weak = false;
   uint64_t slot = 0;
+  auto emit_listed = [&](uint64_t id) {  // an edge without a slot (listed_references)
+    ObjectIndex t = find(id);
+    if (id != 0 && !t.valid()) ++r.info.dangling_references;
+    if (t.valid()) {
+      r.graph.targets.push_back(t);
+      weak.push_back(false);
+    }
+  };
   auto emit = [&](uint64_t id, bool is_weak) {
     ObjectIndex t = find(id);
     if (id != 0 && !t.valid()) ++r.info.dangling_references;
@@ -761,7 +833,10 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
         emit(p.classes[cls].object_id, false);
       }
     }
-    if (e.source < nc) {
+    if (r.classes[cls].listed_references) {
+      const auto& refs = e.source < nc ? p.classes[cls].listed : p.objects[e.source - nc].refs;
+      for (uint64_t id : refs) emit_listed(id);
+    } else if (e.source < nc) {
       const auto& pc = p.classes[cls];
       uint64_t super_id = r.classes[cls].super_class.valid()
                               ? p.classes[r.classes[cls].super_class.value].object_id
@@ -795,6 +870,16 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     r.graph.offsets[v + 1] = static_cast<uint32_t>(r.graph.targets.size());
   }
   if (any_weak) r.graph.weak = std::move(weak);
+  // Recorded sizes, kept where the size model computes another (the last one of an id wins).
+  std::stable_sort(p.sizes.begin(), p.sizes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < p.sizes.size(); ++i) {
+    if (i + 1 < p.sizes.size() && p.sizes[i + 1].first == p.sizes[i].first) continue;
+    ObjectIndex v = find(p.sizes[i].first);
+    if (!v.valid() || ModelShallowSize(r, v.value) == p.sizes[i].second) continue;
+    r.size_override_objects.push_back(v.value);
+    r.size_override_bytes.push_back(p.sizes[i].second);
+  }
   for (const auto& root : p.roots) {
     ObjectIndex o = find(root.id);
     if (!o.valid()) {

@@ -226,6 +226,11 @@ struct ClassInfo {
   uint32_t class_object_size = 0;  // shallow size of the class object in bytes
   bool is_reference = false;       // java.lang.ref.Reference or a subclass of it
   bool synthetic = false;          // no CLASS DUMP record (created by the reader)
+  // The dump lists each object's references without naming their slots and without nulls (IBM
+  // Portable Heap Dumps and IBM text heap dumps): instances and arrays of this class, and its
+  // class object, keep the references as listed, each an edge of ReferenceSlot::Kind::kListed;
+  // instance_fields and static_fields name nothing then (they are empty for those formats).
+  bool listed_references = false;
 };
 
 // What reference slot an edge comes from.
@@ -240,6 +245,8 @@ struct ReferenceSlot {
     kSigners,           // "<signers>"
     kProtectionDomain,  // "<protection domain>"
     kConstantPool,      // "<constant pool[i]>", i = `field` (constant pool index)
+    kListed,            // "<reference i>": the i-th (`array_index`, from 0) reference the dump
+                        // lists for the object (ClassInfo::listed_references; no field name)
   };
   Kind kind = Kind::kField;
   ClassId declaring_class;
@@ -273,7 +280,9 @@ class HeapGraph {
   ClassId class_of(ObjectIndex v) const;
   // For a class object: the class it is the class object of; kNoClass for every other object.
   ClassId DescribedClass(ObjectIndex v) const;
-  // Shallow size in bytes under info().size_model.
+  // Shallow size in bytes under info().size_model, or the size the dump records for the object
+  // when the model does not reproduce it (IBM dumps; HeapGraphBuilder::SetShallowSize). O(1), or
+  // O(log k) for a graph with k such recorded sizes.
   uint64_t shallow_size(ObjectIndex v) const;
   // Raw HPROF id of the object (the object's address in HotSpot and Android dumps).
   uint64_t object_id(ObjectIndex v) const;
@@ -394,8 +403,23 @@ class HeapGraphBuilder {
   void SetStaticReferences(ClassId cls, std::vector<uint64_t> values);
   void AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial = 0, int32_t frame = -1);
 
+  // For formats that list references without slot names (IBM PHD and text dumps; see
+  // ClassInfo::listed_references, which `cls` must have set): an instance, object array or
+  // primitive array of class `cls` whose references are `references` (raw ids in the dump's
+  // order, 0 = null, dropped) and, for arrays, whose element count is `array_length`.
+  void AddListedObject(uint64_t id, ClassId cls, std::vector<uint64_t> references,
+                       uint32_t array_length = 0);
+  // The references of the class object of `cls` (a class with listed_references), in the dump's
+  // order.
+  void SetListedClassReferences(ClassId cls, std::vector<uint64_t> references);
+  // The shallow size of object `id` in bytes when the dump gives it and the size model would
+  // compute another (IBM dumps record array and object sizes). The last call for an id wins; an id
+  // with no object is ignored.
+  void SetShallowSize(uint64_t id, uint64_t bytes);
+
   // Errors: InvalidArgument for an unknown class, a reference count that does not match the class
-  // layout, an object added twice with the same id.
+  // layout, an object added twice with the same id, a listed object or listed class references for
+  // a class without listed_references (or AddInstance/AddObjectArray for one with it).
   StatusOr<HeapGraph> Build() &&;
 
  private:

@@ -13,7 +13,9 @@
 //   slot_samples  slot_samples[k] = first slot number of object 64k
 // Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges,
 // then instance: ClassSlots::instance_slots of its class; object array: one per element; primitive
-// array: none; class object: ClassSlots::class_object_slots of the class it describes. Edge e of
+// array: none; class object: ClassSlots::class_object_slots of the class it describes. Objects of
+// (and class objects of) a class with ClassInfo::listed_references have the "<class>" slot only:
+// their other edges follow it in the CSR row without slots (ReferenceSlot::Kind::kListed). Edge e of
 // object v corresponds to the k-th set bit of v's slot range, k = e - graph.first_edge(v).
 #ifndef HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 #define HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
@@ -108,6 +110,11 @@ struct HeapGraph::Rep {
 
   std::vector<GcRoot> roots;
   std::vector<ObjectIndex> root_objects;  // filled by Finish()
+
+  // Shallow sizes the dump records for objects whose size the size model does not reproduce (IBM
+  // dumps): size_override_objects ascending (ObjectIndex values), size_override_bytes parallel.
+  std::vector<uint32_t> size_override_objects;
+  std::vector<uint64_t> size_override_bytes;
 
   // Helpers usable while building (they need ids, class_words, array_bits and, for arrays,
   // array_rank).
