@@ -96,6 +96,8 @@ std::string_view SizeModelName(SizeModel model) {
       return "android";
     case SizeModel::kNetBeans:
       return "netbeans";
+    case SizeModel::kIbm:
+      return "ibm";
   }
   return "?";
 }
@@ -111,6 +113,7 @@ uint64_t ArrayShallowSize(const DumpInfo& info, FieldType element, uint64_t leng
       return 2ull * info.id_size + 8 + length * FieldTypeSize(element, info.id_size);
     case SizeModel::kAuto:
     case SizeModel::kHotSpot:
+    case SizeModel::kIbm:
       break;
   }
   const ObjectLayout& l = info.layout;
@@ -644,6 +647,7 @@ HeapGraphBuilder::HeapGraphBuilder(DumpInfo info, HeapGraphOptions options)
     pending_->info.size_model = SizeModel::kHotSpot;
 }
 HeapGraphBuilder::~HeapGraphBuilder() = default;
+DumpInfo& HeapGraphBuilder::info() { return pending_->info; }
 
 ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id,
                                    uint64_t class_loader_id) {

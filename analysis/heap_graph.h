@@ -144,8 +144,11 @@ enum class SizeModel : uint8_t {
   kAndroid = 2,   // perflib/HAHA: instance size from the CLASS DUMP, arrays = length x element size
   kNetBeans = 3,  // NetBeans profiler heap library: instance data + 2 ids; arrays 2 ids + 8 +
                   // length x element size; no alignment
+  kIbm = 4,       // IBM dumps (PHD, text): instance sizes from the dump's class records, arrays
+                  // from a header and element size like kHotSpot's formula (ObjectLayout), sizes
+                  // the dump records for single objects kept as they are (docs/dump-formats.md)
 };
-std::string_view SizeModelName(SizeModel model);  // "auto", "hotspot", "android", "netbeans"
+std::string_view SizeModelName(SizeModel model);  // "auto", "hotspot", "android", "netbeans", "ibm"
 
 // The object layout a HotSpot size model uses; all sizes in bytes.
 struct ObjectLayout {
@@ -388,6 +391,10 @@ class HeapGraphBuilder {
  public:
   explicit HeapGraphBuilder(DumpInfo info, HeapGraphOptions options = {});
   ~HeapGraphBuilder();
+
+  // The dump's facts as given to the constructor (instance_class_edges taken from the options); a
+  // reader may complete them (warnings, counts) before Build().
+  DumpInfo& info();
 
   // Adds a class. `info.super_class` must be a class added before (or kNoClass);
   // `info.class_object` and `info.class_loader` are ignored: pass raw ids instead (0 = none). A
