@@ -749,7 +749,7 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     size_t expected = ci.instance_kind == ObjectKind::kInstance && !o.listed
                           ? r.slots[o.cls.value].instance_slots.size()
                           : o.refs.size();
-    if (primitive) expected = 0;
+    if (primitive && !o.listed) expected = 0;
     if (o.refs.size() != expected) {
       return absl::InvalidArgumentError(
           absl::StrFormat("object 0x%x of %s: %d reference values, class has %d", o.id, ci.name,

@@ -413,7 +413,8 @@ class HeapGraphBuilder {
   // For formats that list references without slot names (IBM PHD and text dumps; see
   // ClassInfo::listed_references, which `cls` must have set): an instance, object array or
   // primitive array of class `cls` whose references are `references` (raw ids in the dump's
-  // order, 0 = null, dropped) and, for arrays, whose element count is `array_length`.
+  // order, 0 = null, dropped; a primitive array lists some only in old IBM text dumps: its class)
+  // and, for arrays, whose element count is `array_length`.
   void AddListedObject(uint64_t id, ClassId cls, std::vector<uint64_t> references,
                        uint32_t array_length = 0);
   // The references of the class object of `cls` (a class with listed_references), in the dump's
