@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/aggregations.h"
 #include "analysis/report.h"
+#include "ctl/from_roots.h"
 #include "collectors/dumps/hprof/hprof_reader.h"
 
 namespace heapwatch::ctl {
@@ -28,6 +29,9 @@ struct AnalyzeArgs {
   std::vector<std::string> exclude;
   std::string size_model = "auto";
   double ratio = 0.7;
+  // --from-roots: HeapRoots' dump from roots instead of the report (ctl/from_roots.h).
+  bool from_roots = false;
+  FromRootsOptions roots;
 };
 
 // Peak resident set size of this process (VmHWM), in bytes; 0 when /proc is not there.
@@ -103,6 +107,14 @@ int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
     return kExitUsage;
   }
 
+  if (args.from_roots) {
+    if (global.json) {
+      err << "heapwatchctl analyze: --from-roots prints text only (no --json)\n";
+      return kExitUsage;
+    }
+    return RunFromRoots(args.file, read, args.roots, out, err);
+  }
+
   Progress progress(err);
   read.progress = [&progress](uint64_t done, uint64_t total) {
     progress.Update("reading the dump",
@@ -161,6 +173,15 @@ Subcommand AddAnalyzeCommand(CLI::App& app) {
                   "Shallow sizes: auto, hotspot, android, netbeans")
       ->capture_default_str();
   cmd->add_option("--ratio", args->ratio, "Accumulation-point ratio in (0, 1]")
+      ->capture_default_str();
+  cmd->add_flag("--from-roots", args->from_roots,
+                "HeapRoots' dump from roots: the tree below each root (GC roots; inferred roots for "
+                "dumps without them and for garbage) with total size, descendants and max depth");
+  cmd->add_option("--depth", args->roots.depth,
+                  "With --from-roots: levels printed below each root (-1 = all)")
+      ->capture_default_str();
+  cmd->add_option("--min-size", args->roots.min_size,
+                  "With --from-roots: summarise subtrees smaller than this many bytes")
       ->capture_default_str();
   Subcommand sub;
   sub.app = cmd;
