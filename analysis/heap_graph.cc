@@ -138,13 +138,13 @@ uint32_t HeapGraph::Rep::ArrayRank(uint32_t v) const {
 uint32_t HeapGraph::Rep::SlotCount(uint32_t v) const {
   uint32_t ce = info.instance_class_edges ? 1 : 0;
   uint32_t cw = class_words[v];
-  if (classes[cw & ~kClassObjectBit].listed_references) return ce;
   if (cw & kClassObjectBit) {
     return static_cast<uint32_t>(slots[cw & ~kClassObjectBit].class_object_slots.size()) + ce;
   }
   const ClassInfo& c = classes[cw];
   switch (c.instance_kind) {
     case ObjectKind::kInstance:
+      if (slots[cw].unnamed) return array_lengths[ArrayRank(v)] + ce;
       return static_cast<uint32_t>(slots[cw].instance_slots.size()) + ce;
     case ObjectKind::kObjectArray:
       return array_lengths[ArrayRank(v)] + ce;
@@ -220,7 +220,7 @@ Status BuildClassSlots(HeapGraph::Rep& rep,
       const ClassInfo& kc = rep.classes[k.value];
       bool is_ref_class = kc.name == "java.lang.ref.Reference";
       if (is_ref_class) info.is_reference = true;
-      if (info.instance_kind != ObjectKind::kInstance) continue;
+      if (info.instance_kind != ObjectKind::kInstance || info.unnamed_references) continue;
       for (uint32_t i = 0; i < kc.instance_fields.size(); ++i) {
         if (kc.instance_fields[i].type != FieldType::kObject) continue;
         if (is_ref_class && kc.instance_fields[i].name == "referent" && s.weak_slot < 0) {
@@ -229,6 +229,7 @@ Status BuildClassSlots(HeapGraph::Rep& rep,
         s.instance_slots.push_back({ReferenceSlot::Kind::kField, k, i, 0});
       }
     }
+    s.unnamed = info.instance_kind == ObjectKind::kInstance && info.unnamed_references;
     s.class_object_slots.push_back({ReferenceSlot::Kind::kSuperClass, ClassId{c}, 0, 0});
     s.class_object_slots.push_back({ReferenceSlot::Kind::kClassLoader, ClassId{c}, 0, 0});
     s.class_object_slots.push_back({ReferenceSlot::Kind::kSigners, ClassId{c}, 0, 0});
@@ -280,8 +281,8 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     uint32_t c = cw & ~kClassObjectBit;
     if (c >= r.classes.size()) return bad(absl::StrFormat("class of object %d", v));
     bool is_array = r.IsArray(static_cast<uint32_t>(v));
-    bool class_is_array = r.classes[c].instance_kind != ObjectKind::kInstance;
-    if ((cw & kClassObjectBit) ? is_array : (is_array != class_is_array)) {
+    bool counted = r.classes[c].instance_kind != ObjectKind::kInstance || r.slots[c].unnamed;
+    if ((cw & kClassObjectBit) ? is_array : (is_array != counted)) {
       return bad(absl::StrFormat("array bit of object %d", v));
     }
   }
@@ -371,8 +372,6 @@ ClassId HeapGraph::DescribedClass(ObjectIndex v) const {
   return (cw & kClassObjectBit) ? ClassId{cw & ~kClassObjectBit} : kNoClass;
 }
 
-namespace {
-// Shallow size of object v under the size model (no recorded size looked at).
 uint64_t ModelShallowSize(const HeapGraph::Rep& r, uint32_t v) {
   uint32_t cw = r.class_words[v];
   if (cw & kClassObjectBit) return r.classes[cw & ~kClassObjectBit].class_object_size;
@@ -380,7 +379,24 @@ uint64_t ModelShallowSize(const HeapGraph::Rep& r, uint32_t v) {
   if (c.instance_kind == ObjectKind::kInstance) return c.instance_size;
   return ArrayShallowSize(r.info, c.element_type, r.array_lengths[r.ArrayRank(v)]);
 }
-}  // namespace
+
+Status SetSizeOverrides(HeapGraph::Rep& r, std::vector<std::pair<uint32_t, uint64_t>> sizes) {
+  std::stable_sort(sizes.begin(), sizes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  r.size_override_objects.clear();
+  r.size_override_bytes.clear();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i + 1 < sizes.size() && sizes[i + 1].first == sizes[i].first) continue;  // last one wins
+    if (sizes[i].first >= r.ids.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("shallow size for object %u, out of range", sizes[i].first));
+    }
+    if (ModelShallowSize(r, sizes[i].first) == sizes[i].second) continue;
+    r.size_override_objects.push_back(sizes[i].first);
+    r.size_override_bytes.push_back(sizes[i].second);
+  }
+  return absl::OkStatus();
+}
 
 uint64_t HeapGraph::shallow_size(ObjectIndex v) const {
   const Rep& r = *rep_;
@@ -398,7 +414,8 @@ uint64_t HeapGraph::object_id(ObjectIndex v) const { return rep_->ids.Id(v.value
 
 uint32_t HeapGraph::array_length(ObjectIndex v) const {
   const Rep& r = *rep_;
-  return r.IsArray(v.value) ? r.array_lengths[r.ArrayRank(v.value)] : 0;
+  if (!r.IsArray(v.value) || kind(v) == ObjectKind::kInstance) return 0;
+  return r.array_lengths[r.ArrayRank(v.value)];
 }
 
 HeapId HeapGraph::heap(ObjectIndex v) const {
@@ -447,14 +464,6 @@ ReferenceSlot HeapGraph::ResolveReference(ObjectIndex from, uint64_t edge) const
   uint64_t k = edge - first;
   uint64_t start = r.SlotStart(from.value);
   uint64_t count = r.SlotCount(from.value);
-  if (r.classes[r.class_words[from.value] & ~kClassObjectBit].listed_references) {
-    // Only the "<class>" slot is tracked; the listed references follow it.
-    if (count == 1 && ((r.slot_bits[start >> 6] >> (start & 63)) & 1)) {
-      if (k == 0) return {ReferenceSlot::Kind::kClassObject, kNoClass, 0, 0};
-      --k;
-    }
-    return {ReferenceSlot::Kind::kListed, kNoClass, 0, k};
-  }
   // Select the k-th set bit in [start, start + count).
   uint64_t slot = count;
   for (uint64_t pos = start; pos < start + count;) {
@@ -480,6 +489,7 @@ ReferenceSlot HeapGraph::ResolveReference(ObjectIndex from, uint64_t edge) const
   if (r.classes[cw].instance_kind == ObjectKind::kObjectArray) {
     return {ReferenceSlot::Kind::kArrayElement, kNoClass, 0, slot};
   }
+  if (r.slots[cw].unnamed) return {ReferenceSlot::Kind::kUnnamed, kNoClass, 0, slot};
   return r.slots[cw].instance_slots[slot];
 }
 
@@ -509,8 +519,8 @@ std::string HeapGraph::DescribeSlot(ObjectIndex from, const ReferenceSlot& slot)
       return "<protection domain>";
     case ReferenceSlot::Kind::kConstantPool:
       return absl::StrCat("<constant pool[", slot.field, "]>");
-    case ReferenceSlot::Kind::kListed:
-      return absl::StrCat("<reference ", slot.array_index, ">");
+    case ReferenceSlot::Kind::kUnnamed:
+      return absl::StrCat("<reference[", slot.array_index, "]>");
   }
   return "?";
 }
@@ -616,7 +626,6 @@ struct HeapGraphBuilder::Pending {
     uint64_t object_id = 0;
     uint64_t loader_id = 0;
     std::vector<uint64_t> statics;
-    std::vector<uint64_t> listed;  // SetListedClassReferences
   };
   std::vector<Class> classes;
   struct Object {
@@ -624,9 +633,7 @@ struct HeapGraphBuilder::Pending {
     ClassId cls;
     uint32_t length;
     std::vector<uint64_t> refs;
-    bool listed = false;  // AddListedObject
   };
-  std::vector<std::pair<uint64_t, uint64_t>> sizes;  // SetShallowSize: (id, bytes)
   std::vector<Object> objects;
   struct Root {
     uint64_t id;
@@ -635,6 +642,7 @@ struct HeapGraphBuilder::Pending {
     int32_t frame;
   };
   std::vector<Root> roots;
+  std::vector<std::pair<uint64_t, uint64_t>> sizes;  // SetShallowSize: (id, bytes)
   std::string error;
 };
 
@@ -658,7 +666,7 @@ ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id,
   info.class_object = kNoObject;
   info.class_loader = kNoObject;
   info.class_object_id = class_object_id;
-  pending_->classes.push_back({std::move(info), class_object_id, class_loader_id, {}, {}});
+  pending_->classes.push_back({std::move(info), class_object_id, class_loader_id, {}});
   return id;
 }
 
@@ -683,20 +691,6 @@ void HeapGraphBuilder::SetStaticReferences(ClassId cls, std::vector<uint64_t> va
     return;
   }
   pending_->classes[cls.value].statics = std::move(values);
-}
-
-void HeapGraphBuilder::AddListedObject(uint64_t id, ClassId cls, std::vector<uint64_t> references,
-                                       uint32_t array_length) {
-  pending_->objects.push_back({id, cls, array_length, std::move(references), true});
-}
-
-void HeapGraphBuilder::SetListedClassReferences(ClassId cls, std::vector<uint64_t> references) {
-  if (cls.value >= pending_->classes.size() || !pending_->classes[cls.value].info.listed_references) {
-    if (pending_->error.empty())
-      pending_->error = "SetListedClassReferences: unknown class or one without listed_references";
-    return;
-  }
-  pending_->classes[cls.value].listed = std::move(references);
 }
 
 void HeapGraphBuilder::SetShallowSize(uint64_t id, uint64_t bytes) {
@@ -739,17 +733,9 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     if (o.cls.value >= nc)
       return absl::InvalidArgumentError(absl::StrFormat("object 0x%x: unknown class", o.id));
     const ClassInfo& ci = r.classes[o.cls.value];
-    const bool primitive = ci.instance_kind == ObjectKind::kPrimitiveArray;
-    if (o.listed != ci.listed_references && !(primitive && o.refs.empty())) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "object 0x%x of %s: %s", o.id, ci.name,
-          o.listed ? "listed references for a class without listed_references"
-                   : "field or element references for a class with listed_references"));
-    }
-    size_t expected = ci.instance_kind == ObjectKind::kInstance && !o.listed
+    size_t expected = ci.instance_kind == ObjectKind::kInstance && !ci.unnamed_references
                           ? r.slots[o.cls.value].instance_slots.size()
                           : o.refs.size();
-    if (primitive && !o.listed) expected = 0;
     if (o.refs.size() != expected) {
       return absl::InvalidArgumentError(
           absl::StrFormat("object 0x%x of %s: %d reference values, class has %d", o.id, ci.name,
@@ -785,6 +771,9 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
       if (r.classes[o.cls.value].instance_kind != ObjectKind::kInstance) {
         r.array_bits[v >> 6] |= 1ull << (v & 63);
         r.array_lengths.push_back(o.length);
+      } else if (r.slots[o.cls.value].unnamed) {
+        r.array_bits[v >> 6] |= 1ull << (v & 63);
+        r.array_lengths.push_back(static_cast<uint32_t>(o.refs.size()));
       }
     }
   }
@@ -807,14 +796,6 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
   std::vector<bool> weak;
   bool any_weak = false;
   uint64_t slot = 0;
-  auto emit_listed = [&](uint64_t id) {  // an edge without a slot (listed_references)
-    ObjectIndex t = find(id);
-    if (id != 0 && !t.valid()) ++r.info.dangling_references;
-    if (t.valid()) {
-      r.graph.targets.push_back(t);
-      weak.push_back(false);
-    }
-  };
   auto emit = [&](uint64_t id, bool is_weak) {
     ObjectIndex t = find(id);
     if (id != 0 && !t.valid()) ++r.info.dangling_references;
@@ -837,10 +818,7 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
         emit(p.classes[cls].object_id, false);
       }
     }
-    if (r.classes[cls].listed_references) {
-      const auto& refs = e.source < nc ? p.classes[cls].listed : p.objects[e.source - nc].refs;
-      for (uint64_t id : refs) emit_listed(id);
-    } else if (e.source < nc) {
+    if (e.source < nc) {
       const auto& pc = p.classes[cls];
       uint64_t super_id = r.classes[cls].super_class.valid()
                               ? p.classes[r.classes[cls].super_class.value].object_id
@@ -874,15 +852,13 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     r.graph.offsets[v + 1] = static_cast<uint32_t>(r.graph.targets.size());
   }
   if (any_weak) r.graph.weak = std::move(weak);
-  // Recorded sizes, kept where the size model computes another (the last one of an id wins).
-  std::stable_sort(p.sizes.begin(), p.sizes.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 0; i < p.sizes.size(); ++i) {
-    if (i + 1 < p.sizes.size() && p.sizes[i + 1].first == p.sizes[i].first) continue;
-    ObjectIndex v = find(p.sizes[i].first);
-    if (!v.valid() || ModelShallowSize(r, v.value) == p.sizes[i].second) continue;
-    r.size_override_objects.push_back(v.value);
-    r.size_override_bytes.push_back(p.sizes[i].second);
+  {
+    std::vector<std::pair<uint32_t, uint64_t>> sizes;
+    for (const auto& [id, bytes] : p.sizes) {
+      const ObjectIndex v = find(id);
+      if (v.valid()) sizes.push_back({v.value, bytes});
+    }
+    HW_RETURN_IF_ERROR(SetSizeOverrides(r, std::move(sizes)));
   }
   for (const auto& root : p.roots) {
     ObjectIndex o = find(root.id);

@@ -229,11 +229,10 @@ struct ClassInfo {
   uint32_t class_object_size = 0;  // shallow size of the class object in bytes
   bool is_reference = false;       // java.lang.ref.Reference or a subclass of it
   bool synthetic = false;          // no CLASS DUMP record (created by the reader)
-  // The dump lists each object's references without naming their slots and without nulls (IBM
-  // Portable Heap Dumps and IBM text heap dumps): instances and arrays of this class, and its
-  // class object, keep the references as listed, each an edge of ReferenceSlot::Kind::kListed;
-  // instance_fields and static_fields name nothing then (they are empty for those formats).
-  bool listed_references = false;
+  // Instances list their references without naming the fields (IBM PHD and text dumps): each
+  // instance has its own number of unnamed reference slots ("<reference[i]>"), and the instance
+  // fields, if the dump lists any, are not reference slots.
+  bool unnamed_references = false;
 };
 
 // What reference slot an edge comes from.
@@ -248,8 +247,7 @@ struct ReferenceSlot {
     kSigners,           // "<signers>"
     kProtectionDomain,  // "<protection domain>"
     kConstantPool,      // "<constant pool[i]>", i = `field` (constant pool index)
-    kListed,            // "<reference i>": the i-th (`array_index`, from 0) reference the dump
-                        // lists for the object (ClassInfo::listed_references; no field name)
+    kUnnamed,           // "<reference[i]>", i = `array_index`: ClassInfo::unnamed_references
   };
   Kind kind = Kind::kField;
   ClassId declaring_class;
@@ -284,12 +282,12 @@ class HeapGraph {
   // For a class object: the class it is the class object of; kNoClass for every other object.
   ClassId DescribedClass(ObjectIndex v) const;
   // Shallow size in bytes under info().size_model, or the size the dump records for the object
-  // when the model does not reproduce it (IBM dumps; HeapGraphBuilder::SetShallowSize). O(1), or
-  // O(log k) for a graph with k such recorded sizes.
+  // when the model does not reproduce it (IBM dumps; HeapGraphBuilder::SetShallowSize,
+  // BulkHeapGraphBuilder::SetObjectShallowSize). O(1), or O(log k) for a graph with k such sizes.
   uint64_t shallow_size(ObjectIndex v) const;
   // Raw HPROF id of the object (the object's address in HotSpot and Android dumps).
   uint64_t object_id(ObjectIndex v) const;
-  // Element count for arrays, 0 for other objects.
+  // Element count for arrays, 0 for other objects (instances with unnamed references included).
   uint32_t array_length(ObjectIndex v) const;
   // Android heap of the object (HeapId{0} when the dump has no HEAP DUMP INFO). O(log heap
   // switches).
@@ -316,7 +314,8 @@ class HeapGraph {
   // "java.util.HashMap.table" (declared by a superclass), "static INSTANCE", "[12]", or a pseudo
   // reference
   // "<class>", "<super>", "<classloader>", "<signers>", "<protection domain>", "<constant
-  // pool[3]>".
+  // pool[3]>", or "<reference[2]>" (a reference of an instance whose class has
+  // unnamed_references).
   std::string DescribeReference(ObjectIndex from, uint64_t edge) const;
   std::string DescribeSlot(ObjectIndex from, const ReferenceSlot& slot) const;
 
@@ -343,10 +342,10 @@ class HeapGraph {
   // benchmarks.
   uint64_t MemoryUsage() const;
 
-  struct Rep;  // internal representation (heap_graph_internal.h); public so the reader can fill it
+  struct Rep;  // internal representation (heap_graph_internal.h), filled by the builders
 
-  // Validates `rep` (CSR shape, indices in range, class references) and wraps it. Used by the HPROF
-  // reader and by HeapGraphBuilder. Errors: Internal when an invariant does not hold (a bug in the
+  // Validates `rep` (CSR shape, indices in range, class references) and wraps it. Used by
+  // HeapGraphBuilder and BulkHeapGraphBuilder (heap_graph_builder.h). Errors: Internal when an invariant does not hold (a bug in the
   // producer).
   static StatusOr<HeapGraph> FromRep(std::unique_ptr<Rep> rep);
 
@@ -361,6 +360,12 @@ class HeapGraph {
   explicit HeapGraph(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;
 };
+
+// Aligns `n` bytes up to a multiple of `alignment` (any positive value; 0 and 1 leave `n` as it
+// is): object sizes under an alignment (HotSpot's -XX:ObjectAlignmentInBytes). O(1).
+inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
+  return alignment <= 1 ? n : (n + alignment - 1) / alignment * alignment;
+}
 
 // Shallow size in bytes of an array of `length` elements of type `element` under `info.size_model`
 // (and `info.layout` for kHotSpot; references count info.id_size bytes for kAndroid and kNetBeans).
@@ -381,9 +386,10 @@ std::vector<ClassTotals> ComputeClassTotals(const HeapGraph& graph);
 // Classes of the same name from different loaders stay separate rows. O(n + C log C).
 ClassHistogram ComputeClassHistogram(const HeapGraph& graph);
 
-// Builds small graphs by hand: for tests and synthetic inputs. Objects may be added in any order;
-// Build() sorts them by id, resolves references (dropping nulls, counting dangling ones) and
-// computes sizes. Shallow sizes: instances take ClassInfo::instance_size as given; arrays take
+// Builds small graphs by hand: for tests and synthetic inputs (dump readers, which need streaming
+// speed and bounded memory, use BulkHeapGraphBuilder in heap_graph_builder.h). Objects may be
+// added in any order; Build() sorts them by id, resolves references (dropping nulls, counting
+// dangling ones) and computes sizes. Shallow sizes: instances take ClassInfo::instance_size as given; arrays take
 // align(array header + length x element size) with the layout of `info.layout` (or length x element
 // size for SizeModel::kAndroid, the NetBeans formula for kNetBeans); class objects take
 // ClassInfo::class_object_size.
@@ -401,7 +407,8 @@ class HeapGraphBuilder {
   // class object with id `class_object_id` is created unless it is 0.
   ClassId AddClass(ClassInfo info, uint64_t class_object_id, uint64_t class_loader_id = 0);
   // An instance of non-array class `cls`; `reference_values` holds one raw id per reference field
-  // of the class hierarchy in dump order (own fields first, then the superclass's), 0 for null.
+  // of the class hierarchy in dump order (own fields first, then the superclass's), 0 for null;
+  // for a class with unnamed_references, the instance's references (any number).
   void AddInstance(uint64_t id, ClassId cls, std::vector<uint64_t> reference_values);
   void AddObjectArray(uint64_t id, ClassId array_class, std::vector<uint64_t> elements);
   void AddPrimitiveArray(uint64_t id, ClassId array_class, uint32_t length);
@@ -409,25 +416,13 @@ class HeapGraphBuilder {
   // field).
   void SetStaticReferences(ClassId cls, std::vector<uint64_t> values);
   void AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial = 0, int32_t frame = -1);
-
-  // For formats that list references without slot names (IBM PHD and text dumps; see
-  // ClassInfo::listed_references, which `cls` must have set): an instance, object array or
-  // primitive array of class `cls` whose references are `references` (raw ids in the dump's
-  // order, 0 = null, dropped; a primitive array lists some only in old IBM text dumps: its class)
-  // and, for arrays, whose element count is `array_length`.
-  void AddListedObject(uint64_t id, ClassId cls, std::vector<uint64_t> references,
-                       uint32_t array_length = 0);
-  // The references of the class object of `cls` (a class with listed_references), in the dump's
-  // order.
-  void SetListedClassReferences(ClassId cls, std::vector<uint64_t> references);
   // The shallow size of object `id` in bytes when the dump gives it and the size model would
   // compute another (IBM dumps record array and object sizes). The last call for an id wins; an id
   // with no object is ignored.
   void SetShallowSize(uint64_t id, uint64_t bytes);
 
   // Errors: InvalidArgument for an unknown class, a reference count that does not match the class
-  // layout, an object added twice with the same id, a listed object or listed class references for
-  // a class without listed_references (or AddInstance/AddObjectArray for one with it).
+  // layout, an object added twice with the same id.
   StatusOr<HeapGraph> Build() &&;
 
  private:

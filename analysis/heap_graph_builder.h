@@ -19,12 +19,13 @@
 //                 every class, AddRoot() for every GC root record; Build().
 //
 // Reference slots (what an edge is; heap_graph.h has the full definition): the reader passes raw
-// ids (0 = null) in slot order and the builder resolves them to ObjectIndex, drops nulls, counts and
-// drops ids with no object (DumpInfo::dangling_references), flags the referent slot of
+// ids (0 = null) in slot order and the builder resolves them to ObjectIndex, drops nulls, counts
+// and drops ids with no object (DumpInfo::dangling_references), flags the referent slot of
 // java.lang.ref.Reference subclasses weak, and adds MAT's "<class>" pseudo reference itself when
 // HeapGraphOptions::instance_class_edges is set (the reader never passes it).
 //   * instance:     one value per kObject instance field of its class hierarchy: the class's own
 //                   fields first, then its superclass's, up to the root, each in declaration order;
+//                   for a class with ClassInfo::unnamed_references, any number of values;
 //   * object array: one value per element, in index order;
 //   * class object: ClassObjectRefs (super, loader, signers, protection domain, each kObject static
 //                   field, each object constant-pool entry), given once with AddClass().
@@ -128,8 +129,8 @@ class BulkHeapGraphBuilder {
   const DumpInfo& info() const;
   // Appends a human-readable line to info().warnings unless it holds kMaxWarnings lines already.
   void Warn(std::string message);
-  // The class table so far, by ClassId. Sizes are 0 until SetShallowSizes(); class_object and
-  // class_loader are resolved by FinishObjects().
+  // The class table so far, by ClassId. Sizes are those AddClass() got until SetShallowSizes();
+  // class_object and class_loader are resolved by FinishObjects().
   std::span<const ClassInfo> classes() const;
   // The first class named "java.lang.Class" (kNoClass if none); known after FinishClasses().
   ClassId java_lang_class() const;
@@ -182,8 +183,11 @@ class BulkHeapGraphBuilder {
   // heap.value < number of heap names. Ignored in round 2 of kTwoRounds.
   void SetHeap(HeapId heap);
   // One instance of class `cls` (an instance class: ClassInfo::instance_kind kInstance) with one
-  // raw id per reference slot (see the file comment). `index`, when not null, receives the
-  // object's index, or kNoObject when the record repeats an id and is dropped (kTwoRounds).
+  // raw id per reference slot (see the file comment); for a class with unnamed_references (IBM PHD
+  // and text dumps), the instance's references as the dump lists them, any number below 2^32. `index`, when not null, receives the
+  // object's index, or kNoObject when the record repeats an id and is dropped (kTwoRounds; the
+  // class of a dropped record is not looked at, nor, in round 2, the class of any record: pass
+  // kNoClass there if resolving it costs something).
   // Errors (for every Add* call):
   //   FailedPrecondition: the record does not fit the index or the first round (its id was not
   //     indexed, comes out of ascending order in kIndexOrder, leaves an indexed id that is not a
@@ -203,13 +207,16 @@ class BulkHeapGraphBuilder {
   Status AddArrayElements(std::span<const uint64_t> elements);
   Status EndObjectArray();
   // A primitive array of class `cls` (instance_kind kPrimitiveArray). Errors as AddInstance.
-  Status AddPrimitiveArray(uint64_t id, ClassId cls, uint32_t length,
-                           ObjectIndex* index = nullptr);
+  Status AddPrimitiveArray(uint64_t id, ClassId cls, uint32_t length, ObjectIndex* index = nullptr);
   // kTwoRounds only: the class record of `cls` at this point of the input (its class object gets
   // the id classes()[cls].class_object_id and the references of its ClassObjectRefs). A repeated
   // class record is dropped like any repeated id. The class object is in the heap of the last
   // SetHeap() call. Errors as AddInstance.
   Status AddClassObject(ClassId cls, ObjectIndex* index = nullptr);
+  // kTwoRounds, round 1 only: true when an earlier record of this round holds `id`, so that a
+  // record of it now is dropped. Lets a reader skip work with side effects (creating a class for
+  // an unknown class id) for repeats. Expected O(1).
+  bool HasRecord(uint64_t id) const;
   // kTwoRounds only: ends round 1. Sizes the CSR graph and the slot bitmap exactly.
   // Errors: FailedPrecondition when an indexed object got no record; ResourceExhausted and
   // DataLoss as AddInstance.
@@ -231,6 +238,11 @@ class BulkHeapGraphBuilder {
   // info().size_model and info().layout through ArrayShallowSize) and of its class object.
   // REQUIRES: after FinishObjects(), c < classes().size().
   void SetShallowSizes(ClassId c, uint32_t instance_size, uint32_t class_object_size);
+  // The shallow size in bytes of object `v` when the dump records it and the size model would
+  // compute another (IBM dumps). Kept only where it differs from the model's size (after every
+  // SetShallowSizes() call); the last call for an object wins. O(1) here, O(k log k) in Build() for
+  // k calls, 12 bytes per size kept. REQUIRES: after FinishObjects(), v < object_count().
+  void SetObjectShallowSize(ObjectIndex v, uint64_t bytes);
   // A GC root record. A root whose object is not in the index is counted in
   // info().unresolved_roots and dropped. REQUIRES: after FinishObjects().
   void AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial = 0, int32_t frame = -1);

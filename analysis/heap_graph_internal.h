@@ -1,21 +1,22 @@
-// Internal representation of HeapGraph, shared by analysis/heap_graph.cc and the producers that
-// fill it (HeapGraphBuilder, the HPROF reader in collectors/hprof/). Not part of the public
-// surface: reports and algorithms use analysis/heap_graph.h only.
+// Internal representation of HeapGraph, shared by analysis/heap_graph.cc and the two producers
+// that fill it, both in analysis/: HeapGraphBuilder (heap_graph.h) and BulkHeapGraphBuilder
+// (heap_graph_builder.h, which the dump readers use). Not part of the public surface: nothing
+// outside analysis/ includes it (scripts/check_internal_headers.sh, a ctest, checks that).
 //
 // Per-object storage (n objects, ascending raw id = ObjectIndex order):
 //   ids           raw ids, strictly ascending (IdIndex: 4n bytes as 32-bit keys + n for the lookup
 //                 directory while building; Finish() packs them to about 2.2n)
 //   class_words   ClassId of the object, or kClassObjectBit | ClassId for the class object of that
 //                 class (2 bytes per object up to 32767 classes, else 4)
-//   array_bits    1 bit per object: set for arrays; array_rank[w] = arrays before 64-bit word w
-//   array_lengths length of the a-th array in index order
+//   array_bits    1 bit per object: set for arrays and for instances of a class with
+//                 unnamed_references; array_rank[w] = such objects before 64-bit word w
+//   array_lengths per such object in index order: the array's length, or the instance's number of
+//                 unnamed references
 //   slot_bits     1 bit per reference slot (see below): set when the slot holds an edge of `graph`
 //   slot_samples  slot_samples[k] = first slot number of object 64k
 // Reference slots of an object, in edge order: the "<class>" pseudo slot when instance_class_edges,
-// then instance: ClassSlots::instance_slots of its class; object array: one per element; primitive
-// array: none; class object: ClassSlots::class_object_slots of the class it describes. Objects of
-// (and class objects of) a class with ClassInfo::listed_references have the "<class>" slot only:
-// their other edges follow it in the CSR row without slots (ReferenceSlot::Kind::kListed). Edge e of
+// then instance: ClassSlots::instance_slots of its class (unnamed_references: its own count);
+// object array: one per element; primitive array: none; class object: ClassSlots::class_object_slots of the class it describes. Edge e of
 // object v corresponds to the k-th set bit of v's slot range, k = e - graph.first_edge(v).
 #ifndef HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
 #define HEAPWATCH_ANALYSIS_HEAP_GRAPH_INTERNAL_H_
@@ -39,6 +40,7 @@ struct ClassSlots {
   std::vector<ReferenceSlot>
       class_object_slots;  // super, loader, signers, protection domain, statics, cp
   int32_t weak_slot = -1;  // index in instance_slots of java.lang.ref.Reference.referent, or -1
+  bool unnamed = false;    // ClassInfo::unnamed_references: instances count their own slots
 };
 
 // The class word of every object: ClassId, or kClassObjectBit | ClassId for a class object. Two
@@ -131,10 +133,13 @@ struct HeapGraph::Rep {
   void Finish();
 };
 
-// Aligns `n` up to a multiple of `alignment` (a power of two or any positive value).
-inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
-  return alignment <= 1 ? n : (n + alignment - 1) / alignment * alignment;
-}
+// Shallow size of object v under the size model, without looking at recorded sizes. REQUIRES:
+// class_words, array_bits, array_rank and array_lengths built.
+uint64_t ModelShallowSize(const HeapGraph::Rep& rep, uint32_t v);
+// Sets rep.size_override_* from (object, bytes) pairs in any order (the last pair of an object wins),
+// keeping only sizes the model does not reproduce. Errors: InvalidArgument for an object out of
+// range.
+Status SetSizeOverrides(HeapGraph::Rep& rep, std::vector<std::pair<uint32_t, uint64_t>> sizes);
 
 // Computes the slot tables of every class from the class table (instance fields along the super
 // chain, statics, the referent slot of Reference subclasses). `constant_pool_refs[c]` lists

@@ -12,6 +12,9 @@
 #      about 1 GiB by default; cached in $HEAPWATCH_BENCH_CACHE, default /var/tmp/heapwatch-bench, never in
 #      the repo), then parse / dominators / retained sizes / GC-root paths (seconds, peak RSS) and the
 #      ratios against reading the file, Boost.Graph's Lengauer-Tarjan and VisualVM's heap library.
+#   5b. dynamic: bench/analysis/dynamic_run.sh — the dynaTrace thesis's timing tables (seeds/001 Tables A.1,
+#      A.5-A.8) re-measured: its generated graphs at its sizes, a JVM dump of its Table A.1 size and the ~1 GiB
+#      dump; SCCs, dominating articulation points, GC size, DAP / exact / estimated dynamic sizes.
 #   6. collection: bench/collection/run.sh — what a class histogram costs the watched JVM (pause per mode
 #      per GiB of live set) and what watching costs a fixed workload in throughput (no watcher, jcmd every
 #      60 s, heapwatchd defaults), on JVMs with 0.5, 2 and 8 GiB live, G1 and Parallel. Estimated 2-2.5 h
@@ -40,7 +43,7 @@ step_build() {
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEAPWATCH_BUILD_TESTS=OFF \
     -DHEAPWATCH_BUILD_BENCH=ON >/dev/null
   cmake --build "$build" -j2 --target heapwatch_analysis_bench heapwatch_storage_bench heapwatch_diff_bench \
-    heapwatch_trend_sweep heapwatchd
+    heapwatch_trend_sweep heapwatchd heapwatch_dynamic_bench
 }
 
 step_storage() {
@@ -56,6 +59,10 @@ step_analysis() {
   bash "$root/bench/analysis/run.sh" "$build/bench/analysis/heapwatch_analysis_bench"
 }
 
+step_dynamic() {
+  bash "$root/bench/analysis/dynamic_run.sh" "$build/bench/analysis/heapwatch_dynamic_bench"
+}
+
 step_collection() {
   case ${HEAPWATCH_BENCH_COLLECTION:-full} in
     0) echo "collection benchmark skipped (HEAPWATCH_BENCH_COLLECTION=0)" ;;
@@ -69,4 +76,5 @@ step_build
 step_storage
 step_diff
 step_analysis
+step_dynamic
 step_collection

@@ -30,12 +30,12 @@ HeapGraph MakeHeap(uint32_t n, const std::vector<testing::Edge>& edges,
   ClassInfo c;
   c.name = "N";
   c.instance_size = 8;
-  c.listed_references = true;
+  c.unnamed_references = true;
   const ClassId cls = b.AddClass(c, 0);
   std::vector<std::vector<uint64_t>> refs(n);
   for (const testing::Edge& e : edges) refs[e.from].push_back(16 * (e.to + 1));
   for (uint32_t v = 0; v < n; ++v) {
-    b.AddListedObject(16 * (v + 1), cls, refs[v]);
+    b.AddInstance(16 * (v + 1), cls, refs[v]);
     if (!sizes.empty()) b.SetShallowSize(16 * (v + 1), sizes[v]);
   }
   for (ObjectIndex r : roots) b.AddRoot(16 * (r.value + 1), kind);

@@ -49,14 +49,14 @@ HeapGraph Example() {
   analysis::ClassInfo c;
   c.name = "N";
   c.instance_size = 8;
-  c.listed_references = true;
+  c.unnamed_references = true;
   const analysis::ClassId cls = b.AddClass(c, 0);
   for (int v = 0; v < kN; ++v) {
     std::vector<uint64_t> refs;
     for (const auto& [from, to] : edges) {
       if (from == v) refs.push_back(0x10 * (to + 1));
     }
-    b.AddListedObject(0x10 * (v + 1), cls, refs);
+    b.AddInstance(0x10 * (v + 1), cls, refs);
   }
   b.SetShallowSize(0x20, 24);
   b.SetShallowSize(0xa0, 40);

@@ -5,7 +5,7 @@
 #include <list>
 #include <string_view>
 
-#include "analysis/heap_graph_internal.h"
+#include "analysis/heap_graph.h"
 
 namespace heapwatch::hprof {
 namespace {

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/heap_graph_builder.h"
+#include "analysis/id_chunks.h"
 #include "analysis/root_inference.h"
 #include "collectors/dumps/byte_source.h"
 #include "collectors/dumps/class_names.h"
@@ -20,19 +22,20 @@
 namespace heapwatch::dumps::ibm_text {
 namespace {
 
+using analysis::BulkHeapGraphBuilder;
 using analysis::ClassId;
 using analysis::ClassInfo;
 using analysis::DumpInfo;
 using analysis::FieldType;
 using analysis::HeapGraph;
-using analysis::HeapGraphBuilder;
 using analysis::kNoClass;
+using analysis::ObjectIndex;
 using analysis::ObjectKind;
+using analysis::ObjectOrder;
 
 constexpr size_t kMaxToken = 64 * 1024;
 constexpr uint64_t kMaxSize = uint64_t{1} << 40;
 constexpr uint64_t kMaxObjects = 0xfffffffeull;
-constexpr size_t kMaxWarnings = 40;
 
 bool IsSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -144,8 +147,8 @@ struct ClassRecord {
   uint64_t address = 0;
   uint64_t size = 0;
   std::string raw_name;
+  std::vector<uint64_t> references;  // until the class is added
   ClassId id;
-  bool listed_set = false;
 };
 
 class TextDumpReader {
@@ -165,34 +168,71 @@ class TextDumpReader {
           "auto or ibm)",
           analysis::SizeModelName(options_.size_model)));
     }
-    pass_ = 1;
+    pass_ = Pass::kIndex;
     HW_RETURN_IF_ERROR(Scan());
-    HW_RETURN_IF_ERROR(AfterFirstPass());
+    HW_RETURN_IF_ERROR(AddClasses());
     Progress();
-    HW_RETURN_IF_ERROR(in_.Rewind());
-    pass_ = 2;
-    HW_RETURN_IF_ERROR(Scan());
-    Progress();
-    DumpInfo& out = builder_->info();
-    out.duplicate_objects = dropped_duplicates_;
-    if (dropped_duplicates_ > 0) {
-      Warn(absl::StrFormat("%d records repeat the address of an earlier record and were dropped",
-                           dropped_duplicates_));
+    HW_RETURN_IF_ERROR(
+        builder_->IndexObjects(std::move(object_ids_), ascending_, std::move(class_ids_)));
+    if (builder_->info().duplicate_objects > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d records repeat the address of an earlier record (the first one is used)",
+          builder_->info().duplicate_objects));
     }
-    if (zero_addresses_ > 0) {
-      Warn(absl::StrFormat("%d records at address 0 were dropped", zero_addresses_));
+    analysis::ObjectLimits limits;
+    limits.max_reference_slots =
+        references_ + 4 * classes_.size() +
+        (options_.instance_class_edges ? builder_->object_count() : 0);
+    two_rounds_ = !ascending_ || builder_->info().duplicate_objects > 0;
+    if (!two_rounds_) {
+      limits.expected_object_references = references_;
+      builder_->BeginObjects(ObjectOrder::kIndexOrder, limits);
+      pass_ = Pass::kLast;
+      HW_RETURN_IF_ERROR(Rescan());
+    } else {
+      builder_->BeginObjects(ObjectOrder::kTwoRounds, limits);
+      pass_ = Pass::kFirstRound;
+      HW_RETURN_IF_ERROR(Rescan());
+      HW_RETURN_IF_ERROR(builder_->EndFirstRound());
+      pass_ = Pass::kLast;
+      HW_RETURN_IF_ERROR(Rescan());
     }
-    out.warnings = warnings_;
+    HW_RETURN_IF_ERROR(builder_->FinishObjects());
+    // Sizes: a class's instances take its first instance's size, its class object the CLS
+    // record's; every other size the records give is kept for its object.
+    for (const auto& [c, sizes] : class_sizes_) {
+      builder_->SetShallowSizes(c, sizes.first, sizes.second);
+    }
+    for (const auto& [v, bytes] : object_sizes_) builder_->SetObjectShallowSize(v, bytes);
+    std::vector<std::pair<ObjectIndex, uint64_t>>().swap(object_sizes_);
+    if (primitive_references_ > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d references listed by primitive arrays (their class blocks) were dropped",
+          primitive_references_));
+    }
     HW_ASSIGN_OR_RETURN(HeapGraph graph, std::move(*builder_).Build());
     return analysis::AddInferredRoots(std::move(graph));
   }
 
  private:
+  // kIndex: ids, classes and counts; kFirstRound: round 1 of ObjectOrder::kTwoRounds; kLast: the
+  // pass that gives the references (round 2, or the only object pass of kIndexOrder).
+  enum class Pass { kIndex, kFirstRound, kLast };
+
   void Progress() {
-    if (options_.progress) options_.progress(pass_ * source_->total(), 2 * source_->total());
+    ++passes_done_;
+    if (options_.progress) {
+      const uint64_t passes = two_rounds_ ? 3 : 2;
+      options_.progress(std::min(passes_done_, passes) * source_->total(),
+                        passes * source_->total());
+    }
   }
-  void Warn(std::string line) {
-    if (warnings_.size() < kMaxWarnings) warnings_.push_back(std::move(line));
+  Status Rescan() {
+    HW_RETURN_IF_ERROR(in_.Rewind());
+    placed_.clear();
+    HW_RETURN_IF_ERROR(Scan());
+    Progress();
+    return absl::OkStatus();
   }
   Status Malformed(const Lexer& lex, std::string_view what) const {
     return absl::DataLossError(absl::StrFormat("line %d (offset %d): %s", lex.line(),
@@ -297,7 +337,7 @@ class TextDumpReader {
   }
 
   void OnComment(const std::string& line) {
-    if (pass_ != 1) return;
+    if (pass_ != Pass::kIndex) return;
     if (line.starts_with("// Version:")) {
       version_ = line.substr(std::min<size_t>(line.size(), 12));
       has_version_ = true;
@@ -310,71 +350,96 @@ class TextDumpReader {
   }
 
   Status OnRecord(Record& r) {
-    if (pass_ == 1) {
-      if (objects_ + classes_.size() + 1 >= kMaxObjects) {
-        return absl::ResourceExhaustedError(
-            "text heap dump with 2^32 - 2 objects or more: more than a HeapGraph holds");
-      }
-      references_ += r.values.size();
-      for (uint64_t v : r.values) nulls_ += v == 0;
-      if (r.address == 0) {
-        ++zero_addresses_;
-        return absl::OkStatus();
-      }
-      addresses_.push_back(r.address);
-      if (r.is_class) {
-        classes_.push_back({r.address, r.size, r.type, kNoClass});
-        ++class_records_;
-      } else {
-        ++objects_;
-        const ClassName name = ParseClassName(r.type);
-        if (name.kind == ObjectKind::kObjectArray) ++object_arrays_;
-        if (name.kind == ObjectKind::kPrimitiveArray) ++primitive_arrays_;
-        first_size_.try_emplace(r.type, r.size);
-      }
-      return absl::OkStatus();
-    }
-    // Pass 2.
+    if (pass_ == Pass::kIndex) return IndexRecord(r);
     if (r.address == 0) return absl::OkStatus();
     if (r.is_class) {
-      ClassRecord& c = classes_[class_by_address_.at(r.address)];
-      if (c.listed_set) {  // a repeated class record
-        ++dropped_duplicates_;
+      auto it = class_by_address_.find(r.address);
+      // kIndexOrder places class objects itself; both rounds of kTwoRounds give the first CLS
+      // record of each address (repeats are dropped).
+      if (!two_rounds_ || it == class_by_address_.end() || !placed_.insert(r.address).second) {
         return absl::OkStatus();
       }
-      c.listed_set = true;
-      builder_->SetListedClassReferences(c.id, r.values);
-      return absl::OkStatus();
+      return Check(builder_->AddClassObject(classes_[it->second].id), r);
     }
-    // Class records (class objects) win over objects; the first object record wins otherwise.
-    if (class_by_address_.contains(r.address) ||
-        (duplicates_.contains(r.address) && !seen_duplicates_.insert(r.address).second)) {
-      ++dropped_duplicates_;
-      return absl::OkStatus();
+    if (class_by_address_.contains(r.address)) return absl::OkStatus();  // the class object wins
+    const ClassId cls = class_by_name_.at(r.type);
+    const ObjectKind kind = kinds_[cls.value];
+    ObjectIndex v;
+    switch (kind) {
+      case ObjectKind::kInstance:
+        HW_RETURN_IF_ERROR(Check(builder_->AddInstance(r.address, cls, r.values, &v), r));
+        break;
+      case ObjectKind::kObjectArray: {
+        // The values listed are the length we know (nulls included when the dump lists them).
+        const uint32_t length = static_cast<uint32_t>(
+            std::min<uint64_t>(r.values.size(), std::numeric_limits<uint32_t>::max()));
+        HW_RETURN_IF_ERROR(Check(builder_->BeginObjectArray(r.address, cls, length, &v), r));
+        HW_RETURN_IF_ERROR(Check(
+            builder_->AddArrayElements(std::span<const uint64_t>(r.values.data(), length)), r));
+        HW_RETURN_IF_ERROR(Check(builder_->EndObjectArray(), r));
+        break;
+      }
+      default:
+        // No length in this format; the values some list are their class block's.
+        HW_RETURN_IF_ERROR(Check(builder_->AddPrimitiveArray(r.address, cls, 0, &v), r));
+        if (pass_ == Pass::kLast) primitive_references_ += r.values.size();
+        break;
     }
-    const ClassId cls = ClassOf(r.type);
-    const ClassInfo& ci = builder_classes_[cls.value];
-    // Object arrays: the values listed are the length we know (nulls included when the dump lists
-    // them). Primitive arrays: no length in this format; the references some list are their class
-    // block's.
-    const uint32_t length = static_cast<uint32_t>(
-        std::min<uint64_t>(r.values.size(), std::numeric_limits<uint32_t>::max()));
-    builder_->AddListedObject(r.address, cls, r.values,
-                              ci.instance_kind == ObjectKind::kObjectArray ? length : 0);
-    builder_->SetShallowSize(r.address, r.size);
+    if (pass_ == Pass::kLast && v.valid() &&
+        (kind != ObjectKind::kInstance || r.size != first_size_.at(r.type))) {
+      object_sizes_.push_back({v, r.size});
+    }
     return absl::OkStatus();
   }
 
-  // The classes: one per CLS record (its class object) and one per type without a CLS record.
-  Status AfterFirstPass() {
-    if (!has_version_ && objects_ == 0 && classes_.empty()) {
+  Status Check(Status s, const Record& r) const {
+    if (s.ok()) return s;
+    return absl::Status(s.code(),
+                        absl::StrFormat("record of 0x%x: %s", r.address, s.message()));
+  }
+
+  // Pass 1: ids, class records (with their references), the first size of each type, counts.
+  Status IndexRecord(Record& r) {
+    if (objects_ + classes_.size() + 1 >= kMaxObjects) {
+      return absl::ResourceExhaustedError(
+          "text heap dump with 2^32 - 2 objects or more: more than a HeapGraph holds");
+    }
+    references_ += r.values.size();
+    for (uint64_t v : r.values) nulls_ += v == 0;
+    if (r.is_class) {
+      ++class_records_;
+    } else {
+      ++objects_;
+      const ClassName name = ParseClassName(r.type);
+      if (name.kind == ObjectKind::kObjectArray) ++object_arrays_;
+      if (name.kind == ObjectKind::kPrimitiveArray) ++primitive_arrays_;
+      first_size_.try_emplace(r.type, r.size);
+    }
+    if (r.address == 0) {
+      ++zero_addresses_;
+      return absl::OkStatus();
+    }
+    if (r.is_class) {
+      if (class_by_address_.contains(r.address)) {
+        ++repeated_classes_;
+        return absl::OkStatus();
+      }
+      class_by_address_.emplace(r.address, static_cast<uint32_t>(classes_.size()));
+      classes_.push_back({r.address, r.size, r.type, std::move(r.values), kNoClass});
+      r.values = {};
+      class_ids_.push_back(r.address);
+    } else {
+      object_addresses_.push_back(r.address);
+    }
+    return absl::OkStatus();
+  }
+
+  // The classes: one per CLS record (its class object) and one per type without a CLS record;
+  // the dump's facts; the trailer's checks.
+  Status AddClasses() {
+    if (!has_version_ && objects_ == 0 && class_records_ == 0) {
       return absl::InvalidArgumentError("not a text heap dump: no records");
     }
-    std::sort(addresses_.begin(), addresses_.end());
-    for (size_t i = 1; i < addresses_.size(); ++i) {
-      if (addresses_[i] == addresses_[i - 1]) duplicates_.insert(addresses_[i]);
-    }
-    std::vector<uint64_t>().swap(addresses_);
     DumpInfo info;
     info.format = "IBM text heap dump";
     info.id_size = wide_addresses_ ? 8 : 4;
@@ -385,85 +450,118 @@ class TextDumpReader {
         "IBM text heap dump: every object's size as its record gives it (a class's instance size is "
         "that of its first instance). JVM: ",
         has_version_ ? version_ : "unknown (no // Version: line)");
-    builder_ = std::make_unique<HeapGraphBuilder>(
-        info, analysis::HeapGraphOptions{.instance_class_edges = options_.instance_class_edges});
+    builder_ = std::make_unique<BulkHeapGraphBuilder>(
+        std::move(info),
+        analysis::HeapGraphOptions{.instance_class_edges = options_.instance_class_edges});
+    // Objects at a class record's address are dropped (the class object wins); ascending?
+    uint64_t last = 0;
+    for (uint64_t a : object_addresses_) {
+      if (class_by_address_.contains(a)) {
+        ++shadowed_;
+        continue;
+      }
+      if (object_ids_.size() > 0 && a <= last) ascending_ = false;
+      last = a;
+      object_ids_.push_back(a);
+    }
+    std::vector<uint64_t>().swap(object_addresses_);
     uint64_t shared_names = 0;
-    for (uint32_t i = 0; i < classes_.size(); ++i) {
-      ClassRecord& c = classes_[i];
-      if (class_by_address_.contains(c.address)) continue;  // a repeated class record
+    for (ClassRecord& c : classes_) {
       const ClassName name = ParseClassName(c.raw_name);
-      ClassInfo ci;
-      ci.name = name.source_name;
-      ci.instance_kind = name.kind;
-      ci.element_type = name.element;
-      auto first = first_size_.find(c.raw_name);
-      ci.instance_size = name.kind == ObjectKind::kInstance && first != first_size_.end()
-                             ? static_cast<uint32_t>(std::min<uint64_t>(first->second, UINT32_MAX))
-                             : 0;
-      ci.class_object_size = static_cast<uint32_t>(std::min<uint64_t>(c.size, UINT32_MAX));
-      ci.listed_references = true;
-      c.id = AddClass(std::move(ci), c.address);
-      class_by_address_.emplace(c.address, i);
+      ClassInfo ci = NewClass(name, c.raw_name);
+      ci.synthetic = false;
+      ci.class_object_id = c.address;
+      // A CLS record's references (the class object's fields and statics, or class blocks) carry no
+      // names: they become the class object's unnamed static slots "static <reference[i]>".
+      analysis::ClassObjectRefs refs;
+      refs.static_refs = std::move(c.references);
+      c.references = {};
+      for (size_t k = 0; k < refs.static_refs.size(); ++k) {
+        ci.static_fields.push_back({absl::StrCat("<reference[", k, "]>"), FieldType::kObject});
+      }
+      const uint32_t instance_size = ci.instance_size;
+      c.id = builder_->AddClass(std::move(ci), std::move(refs));
+      kinds_.push_back(name.kind);
+      class_sizes_.push_back(
+          {c.id, {instance_size, static_cast<uint32_t>(std::min<uint64_t>(c.size, UINT32_MAX))}});
       if (!class_by_name_.try_emplace(c.raw_name, c.id).second) ++shared_names;
     }
+    // Types that no CLS record names.
+    for (const auto& [type, size] : first_size_) {
+      if (class_by_name_.contains(type)) continue;
+      ClassInfo ci = NewClass(ParseClassName(type), type);
+      const uint32_t instance_size = ci.instance_size;
+      const ObjectKind kind = ci.instance_kind;
+      const ClassId id = builder_->AddClass(std::move(ci));
+      kinds_.push_back(kind);
+      class_sizes_.push_back({id, {instance_size, 0}});
+      class_by_name_.emplace(type, id);
+    }
     if (shared_names > 0) {
-      Warn(absl::StrFormat("%d class records repeat the name of an earlier one (other class "
-                           "loaders); objects of such a name are counted under the first",
-                           shared_names));
+      builder_->Warn(absl::StrFormat(
+          "%d class records repeat the name of an earlier one (other class loaders); objects of "
+          "such a name are counted under the first",
+          shared_names));
+    }
+    if (repeated_classes_ > 0) {
+      builder_->Warn(absl::StrFormat("%d class records repeat an address (the first one is used)",
+                                     repeated_classes_));
+    }
+    if (shadowed_ > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d object records at a class record's address were dropped (the class object is kept)",
+          shadowed_));
+    }
+    if (zero_addresses_ > 0) {
+      builder_->Warn(absl::StrFormat("%d records at address 0 were dropped", zero_addresses_));
     }
     // The trailer lines, when present, must agree with the records.
     if (has_eof_ && !eof_.empty() && eof_[0] != objects_ + class_records_) {
-      Warn(absl::StrFormat("the // EOF line counts %d records, the file has %d", eof_[0],
-                           objects_ + class_records_));
+      builder_->Warn(absl::StrFormat("the // EOF line counts %d records, the file has %d", eof_[0],
+                                     objects_ + class_records_));
     }
     // J9 counts null references without listing them (Java 7 and later) or lists them too (Java
     // 6): the non-null ones must agree either way.
     if (has_eof_ && eof_.size() >= 3 &&
         (eof_[1] < eof_[2] || eof_[1] - eof_[2] != references_ - nulls_)) {
-      Warn(absl::StrFormat("the // EOF line counts %d non-null references, the file lists %d",
-                           eof_[1] >= eof_[2] ? eof_[1] - eof_[2] : 0, references_ - nulls_));
+      builder_->Warn(absl::StrFormat(
+          "the // EOF line counts %d non-null references, the file lists %d",
+          eof_[1] >= eof_[2] ? eof_[1] - eof_[2] : 0, references_ - nulls_));
     }
     if (breakdown_.size() >= 4 &&
         (breakdown_[0] != class_records_ || breakdown_[2] != object_arrays_ ||
          breakdown_[3] != primitive_arrays_ ||
          breakdown_[1] != objects_ - object_arrays_ - primitive_arrays_)) {
-      Warn("the // Breakdown line disagrees with the records");
+      builder_->Warn("the // Breakdown line disagrees with the records");
     }
     if (has_version_ && !has_eof_) {
-      Warn("no // EOF line at the end: the dump may be truncated");
+      builder_->Warn("no // EOF line at the end: the dump may be truncated");
     }
-    return absl::OkStatus();
+    return builder_->FinishClasses();
   }
 
-  ClassId AddClass(ClassInfo info, uint64_t class_object_id) {
-    builder_classes_.push_back(info);
-    return builder_->AddClass(std::move(info), class_object_id);
-  }
-
-  ClassId ClassOf(const std::string& raw) {
-    auto it = class_by_name_.find(raw);
-    if (it != class_by_name_.end()) return it->second;
-    const ClassName name = ParseClassName(raw);
+  // A class of `name`'s kind: instances list unnamed references; instances take the size of the
+  // first object of the name.
+  ClassInfo NewClass(const ClassName& name, const std::string& raw) const {
     ClassInfo ci;
     ci.name = name.source_name;
     ci.instance_kind = name.kind;
     ci.element_type = name.element;
-    auto first = first_size_.find(raw);
-    ci.instance_size = name.kind == ObjectKind::kInstance && first != first_size_.end()
-                           ? static_cast<uint32_t>(std::min<uint64_t>(first->second, UINT32_MAX))
-                           : 0;
     ci.synthetic = true;
-    ci.listed_references = true;
-    const ClassId id = AddClass(std::move(ci), 0);
-    class_by_name_.emplace(raw, id);
-    return id;
+    ci.unnamed_references = name.kind == ObjectKind::kInstance;
+    auto first = first_size_.find(raw);
+    if (name.kind == ObjectKind::kInstance && first != first_size_.end()) {
+      ci.instance_size = static_cast<uint32_t>(std::min<uint64_t>(first->second, UINT32_MAX));
+    }
+    return ci;
   }
 
   ByteSource* source_;
   ReadOptions options_;
   StreamReader in_;
-  int pass_ = 1;
-  std::vector<std::string> warnings_;
+  Pass pass_ = Pass::kIndex;
+  bool two_rounds_ = false;
+  uint64_t passes_done_ = 0;
   // Pass 1.
   std::string version_;
   bool has_version_ = false;
@@ -471,18 +569,23 @@ class TextDumpReader {
   std::vector<uint64_t> eof_, breakdown_;
   bool wide_addresses_ = false;
   uint64_t objects_ = 0, class_records_ = 0, object_arrays_ = 0, primitive_arrays_ = 0;
-  uint64_t references_ = 0, nulls_ = 0, zero_addresses_ = 0;
-  std::vector<uint64_t> addresses_;
-  absl::flat_hash_set<uint64_t> duplicates_;
+  uint64_t references_ = 0, nulls_ = 0, zero_addresses_ = 0, repeated_classes_ = 0;
+  uint64_t shadowed_ = 0;
+  std::vector<uint64_t> object_addresses_;
+  analysis::IdChunks object_ids_, class_ids_;
+  bool ascending_ = true;
   std::vector<ClassRecord> classes_;
-  absl::flat_hash_map<std::string, uint64_t> first_size_;  // type -> size of its first object
-  // Pass 2.
-  std::unique_ptr<HeapGraphBuilder> builder_;
-  std::vector<ClassInfo> builder_classes_;  // by ClassId, as added
   absl::flat_hash_map<uint64_t, uint32_t> class_by_address_;
+  absl::flat_hash_map<std::string, uint64_t> first_size_;  // type -> size of its first object
+  // Classes.
+  std::unique_ptr<BulkHeapGraphBuilder> builder_;
   absl::flat_hash_map<std::string, ClassId> class_by_name_;
-  absl::flat_hash_set<uint64_t> seen_duplicates_;
-  uint64_t dropped_duplicates_ = 0;
+  std::vector<ObjectKind> kinds_;  // by ClassId
+  std::vector<std::pair<ClassId, std::pair<uint32_t, uint32_t>>> class_sizes_;
+  // Object passes.
+  absl::flat_hash_set<uint64_t> placed_;  // class objects given in round 1
+  std::vector<std::pair<ObjectIndex, uint64_t>> object_sizes_;
+  uint64_t primitive_references_ = 0;
 };
 
 StatusOr<HeapGraph> WithPath(std::string_view path, StatusOr<HeapGraph> result) {

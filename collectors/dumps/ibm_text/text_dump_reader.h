@@ -13,11 +13,15 @@
 // counted in DumpInfo::dangling_references, nulls dropped.
 //
 // What the graph holds: every OBJ record as an instance or array (by its type), every CLS record as
-// a class object; references as listed (ClassInfo::listed_references, "<reference i>"); every
+// a class object; references as listed: instances' as unnamed slots (ClassInfo::unnamed_references,
+// "<reference[i]>"), object arrays' as their elements (their length is the number of values listed,
+// nulls included), a class object's as unnamed statics "static <reference[i]>"; the references a
+// primitive array lists (Java 6: its class block) are dropped and counted in a warning. Every
 // object's shallow size as its record gives it (SizeModel::kIbm; a class's instance size is that of
-// its first instance); no superclasses (the format has none); object arrays' length is the number
-// of values listed (nulls included), primitive arrays' 0 (the format does not give it). No GC root
-// records: the roots are inferred (analysis/root_inference.h), DumpInfo::roots_inferred is set.
+// its first instance); primitive arrays' length 0 (the format does not give it); no superclasses
+// (the format has none). No GC root records: the roots are inferred (analysis/root_inference.h),
+// DumpInfo::roots_inferred is set. Built through analysis::BulkHeapGraphBuilder in two streaming
+// passes (three when the records are not in ascending address order).
 //
 // Bounds: tokens are at most 64 KiB, sizes at most 2^40 bytes, addresses at most 16 hex digits;
 // lines may be any length (a J9 object array lists all its elements on one line) and are never held

@@ -10,6 +10,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/heap_graph_builder.h"
+#include "analysis/id_chunks.h"
 #include "analysis/root_inference.h"
 #include "collectors/dumps/byte_source.h"
 #include "collectors/dumps/class_names.h"
@@ -19,20 +21,31 @@
 namespace heapwatch::dumps::phd {
 namespace {
 
+using analysis::BulkHeapGraphBuilder;
 using analysis::ClassId;
 using analysis::ClassInfo;
+using analysis::ClassObjectRefs;
 using analysis::DumpInfo;
 using analysis::FieldType;
 using analysis::HeapGraph;
-using analysis::HeapGraphBuilder;
 using analysis::kNoClass;
+using analysis::ObjectIndex;
 using analysis::ObjectKind;
+using analysis::ObjectOrder;
 
-constexpr uint64_t kMaxObjects = 0xfffffffeull;
-constexpr size_t kMaxWarnings = 40;
+constexpr uint64_t kMaxObjects = BulkHeapGraphBuilder::kMaxObjects;
 // Array header sizes (bytes, length field included) tried for version 6 dumps, whose arrays carry
 // the VM's size: the one that reproduces the most recorded sizes becomes the layout.
 constexpr uint32_t kHeaderCandidates[] = {8, 12, 16, 20, 24, 32};
+// Object arrays list only their non-null elements, so their null slots come from the length
+// alone. The graph gives them slots while these stay within this many per byte of the file (plus
+// kFreeNullSlots): beyond, an array keeps only its listed elements (a warning says how many arrays),
+// so that a corrupt length cannot make the reader allocate or loop without bound.
+constexpr uint64_t kNullSlotsPerFileByte = 64;
+constexpr uint64_t kFreeNullSlots = 16 << 20;
+
+// Sizes rounded up to 8 bytes, as MAT rounds every object (DTFJIndexBuilder.getObjectSize).
+uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
 struct ClassRecord {
   uint64_t address = 0;
@@ -42,25 +55,7 @@ struct ClassRecord {
   ClassName name;        // source form, kind, element type
   std::vector<uint64_t> references;
   ClassId id;
-  bool listed_set = false;  // pass 2 gave the builder its references
 };
-
-// Everything the first pass learns.
-struct FirstPass {
-  PhdHeader header;
-  std::vector<ClassRecord> classes;                  // file order, duplicates dropped
-  absl::flat_hash_map<uint64_t, uint32_t> by_address;  // class address -> index in `classes`
-  absl::flat_hash_set<uint64_t> duplicates;          // addresses of more than one record
-  absl::flat_hash_map<uint64_t, uint64_t> min_gap;   // instance class -> smallest distance to the
-                                                     // next record (sizes of classes without one)
-  absl::flat_hash_set<uint64_t> object_array_classes;  // class addresses object arrays name
-  uint64_t records = 0;                                // object and array records
-  uint64_t header_votes[std::size(kHeaderCandidates)] = {};
-  uint64_t recorded_arrays = 0;
-};
-
-// Sizes rounded up to 8 bytes, as MAT rounds every object (DTFJIndexBuilder.getObjectSize).
-uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
 class PhdReader {
  public:
@@ -79,11 +74,30 @@ class PhdReader {
           "size model \"%s\" does not apply to a Portable Heap Dump (use auto or ibm)",
           analysis::SizeModelName(options_.size_model)));
     }
-    HW_RETURN_IF_ERROR(ScanClasses());
-    Progress();
-    HW_RETURN_IF_ERROR(in_.Rewind());
-    HW_RETURN_IF_ERROR(BuildObjects());
-    Progress();
+    HW_RETURN_IF_ERROR(ScanFirstPass());
+    HW_RETURN_IF_ERROR(AddClasses());
+    HW_RETURN_IF_ERROR(
+        builder_->IndexObjects(std::move(object_ids_), ascending_, std::move(class_ids_)));
+    if (builder_->info().duplicate_objects > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d records repeat the address of an earlier object record (the first one is used)",
+          builder_->info().duplicate_objects));
+    }
+    analysis::ObjectLimits limits;
+    limits.max_reference_slots =
+        references_ + null_slot_budget_ + (options_.instance_class_edges ? builder_->object_count() : 0);
+    if (ascending_ && builder_->info().duplicate_objects == 0) {
+      limits.expected_object_references = references_;
+      builder_->BeginObjects(ObjectOrder::kIndexOrder, limits);
+      HW_RETURN_IF_ERROR(ObjectPass(/*two_rounds=*/false, /*round=*/2));
+    } else {
+      builder_->BeginObjects(ObjectOrder::kTwoRounds, limits);
+      HW_RETURN_IF_ERROR(ObjectPass(true, 1));
+      HW_RETURN_IF_ERROR(builder_->EndFirstRound());
+      HW_RETURN_IF_ERROR(ObjectPass(true, 2));
+    }
+    HW_RETURN_IF_ERROR(builder_->FinishObjects());
+    Finishing();
     HW_ASSIGN_OR_RETURN(HeapGraph graph, std::move(*builder_).Build());
     return analysis::AddInferredRoots(std::move(graph));
   }
@@ -92,38 +106,36 @@ class PhdReader {
   void Progress() {
     ++passes_done_;
     if (options_.progress) {
-      options_.progress(passes_done_ * source_->total(), 2 * source_->total());
+      const uint64_t passes = ascending_ ? 2 : 3;
+      options_.progress(std::min(passes_done_, passes) * source_->total(),
+                        passes * source_->total());
     }
   }
 
-  void Warn(std::string line) {
-    if (info_.warnings.size() < kMaxWarnings) info_.warnings.push_back(std::move(line));
-  }
-
-  // Pass 1: the class records, duplicate addresses, the spacing of instances of classes without a
+  // Pass 1: the class records, the object ids, the spacing of instances of classes without a
   // record, the evidence for the array layout.
-  Status ScanClasses() {
+  Status ScanFirstPass() {
     HW_ASSIGN_OR_RETURN(PhdScanner scanner, PhdScanner::Open(&in_));
-    FirstPass& f = first_;
-    f.header = scanner.header();
-    std::vector<uint64_t> addresses;
+    header_ = scanner.header();
     PhdRecord r;
-    uint64_t prev_address = 0;
-    uint64_t prev_instance_class = 0;
+    uint64_t prev_address = 0, prev_instance_class = 0;
     bool prev_is_instance = false;
+    uint64_t last_object = 0;
+    bool any_object = false;
+    std::vector<uint64_t> object_addresses_to_check;  // for "an object at a class's address"
     for (;;) {
       HW_ASSIGN_OR_RETURN(bool more, scanner.Next(&r));
       if (!more) break;
       if (prev_is_instance && r.address > prev_address && r.address - prev_address < 0x10000) {
-        auto [it, inserted] = f.min_gap.try_emplace(prev_instance_class, r.address - prev_address);
+        auto [it, inserted] = min_gap_.try_emplace(prev_instance_class, r.address - prev_address);
         if (!inserted) it->second = std::min(it->second, r.address - prev_address);
       }
       prev_address = r.address;
       prev_is_instance = r.kind == PhdRecord::Kind::kObject;
       prev_instance_class = r.class_address;
       if (r.kind == PhdRecord::Kind::kClass) {
-        if (f.by_address.contains(r.address)) {
-          f.duplicates.insert(r.address);
+        if (r.address == 0 || by_address_.contains(r.address)) {
+          ++repeated_classes_;  // a class record without an address, or a repeat: not used
           continue;
         }
         ClassRecord c;
@@ -133,114 +145,146 @@ class PhdReader {
         c.raw_name = r.class_name;
         c.name = ParseClassName(r.class_name);
         c.references = r.references;
-        f.by_address.emplace(r.address, static_cast<uint32_t>(f.classes.size()));
-        f.classes.push_back(std::move(c));
-        addresses.push_back(r.address);
+        references_ += c.references.size() + 4;  // + super, loader, signers, protection domain
+        by_address_.emplace(r.address, static_cast<uint32_t>(classes_.size()));
+        classes_.push_back(std::move(c));
+        if (classes_.size() >= BulkHeapGraphBuilder::kMaxClasses) {
+          return absl::ResourceExhaustedError("Portable Heap Dump with 2^31 classes or more");
+        }
         continue;
       }
-      ++f.records;
-      if (f.records + f.classes.size() >= kMaxObjects) {
+      if (r.address == 0) {
+        ++zero_addresses_;
+        continue;
+      }
+      if (++records_ + classes_.size() >= kMaxObjects) {
         return absl::ResourceExhaustedError(
             "Portable Heap Dump with 2^32 - 2 objects or more: more than a HeapGraph holds");
       }
-      addresses.push_back(r.address);
-      if (r.kind == PhdRecord::Kind::kObjectArray) f.object_array_classes.insert(r.class_address);
-      if (r.recorded_size >= 0 && r.kind == PhdRecord::Kind::kPrimitiveArray) {
-        // Which header reproduces this size? (Object arrays need the reference size, which the
-        // class records decide: primitive arrays alone vote.)
-        ++f.recorded_arrays;
-        const uint64_t data = r.length * PhdPrimitiveSize(r.primitive_type);
-        for (size_t i = 0; i < std::size(kHeaderCandidates); ++i) {
-          if (Align8(kHeaderCandidates[i] + data) ==
-              Align8(static_cast<uint64_t>(r.recorded_size))) {
-            ++f.header_votes[i];
+      object_addresses_to_check.push_back(r.address);
+      references_ += r.references.size();
+      if (any_object && r.address <= last_object) ascending_ = false;
+      any_object = true;
+      last_object = r.address;
+      switch (r.kind) {
+        case PhdRecord::Kind::kObject:
+          instance_classes_.insert(r.class_address);
+          break;
+        case PhdRecord::Kind::kObjectArray:
+          array_classes_.try_emplace(r.class_address, kNoClass);
+          break;
+        case PhdRecord::Kind::kPrimitiveArray:
+          primitive_used_[r.primitive_type & 7] = true;
+          if (r.recorded_size >= 0) {
+            // Which header reproduces this size? (Object arrays need the reference size, which the
+            // class records decide: primitive arrays alone vote.)
+            ++recorded_arrays_;
+            const uint64_t data = r.length * PhdPrimitiveSize(r.primitive_type);
+            for (size_t i = 0; i < std::size(kHeaderCandidates); ++i) {
+              if (Align8(kHeaderCandidates[i] + data) ==
+                  Align8(static_cast<uint64_t>(r.recorded_size))) {
+                ++header_votes_[i];
+              }
+            }
           }
-        }
+          break;
+        case PhdRecord::Kind::kClass:
+          break;
       }
     }
     HW_ASSIGN_OR_RETURN(bool at_end, in_.AtEnd());
     trailing_ = !at_end;
-    std::sort(addresses.begin(), addresses.end());
-    for (size_t i = 1; i < addresses.size(); ++i) {
-      if (addresses[i] == addresses[i - 1]) f.duplicates.insert(addresses[i]);
+    // Objects at a class record's address are dropped (the class object wins); the rest are the
+    // builder's objects.
+    for (uint64_t a : object_addresses_to_check) {
+      if (by_address_.contains(a)) {
+        ++shadowed_;
+      } else {
+        object_ids_.push_back(a);
+      }
     }
+    for (const ClassRecord& c : classes_) class_ids_.push_back(c.address);
+    null_slot_budget_ = kFreeNullSlots + kNullSlotsPerFileByte * in_.offset();
+    Progress();
     return absl::OkStatus();
   }
 
-  // The layout and the class table (supers before subclasses), then the builder.
-  Status StartGraph() {
-    const FirstPass& f = first_;
-    const PhdHeader& h = f.header;
+  // Stage 1: the dump's facts, every class (records, then synthetic ones for what the objects
+  // name), FinishClasses().
+  Status AddClasses() {
     int64_t min_instance = std::numeric_limits<int64_t>::max();
-    for (const ClassRecord& c : f.classes) {
-      if (c.name.kind == ObjectKind::kInstance) min_instance = std::min<int64_t>(min_instance, c.instance_size);
+    for (const ClassRecord& c : classes_) {
+      if (c.name.kind == ObjectKind::kInstance) {
+        min_instance = std::min<int64_t>(min_instance, c.instance_size);
+      }
     }
     // DTFJ (PHDJavaRuntime.pointerSize): compressed references unless the smallest instance is
     // 0 bytes (Java 1.4.2) or bigger than 16 bytes.
-    pointer_size_ = h.is_64bit && (min_instance == 0 || min_instance > 16) ? 8 : 4;
+    pointer_size_ = header_.is_64bit && (min_instance == 0 || min_instance > 16) ? 8 : 4;
     // Java 1.4.2 dumps give instance sizes without the 3-word object header (PHDJavaClass).
-    header_extra_ = min_instance == 0 ? (h.is_64bit ? 24 : 12) : 0;
+    header_extra_ = min_instance == 0 ? (header_.is_64bit ? 24 : 12) : 0;
     uint32_t array_header = 2 * pointer_size_ + 8;  // DTFJ's PHDJavaClass.getArraySize
     bool inferred = false;
     uint64_t best_votes = 0;
     for (size_t i = 0; i < std::size(kHeaderCandidates); ++i) {
-      if (f.header_votes[i] > best_votes) {
-        best_votes = f.header_votes[i];
+      if (header_votes_[i] > best_votes) {
+        best_votes = header_votes_[i];
         array_header = kHeaderCandidates[i];
         inferred = true;
       }
     }
-    info_.format = absl::StrFormat("portable heap dump %d", h.version);
-    info_.id_size = h.is_64bit ? 8 : 4;
-    info_.dump_count = 1;
-    info_.size_model = analysis::SizeModel::kIbm;
-    analysis::ObjectLayout& l = info_.layout;
+    DumpInfo info;
+    info.format = absl::StrFormat("portable heap dump %d", header_.version);
+    info.id_size = header_.is_64bit ? 8 : 4;
+    info.dump_count = 1;
+    info.size_model = analysis::SizeModel::kIbm;
+    analysis::ObjectLayout& l = info.layout;
     l.reference_size = pointer_size_;
     l.object_header = 2 * pointer_size_;
     l.array_length_offset = array_header - 4;
-    l.word_size = h.is_64bit ? 8 : 4;
+    l.word_size = header_.is_64bit ? 8 : 4;
     l.alignment = 8;
     l.unaligned_array_base = true;
     l.inferred = inferred;
-    info_.size_model_notes = absl::StrFormat(
+    info.size_model_notes = absl::StrFormat(
         "IBM PHD sizes (MAT through DTFJ): instances from the class records%s rounded up to 8 "
         "bytes; arrays %s; %d-byte references (%s). JVM: %s",
         header_extra_ ? " plus a 3-word header (instance sizes start at 0: Java 1.4.2)" : "",
         inferred ? absl::StrFormat("as the version 6 records give them (a %d-byte header "
                                    "reproduces %d of %d primitive arrays)",
-                                   array_header, best_votes, f.recorded_arrays)
+                                   array_header, best_votes, recorded_arrays_)
                  : absl::StrFormat("%d-byte header + length x element size", array_header),
         pointer_size_,
-        h.is_64bit ? (pointer_size_ == 4 ? "64-bit VM with compressed references" : "64-bit VM")
-                   : "32-bit VM",
-        h.full_version.empty() ? "unknown" : h.full_version);
-    if (trailing_) Warn("bytes after the END_OF_DUMP record were ignored");
-
-    builder_ = std::make_unique<HeapGraphBuilder>(
-        info_, analysis::HeapGraphOptions{.instance_class_edges = options_.instance_class_edges});
-
-    // java.lang.Class's instance size is the size of every class object.
-    uint32_t class_object_size = 0;
-    for (const ClassRecord& c : f.classes) {
-      if (c.raw_name == "java/lang/Class") {
-        class_object_size = InstanceSize(c.instance_size);
-        break;
-      }
+        header_.is_64bit
+            ? (pointer_size_ == 4 ? "64-bit VM with compressed references" : "64-bit VM")
+            : "32-bit VM",
+        header_.full_version.empty() ? "unknown" : header_.full_version);
+    builder_ = std::make_unique<BulkHeapGraphBuilder>(
+        std::move(info),
+        analysis::HeapGraphOptions{.instance_class_edges = options_.instance_class_edges});
+    if (trailing_) builder_->Warn("bytes after the END_OF_DUMP record were ignored");
+    if (repeated_classes_ > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d class records repeat an address or have address 0 (not used)", repeated_classes_));
     }
-    // Supers first: walk each class's super chain up to a placed class, then place the chain top
-    // down. A chain that loops (a corrupt dump) is cut where it closes.
-    const size_t nc = f.classes.size();
+    if (zero_addresses_ > 0) {
+      builder_->Warn(absl::StrFormat("%d records at address 0 were dropped", zero_addresses_));
+    }
+    if (shadowed_ > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d object records at a class record's address were dropped (the class object is kept)",
+          shadowed_));
+    }
+
+    // The class records. A superclass chain that loops (a corrupt dump) is cut where it closes.
+    const size_t nc = classes_.size();
     std::vector<int64_t> super(nc, -1);
     for (size_t i = 0; i < nc; ++i) {
-      auto it = f.by_address.find(f.classes[i].super_address);
-      if (f.classes[i].super_address != 0 && it != f.by_address.end() && it->second != i) {
-        super[i] = it->second;
-      }
+      auto it = by_address_.find(classes_[i].super_address);
+      if (classes_[i].super_address != 0 && it != by_address_.end()) super[i] = it->second;
     }
-    std::vector<uint8_t> state(nc, 0);  // 0 unplaced, 1 on the current walk, 2 placed
+    std::vector<uint8_t> state(nc, 0);  // 0 not seen, 1 on the current walk, 2 done
     std::vector<uint32_t> chain;
-    std::vector<uint32_t> order;
-    order.reserve(nc);
     for (size_t i = 0; i < nc; ++i) {
       chain.clear();
       int64_t c = static_cast<int64_t>(i);
@@ -249,40 +293,127 @@ class PhdReader {
         chain.push_back(static_cast<uint32_t>(c));
         c = super[c];
       }
-      if (c >= 0 && state[c] == 1) {  // the chain closes on itself
-        Warn(absl::StrFormat("class 0x%x: superclass chain loops; the link to 0x%x is dropped",
-                             f.classes[chain.back()].address, f.classes[c].address));
+      if (c >= 0 && state[c] == 1) {
+        builder_->Warn(
+            absl::StrFormat("class 0x%x: superclass chain loops; the link to 0x%x is dropped",
+                            classes_[chain.back()].address, classes_[c].address));
         super[chain.back()] = -1;
       }
-      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-        state[*it] = 2;
-        order.push_back(*it);
-      }
+      for (uint32_t x : chain) state[x] = 2;
     }
-    for (uint32_t i : order) {
-      ClassRecord& c = first_.classes[i];
-      ClassInfo ci;
-      ci.name = c.name.source_name;
-      ci.instance_kind = c.name.kind;
-      ci.element_type = c.name.element;
-      ci.super_class = super[i] >= 0 ? first_.classes[super[i]].id : kNoClass;
+    for (size_t i = 0; i < nc; ++i) {
+      ClassRecord& c = classes_[i];
+      ClassInfo ci = NewClass(c.name.source_name, c.name.kind, c.name.element);
+      ci.synthetic = false;
+      ci.class_object_id = c.address;
       ci.declared_instance_size = static_cast<uint32_t>(std::max(0, c.instance_size));
-      ci.instance_size = c.name.kind == ObjectKind::kInstance ? InstanceSize(c.instance_size) : 0;
-      ci.class_object_size = class_object_size;
-      ci.listed_references = true;
-      c.id = builder_->AddClass(std::move(ci), c.address);
+      // A class record's references (J9: the class loader, the class object's fields, the
+      // statics, the constant pool's classes, the superclasses and interfaces) carry no names:
+      // they become the class object's unnamed static slots "static <reference[i]>".
+      ClassObjectRefs refs;
+      refs.super_id = c.super_address;
+      refs.static_refs = c.references;  // kept until the array classes are resolved
+      for (size_t k = 0; k < refs.static_refs.size(); ++k) {
+        ci.static_fields.push_back({absl::StrCat("<reference[", k, "]>"), FieldType::kObject});
+      }
+      c.id = builder_->AddClass(std::move(ci), std::move(refs));
       if (c.raw_name == "java/lang/Object") object_class_ = c.id;
+      if (c.raw_name == "java/lang/Class") class_object_size_ = InstanceSize(c.instance_size);
+    }
+    for (size_t i = 0; i < nc; ++i) {
+      if (super[i] >= 0) builder_->mutable_class(classes_[i].id).super_class = classes_[super[i]].id;
+    }
+
+    // Synthetic classes: instances of a class without a record, array classes, primitive arrays.
+    for (uint64_t a : instance_classes_) {
+      auto it = by_address_.find(a);
+      if (it != by_address_.end() && classes_[it->second].name.kind == ObjectKind::kInstance) {
+        continue;
+      }
+      auto gap = min_gap_.find(a);
+      const uint32_t size =
+          gap == min_gap_.end() ? 0 : static_cast<uint32_t>(Align8(gap->second));
+      ClassInfo ci = NewClass(absl::StrFormat("unknown class 0x%x", a), ObjectKind::kInstance,
+                              FieldType::kObject);
+      unknown_sizes_.push_back({builder_->AddClass(std::move(ci)), size});
+      unknown_classes_.emplace(a, unknown_sizes_.back().first);
+      builder_->Warn(absl::StrFormat(
+          "objects of class 0x%x, which has no class record (size estimated: %d bytes)", a, size));
     }
     // J9 names the element class in object array records; some Java 6 dumps name the array class
     // (DTFJ: "arrayTypeIsArray" when every object array names an array class).
-    array_type_is_array_ = true;
-    for (uint64_t a : f.object_array_classes) {
-      auto it = f.by_address.find(a);
-      if (it != f.by_address.end() && f.classes[it->second].name.kind == ObjectKind::kInstance) {
-        array_type_is_array_ = false;
+    bool array_type_is_array = true;
+    for (const auto& [a, unused] : array_classes_) {
+      auto it = by_address_.find(a);
+      if (it != by_address_.end() && classes_[it->second].name.kind == ObjectKind::kInstance) {
+        array_type_is_array = false;
       }
     }
-    return absl::OkStatus();
+    absl::flat_hash_map<std::string, ClassId> synthetic_arrays;
+    for (auto& [a, cls] : array_classes_) cls = ArrayClassOf(a, array_type_is_array, synthetic_arrays);
+    for (uint32_t t = 0; t < 8; ++t) {
+      if (!primitive_used_[t]) continue;
+      const std::string_view descriptor = PhdPrimitiveDescriptor(t);
+      for (const ClassRecord& c : classes_) {
+        if (c.raw_name == descriptor && c.name.kind == ObjectKind::kPrimitiveArray) {
+          primitive_classes_[t] = c.id;
+          break;
+        }
+      }
+      if (!primitive_classes_[t].valid()) {
+        ClassName name = ParseClassName(descriptor);
+        primitive_classes_[t] =
+            builder_->AddClass(NewClass(name.source_name, ObjectKind::kPrimitiveArray, name.element));
+      }
+    }
+    for (ClassRecord& c : classes_) std::vector<uint64_t>().swap(c.references);
+    return builder_->FinishClasses();
+  }
+
+  ClassInfo NewClass(std::string name, ObjectKind kind, FieldType element) const {
+    ClassInfo ci;
+    ci.name = std::move(name);
+    ci.instance_kind = kind;
+    ci.element_type = element;
+    ci.super_class = kind == ObjectKind::kInstance ? kNoClass : object_class_;
+    ci.synthetic = true;
+    ci.unnamed_references = kind == ObjectKind::kInstance;
+    return ci;
+  }
+
+  ClassId ArrayClassOf(uint64_t class_address, bool array_type_is_array,
+                       absl::flat_hash_map<std::string, ClassId>& synthetic) {
+    auto it = by_address_.find(class_address);
+    const ClassRecord* named = it == by_address_.end() ? nullptr : &classes_[it->second];
+    if (array_type_is_array && named != nullptr && named->name.kind == ObjectKind::kObjectArray) {
+      return named->id;
+    }
+    std::string raw;
+    if (named != nullptr) {
+      raw = named->raw_name.starts_with("[") ? absl::StrCat("[", named->raw_name)
+                                             : absl::StrCat("[L", named->raw_name, ";");
+      const ClassRecord* match = nullptr;
+      for (const ClassRecord& c : classes_) {  // O(classes), once per element class
+        if (c.raw_name != raw || c.name.kind != ObjectKind::kObjectArray) continue;
+        if (match == nullptr) match = &c;
+        // Several loaders may define the array class: take the one that references the element
+        // class (DTFJ's PHDJavaClass.referencesClass).
+        if (std::find(c.references.begin(), c.references.end(), class_address) !=
+            c.references.end()) {
+          match = &c;
+          break;
+        }
+      }
+      if (match != nullptr) return match->id;
+    }
+    const std::string name = named != nullptr
+                                 ? ParseClassName(raw).source_name
+                                 : absl::StrFormat("unknown class 0x%x[]", class_address);
+    auto [cached, inserted] = synthetic.try_emplace(name, kNoClass);
+    if (inserted) {
+      cached->second = builder_->AddClass(NewClass(name, ObjectKind::kObjectArray, FieldType::kObject));
+    }
+    return cached->second;
   }
 
   uint32_t InstanceSize(int32_t declared) const {
@@ -290,184 +421,146 @@ class PhdReader {
     return static_cast<uint32_t>(Align8(static_cast<uint64_t>(s)));
   }
 
-  ClassId AddSyntheticClass(std::string name, ObjectKind kind, FieldType element,
-                            uint32_t instance_size) {
-    ClassInfo ci;
-    ci.name = std::move(name);
-    ci.instance_kind = kind;
-    ci.element_type = element;
-    ci.super_class = kind == ObjectKind::kInstance ? kNoClass : object_class_;
-    ci.instance_size = instance_size;
-    ci.synthetic = true;
-    ci.listed_references = true;
-    ++synthetic_classes_;
-    return builder_->AddClass(std::move(ci), 0);
+  Status Check(Status s, const PhdRecord& r) {
+    if (s.ok()) return s;
+    return absl::Status(s.code(), absl::StrFormat("record at offset %d: %s", r.offset, s.message()));
   }
 
-  // The class of an instance record.
-  ClassId InstanceClass(uint64_t class_address) {
-    auto it = first_.by_address.find(class_address);
-    if (it != first_.by_address.end()) return first_.classes[it->second].id;
-    auto [cached, inserted] = unknown_classes_.try_emplace(class_address, kNoClass);
-    if (inserted) {
-      auto gap = first_.min_gap.find(class_address);
-      const uint32_t size = gap == first_.min_gap.end()
-                                ? 0
-                                : static_cast<uint32_t>(Align8(gap->second));
-      cached->second = AddSyntheticClass(absl::StrFormat("unknown class 0x%x", class_address),
-                                         ObjectKind::kInstance, FieldType::kObject, size);
-      Warn(absl::StrFormat("objects of class 0x%x, which has no class record (size estimated: %d "
-                           "bytes)",
-                           class_address, size));
-    }
-    return cached->second;
-  }
-
-  // The array class of an object array record that names `class_address`.
-  ClassId ObjectArrayClass(uint64_t class_address) {
-    auto cached = array_classes_.find(class_address);
-    if (cached != array_classes_.end()) return cached->second;
-    ClassId result = kNoClass;
-    auto it = first_.by_address.find(class_address);
-    const ClassRecord* named = it == first_.by_address.end() ? nullptr : &first_.classes[it->second];
-    if (array_type_is_array_ && named != nullptr && named->name.kind == ObjectKind::kObjectArray) {
-      result = named->id;
-    } else if (named != nullptr) {
-      const std::string raw = named->raw_name.starts_with("[")
-                                  ? absl::StrCat("[", named->raw_name)
-                                  : absl::StrCat("[L", named->raw_name, ";");
-      const ClassRecord* first_match = nullptr;
-      for (const ClassRecord& c : first_.classes) {  // O(classes), once per element class
-        if (c.raw_name != raw) continue;
-        if (first_match == nullptr) first_match = &c;
-        // Several loaders may define the array class: take the one that references the element
-        // class (DTFJ's PHDJavaClass.referencesClass).
-        if (std::find(c.references.begin(), c.references.end(), class_address) !=
-            c.references.end()) {
-          first_match = &c;
-          break;
-        }
-      }
-      if (first_match != nullptr) {
-        result = first_match->id;
-      } else {
-        ClassName name = ParseClassName(raw);
-        result = AddSyntheticClass(name.source_name, ObjectKind::kObjectArray, FieldType::kObject, 0);
-      }
-    } else {
-      result = AddSyntheticClass(absl::StrFormat("unknown class 0x%x[]", class_address),
-                                 ObjectKind::kObjectArray, FieldType::kObject, 0);
-    }
-    array_classes_.emplace(class_address, result);
-    return result;
-  }
-
-  ClassId PrimitiveArrayClass(uint32_t type) {
-    ClassId& slot = primitive_classes_[type & 7];
-    if (slot.valid()) return slot;
-    const std::string_view descriptor = PhdPrimitiveDescriptor(type);
-    for (const ClassRecord& c : first_.classes) {
-      if (c.raw_name == descriptor) {
-        slot = c.id;
-        return slot;
-      }
-    }
-    ClassName name = ParseClassName(descriptor);
-    slot = AddSyntheticClass(name.source_name, ObjectKind::kPrimitiveArray, name.element, 0);
-    return slot;
-  }
-
-  // Pass 2: the objects into the builder.
-  Status BuildObjects() {
-    HW_RETURN_IF_ERROR(StartGraph());
+  // An object pass: round 1 or 2 of kTwoRounds, or (round 2) the single pass of kIndexOrder.
+  Status ObjectPass(bool two_rounds, int round) {
+    HW_RETURN_IF_ERROR(in_.Rewind());
     HW_ASSIGN_OR_RETURN(PhdScanner scanner, PhdScanner::Open(&in_));
     PhdRecord r;
-    absl::flat_hash_set<uint64_t> seen_duplicates;
-    uint64_t dropped = 0;
-    uint64_t zero_address = 0;
+    uint64_t null_slots = 0;
+    uint64_t short_arrays = 0;
+    std::vector<uint64_t> zeros;
     for (;;) {
       HW_ASSIGN_OR_RETURN(bool more, scanner.Next(&r));
       if (!more) break;
       if (r.kind == PhdRecord::Kind::kClass) {
-        auto it = first_.by_address.find(r.address);
-        ClassRecord& c = first_.classes[it->second];
-        if (!c.listed_set) {  // the first record of this address
-          builder_->SetListedClassReferences(c.id, c.references);
-          c.listed_set = true;
+        auto it = by_address_.find(r.address);
+        if (two_rounds && it != by_address_.end() && classes_[it->second].address == r.address &&
+            !seen_class_.contains(r.address)) {
+          seen_class_.insert(r.address);
+          HW_RETURN_IF_ERROR(Check(builder_->AddClassObject(classes_[it->second].id), r));
         }
         continue;
       }
-      if (r.address == 0) {
-        ++zero_address;
-        continue;
-      }
-      if (first_.duplicates.contains(r.address)) {
-        // The first record of an address wins; class records (added as class objects) always.
-        if (first_.by_address.contains(r.address) || !seen_duplicates.insert(r.address).second) {
-          ++dropped;
-          continue;
-        }
-      }
+      if (r.address == 0 || by_address_.contains(r.address)) continue;
       switch (r.kind) {
-        case PhdRecord::Kind::kObject:
-          builder_->AddListedObject(r.address, InstanceClass(r.class_address),
-                                    std::move(r.references));
-          r.references = {};
+        case PhdRecord::Kind::kObject: {
+          auto it = by_address_.find(r.class_address);
+          const ClassId cls =
+              it != by_address_.end() && classes_[it->second].name.kind == ObjectKind::kInstance
+                  ? classes_[it->second].id
+                  : unknown_classes_.at(r.class_address);
+          HW_RETURN_IF_ERROR(Check(builder_->AddInstance(r.address, cls, r.references), r));
           break;
-        case PhdRecord::Kind::kObjectArray:
-          builder_->AddListedObject(r.address, ObjectArrayClass(r.class_address),
-                                    std::move(r.references), static_cast<uint32_t>(r.length));
-          r.references = {};
+        }
+        case PhdRecord::Kind::kObjectArray: {
+          // The null elements are not listed: pad to the length while the budget allows.
+          const uint64_t nulls = r.length > r.references.size() ? r.length - r.references.size() : 0;
+          uint64_t length = r.references.size();
+          if (null_slots + nulls <= null_slot_budget_) {
+            null_slots += nulls;
+            length += nulls;
+          } else {
+            ++short_arrays;
+          }
+          HW_RETURN_IF_ERROR(Check(builder_->BeginObjectArray(
+                                       r.address, array_classes_.at(r.class_address),
+                                       static_cast<uint32_t>(length)),
+                                   r));
+          HW_RETURN_IF_ERROR(Check(builder_->AddArrayElements(r.references), r));
+          for (uint64_t left = length - r.references.size(); left > 0;) {
+            const uint64_t step = std::min<uint64_t>(left, 4096);
+            zeros.assign(step, 0);
+            HW_RETURN_IF_ERROR(Check(builder_->AddArrayElements(zeros), r));
+            left -= step;
+          }
+          HW_RETURN_IF_ERROR(Check(builder_->EndObjectArray(), r));
+          if (round == 2 && r.recorded_size < 0 && length != r.length) {
+            // Version 4/5 sizes come from the length: give the true one.
+            sizes_.push_back({r.address, Align8(2ull * pointer_size_ + 8 + r.length * pointer_size_)});
+          }
           break;
+        }
         case PhdRecord::Kind::kPrimitiveArray:
-          builder_->AddPrimitiveArray(r.address, PrimitiveArrayClass(r.primitive_type),
-                                      static_cast<uint32_t>(r.length));
+          HW_RETURN_IF_ERROR(Check(builder_->AddPrimitiveArray(
+                                       r.address, primitive_classes_[r.primitive_type & 7],
+                                       static_cast<uint32_t>(r.length)),
+                                   r));
           break;
         case PhdRecord::Kind::kClass:
           break;
       }
-      if (r.recorded_size >= 0) {
-        builder_->SetShallowSize(r.address,
-                                 Align8(static_cast<uint64_t>(r.recorded_size)));
+      if (round == 2 && r.recorded_size >= 0) {
+        sizes_.push_back({r.address, Align8(static_cast<uint64_t>(r.recorded_size))});
       }
     }
-    if (dropped > 0) {
-      info_.duplicate_objects = dropped;
-      Warn(absl::StrFormat("%d records repeat the address of an earlier object or class record "
-                           "and were dropped",
-                           dropped));
+    if (round == 2 && short_arrays > 0) {
+      builder_->Warn(absl::StrFormat(
+          "%d object arrays keep only their listed (non-null) elements: their lengths exceed %d "
+          "null slots per byte of the file",
+          short_arrays, kNullSlotsPerFileByte));
     }
-    if (zero_address > 0) {
-      Warn(absl::StrFormat("%d records at address 0 were dropped", zero_address));
-    }
-    // The builder copied info_ when it was made; hand over what was learnt since.
-    DumpInfo& out = builder_->info();
-    out.duplicate_objects = info_.duplicate_objects;
-    out.warnings = info_.warnings;
+    seen_class_.clear();
+    Progress();
     return absl::OkStatus();
+  }
+
+  // Stage 4: sizes.
+  void Finishing() {
+    for (const ClassRecord& c : classes_) {
+      const uint32_t size = c.name.kind == ObjectKind::kInstance ? InstanceSize(c.instance_size) : 0;
+      builder_->SetShallowSizes(c.id, size, class_object_size_);
+    }
+    for (const auto& [c, size] : unknown_sizes_) builder_->SetShallowSizes(c, size, 0);
+    for (const auto& [id, bytes] : sizes_) {
+      const ObjectIndex v = builder_->FindObject(id);
+      if (v.valid()) builder_->SetObjectShallowSize(v, bytes);
+    }
+    std::vector<std::pair<uint64_t, uint64_t>>().swap(sizes_);
   }
 
   ByteSource* source_;
   ReadOptions options_;
   StreamReader in_;
-  FirstPass first_;
-  DumpInfo info_;
+  PhdHeader header_;
+  // Pass 1.
+  std::vector<ClassRecord> classes_;
+  absl::flat_hash_map<uint64_t, uint32_t> by_address_;  // class address -> index in classes_
+  absl::flat_hash_map<uint64_t, uint64_t> min_gap_;     // instance class -> smallest distance
+  absl::flat_hash_set<uint64_t> instance_classes_;      // class addresses instances name
+  absl::flat_hash_map<uint64_t, ClassId> array_classes_;  // object array record's class -> class
+  bool primitive_used_[8] = {};
+  analysis::IdChunks object_ids_, class_ids_;
+  bool ascending_ = true;
   bool trailing_ = false;
+  uint64_t records_ = 0, references_ = 0, zero_addresses_ = 0, repeated_classes_ = 0;
+  uint64_t shadowed_ = 0;
+  uint64_t header_votes_[std::size(kHeaderCandidates)] = {};
+  uint64_t recorded_arrays_ = 0;
+  uint64_t null_slot_budget_ = 0;
+  // Classes.
+  std::unique_ptr<BulkHeapGraphBuilder> builder_;
   uint32_t pointer_size_ = 4;
   uint32_t header_extra_ = 0;
-  bool array_type_is_array_ = false;
+  uint32_t class_object_size_ = 0;
   ClassId object_class_;
-  std::unique_ptr<HeapGraphBuilder> builder_;
   absl::flat_hash_map<uint64_t, ClassId> unknown_classes_;
-  absl::flat_hash_map<uint64_t, ClassId> array_classes_;
+  std::vector<std::pair<ClassId, uint32_t>> unknown_sizes_;
   ClassId primitive_classes_[8];
-  uint64_t synthetic_classes_ = 0;
+  // Object passes.
+  absl::flat_hash_set<uint64_t> seen_class_;
+  std::vector<std::pair<uint64_t, uint64_t>> sizes_;  // (address, bytes) recorded or computed
   uint64_t passes_done_ = 0;
 };
 
 StatusOr<HeapGraph> WithPath(std::string_view path, StatusOr<HeapGraph> result) {
   if (result.ok() || path.empty()) return result;
-  return absl::Status(result.status().code(), absl::StrCat(std::string(path), ": ", result.status().message()));
+  return absl::Status(result.status().code(),
+                      absl::StrCat(std::string(path), ": ", result.status().message()));
 }
 
 }  // namespace

@@ -5,12 +5,15 @@
 // What the graph holds:
 //   * every object, object array, primitive array and class object of the dump (class records
 //     give the class objects); ObjectIndex in ascending address order;
-//   * references as the dump lists them (no field names, nulls not recorded): every class has
-//     ClassInfo::listed_references and each edge is a ReferenceSlot::Kind::kListed
-//     "<reference i>"; object arrays list their non-null elements in index order; a class object's
-//     references are its class loader, its statics, the classes of its constant pool, its
-//     superclasses and interfaces, in the writer's order; with ReadOptions::instance_class_edges
-//     every object also references its class object first ("<class>");
+//   * references as the dump lists them (no field names, nulls not recorded): instances have
+//     ClassInfo::unnamed_references, each reference a slot "<reference[i]>"; object arrays get their
+//     listed (non-null) elements as elements 0..k-1 followed by null slots up to their length (the
+//     dump does not say which elements are null; a budget of null slots per byte of the file
+//     bounds the padding, beyond which an array keeps only its listed elements, with a warning); a
+//     class object gets "<super>" (the record's superclass) and the record's references (its class
+//     loader, statics, constant-pool classes, superclasses and interfaces in J9's order) as unnamed
+//     statics "static <reference[i]>"; with ReadOptions::instance_class_edges every object also
+//     references its class object first ("<class>");
 //   * shallow sizes (SizeModel::kIbm, as Eclipse MAT computes them through IBM's DTFJ): instances
 //     take the class record's instance size rounded up to 8 bytes (plus a 3-word header when the
 //     dump's smallest instance size is 0, as in Java 1.4.2 dumps; classes without a record take the
@@ -28,9 +31,11 @@
 // (some Java 6 dumps) are taken as naming the array class itself, as DTFJ does. Objects whose class
 // has no record get a synthetic class "unknown class 0x<address>".
 //
-// Memory: the class records, 8 bytes per object for the duplicate check, and the graph as
-// analysis::HeapGraphBuilder builds it. Two streaming passes over the file (classes come last in
-// a PHD, so the first pass collects them); gzip-compressed files are inflated on each pass.
+// How: the graph is filled through analysis::BulkHeapGraphBuilder. Two streaming passes over the
+// file (classes come last in a PHD, so the first collects them with the object ids), three when the
+// objects are not in ascending address order or repeat an address; gzip is inflated on each pass.
+// Memory: the class records, 8 bytes per object id until they are indexed, the graph itself, and 16
+// bytes per array whose size the record gives (version 6) until the sizes are set.
 //
 // Thread-safety: reentrant; concurrent calls on different files are safe.
 #ifndef HEAPWATCH_COLLECTORS_DUMPS_PHD_PHD_READER_H_

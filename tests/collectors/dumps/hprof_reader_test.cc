@@ -12,6 +12,7 @@
 #include "collectors/dumps/hprof/hprof_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/collectors/dumps/graph_compare.h"
 #include "tests/collectors/dumps/hprof_test_writer.h"
 
 namespace heapwatch::hprof {
@@ -451,6 +452,45 @@ TEST(HprofReaderTest, UnknownClassesBecomeSyntheticClasses) {
   EXPECT_EQ(g->class_info(g->class_of(Obj(*g, kNode2))).name, "unknown-class@0xbeef0[]");
   EXPECT_THAT(SuccessorIds(*g, kNode2), ElementsAre(kNode1, kNode1));
   EXPECT_EQ(g->class_info(g->class_of(Obj(*g, kStr1))).name, "long[]");
+}
+
+// MAT's "<class>" edges with classes that have no class object: both strategies read the dump
+// (the three-pass path used to count a "<class>" edge it never wrote and fail).
+TEST(HprofReaderTest, UnknownClassesWithClassEdgesInBothStrategies) {
+  HprofWriter w(8);
+  WriteClasses(w);
+  w.Sub(w.Instance(kNode1, 0xdead0, "abcd"));
+  w.Sub(w.ObjectArray(kNode2, 0xbeef0, {kNode1, kNode1}));
+  w.Sub(w.PrimitiveArray(kStr1, kLong, 2));
+  w.FlushHeapDump();
+  ReadOptions opt;
+  opt.instance_class_edges = true;
+  auto single = ReadHeapGraphFromBuffer(w.bytes(), opt);
+  ASSERT_TRUE(single.ok()) << single.status();
+  opt.single_pass = false;
+  auto three = ReadHeapGraphFromBuffer(w.bytes(), opt);
+  ASSERT_TRUE(three.ok()) << three.status();
+  testing::ExpectSameGraph(*single, *three);
+  EXPECT_TRUE(SuccessorIds(*three, kNode1).empty()) << "no class object, no <class> edge";
+  EXPECT_THAT(EdgeNames(*three, kNode2), ElementsAre("[0]", "[1]"));
+}
+
+// A repeated record is dropped before its class is looked at: no class is made for it.
+TEST(HprofReaderTest, RepeatedRecordOfAnUnknownClassMakesNoClass) {
+  HprofWriter w(8);
+  WriteClasses(w);
+  w.Sub(w.Instance(kNode1, kNode, w.Ids({kNode2}) + IntBytes(1) + w.Ids({0})));
+  w.Sub(w.Instance(kNode2, kNode, w.Ids({0}) + IntBytes(2) + w.Ids({0})));
+  w.Sub(w.Instance(kNode1, 0xdead0, "abcd"));               // repeat, class never dumped
+  w.Sub(w.ObjectArray(kNode2, 0xbeef0, {kNode1, kNode1}));  // repeat, array class never dumped
+  w.Sub(w.PrimitiveArray(kNode1, kLong, 2));                // repeat, long[] never dumped
+  w.FlushHeapDump();
+  auto g = ReadHeapGraphFromBuffer(w.bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->info().duplicate_objects, 3u);
+  EXPECT_EQ(g->class_count(), 9u);
+  EXPECT_THAT(SuccessorIds(*g, kNode1), ElementsAre(kNode2));
+  EXPECT_THAT(SuccessorIds(*g, kNode2), ElementsAre());
 }
 
 TEST(HprofReaderTest, FileWithoutHeapDumpIsAnEmptyGraph) {
