@@ -245,6 +245,22 @@ TEST(PhdReaderTest, LoopingSuperclassesDuplicatesAndAddressZeroAreTolerated) {
   EXPECT_THAT(g.info().warnings, ::testing::Contains(HasSubstr("address 0")));
 }
 
+TEST(PhdReaderTest, ArrayLengthsCannotMakeTheReaderAllocateWithoutBound) {
+  // An object array claims 2^31 - 1 elements with one listed: its null slots would exceed the
+  // budget (64 per byte of the file + 16 M), so it keeps only the listed element; its size still
+  // follows the length it claims.
+  PhdWriter w(5, PhdWriter::kJ9);
+  w.ObjectArray(0x1000, 0x2000, {0x1000}, 0x7fffffff);
+  w.ObjectArray(0x1100, 0x2000, {0x1000}, 3);  // within the budget: padded to its length
+  w.Class(0x2000, "E", 16, 0, {});
+  w.Class(0x2100, "[LE;", 16, 0, {});
+  const HeapGraph g = Read(w.Finish());
+  EXPECT_EQ(g.array_length(At(g, 0x1000)), 1u);
+  EXPECT_EQ(g.shallow_size(At(g, 0x1000)), (16u + 4u * 0x7fffffffull + 7) / 8 * 8);
+  EXPECT_EQ(g.array_length(At(g, 0x1100)), 3u);
+  EXPECT_THAT(g.info().warnings, ::testing::Contains(HasSubstr("keep only their listed")));
+}
+
 TEST(PhdReaderTest, RejectsWhatIsNotAPhdOrAnUnknownVersion) {
   auto not_phd = ReadPhdGraphFromBuffer("JAVA PROFILE 1.0.2");
   EXPECT_EQ(not_phd.status().code(), absl::StatusCode::kInvalidArgument);
