@@ -203,6 +203,14 @@ TEST(TextDumpReaderTest, TrailerMismatchesAndDuplicatesAreReported) {
   EXPECT_THAT(cut.info().warnings, ::testing::Contains(HasSubstr("may be truncated")));
 }
 
+TEST(TextDumpReaderTest, AddressesSpanningMoreThanHalfTheAddressSpace) {
+  // Found by the fuzzer: ids more than 2^63 apart made the id directory shift by 64 bits.
+  const HeapGraph g = ReadBytes("0x1 [8] A 0xF000000000000000\n0xF000000000000000 [8] A\n");
+  ASSERT_EQ(g.object_count(), 2u);
+  EXPECT_THAT(Refs(g, 0x1), ElementsAre(0xF000000000000000u));
+  EXPECT_EQ(g.FindObject(0x8000000000000000u), ObjectIndex());
+}
+
 TEST(TextDumpReaderTest, MalformedLinesGiveDataLossNamingTheLine) {
   struct Case {
     std::string text;
