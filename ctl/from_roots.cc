@@ -27,6 +27,11 @@ std::string ObjectName(const HeapGraph& g, ObjectIndex v) {
   return absl::StrFormat("%s@0x%x", c.valid() ? g.class_info(c).name : "?", g.object_id(v));
 }
 
+// "1 object", "3 objects".
+std::string Count(uint64_t n, std::string_view what) {
+  return absl::StrCat(n, " ", std::string(what), n == 1 ? "" : "s");
+}
+
 // `items` sorted by total size, largest first (ties: the search order).
 void SortByTotal(const RootTrees& t, std::vector<ObjectIndex>& items) {
   std::stable_sort(items.begin(), items.end(), [&t](ObjectIndex a, ObjectIndex b) {
@@ -54,8 +59,8 @@ std::string RenderRootTrees(const HeapGraph& g, const RootTrees& t,
                          g.object_count(), HumanBytes(static_cast<double>(total)));
   out << absl::StrFormat(
       "Each row: the total size of the object's tree, its descendants, its maximum depth, its "
-      "shallow size. Largest first; %s levels below each root%s.\n\n",
-      options.depth < 0 ? std::string("all") : absl::StrCat(options.depth),
+      "shallow size. Largest first; %s below each root%s.\n\n",
+      options.depth < 0 ? std::string("all levels") : Count(options.depth, "level"),
       options.min_size > 0 ? absl::StrFormat(", subtrees under %s summarised",
                                              HumanBytes(static_cast<double>(options.min_size)))
                            : "");
@@ -100,8 +105,10 @@ std::string RenderRootTrees(const HeapGraph& g, const RootTrees& t,
     const std::string indent(2 * item.level, ' ');
     if (!item.v.valid()) {
       table.AddRow({HumanBytes(static_cast<double>(item.bytes)), "", "", "",
-                    absl::StrFormat("%s... %d smaller %s (%d objects)", indent, item.count,
-                                    item.level == 0 ? "roots" : "subtrees", item.objects)});
+                    absl::StrFormat("%s... %s (%s)", indent,
+                                    Count(item.count, item.level == 0 ? "smaller root"
+                                                                      : "smaller subtree"),
+                                    Count(item.objects, "object"))});
       continue;
     }
     const uint32_t v = item.v.value;

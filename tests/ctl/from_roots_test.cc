@@ -99,11 +99,11 @@ TEST(FromRootsTest, DepthAndMinSizeCutTheTree) {
   EXPECT_THAT(lines,
               ElementsAre(::testing::_,
                           "Each row: the total size of the object's tree, its descendants, its "
-                          "maximum depth, its shallow size. Largest first; 1 levels below each "
+                          "maximum depth, its shallow size. Largest first; 1 level below each "
                           "root, subtrees under 50 B summarised.",
                           "", "total descendants max depth shallow object",
                           "128 B 9 6 8 B N@0x10 [PURE_ROOT]", "120 B 8 5 24 B N@0x20",
-                          "16 B ... 1 smaller roots (2 objects)", ""));
+                          "16 B ... 1 smaller root (2 objects)", ""));
 }
 
 struct Result {
@@ -133,7 +133,7 @@ TEST(FromRootsTest, AnalyzeFromRootsReadsEveryFormat) {
   ASSERT_EQ(phd.code, 0) << phd.err;
   EXPECT_THAT(phd.out, HasSubstr("Dump from roots (portable heap dump 5)"));
   EXPECT_THAT(phd.out, HasSubstr("[PURE_ROOT]"));
-  EXPECT_THAT(phd.out, HasSubstr("smaller roots"));
+  EXPECT_THAT(phd.out, HasSubstr("smaller root"));
   Result hprof = Ctl({"analyze", corpora + "/eclipse-mat/sun_jdk6_32bit.hprof", "--from-roots",
                       "--depth", "1", "--min-size", "100000"});
   ASSERT_EQ(hprof.code, 0) << hprof.err;

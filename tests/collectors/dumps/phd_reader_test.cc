@@ -16,6 +16,7 @@
 
 #include "analysis/dominator_tree.h"
 #include "analysis/heap_graph.h"
+#include "analysis/report.h"
 #include "analysis/retained_size.h"
 #include "collectors/dumps/byte_source.h"
 #include "collectors/dumps/heap_dump_reader.h"
@@ -511,6 +512,20 @@ TEST(PhdCorpusTest, EveryFileIsReadAndAnalysed) {
       EXPECT_TRUE(root.kind == GcRootKind::kPureRoot || root.kind == GcRootKind::kArtificialRoot);
     }
   }
+}
+
+TEST(PhdCorpusTest, TheReportSaysTheRootsWereInferred) {
+  RequireCorpora();
+  auto g = ReadPhdGraph(MatDump(k2010));
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto report = analysis::BuildReport(*g, {});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_GT(report->totals.gc_roots, 0u);
+  EXPECT_EQ(report->totals.inferred_roots, report->totals.gc_roots);  // every root is inferred
+  EXPECT_EQ(report->totals.unreachable_objects, 0u);
+  ASSERT_FALSE(report->top_objects.empty());
+  EXPECT_THAT(report->top_objects.front().gc_root_kind,
+              ::testing::AnyOf("PURE_ROOT", "ARTIFICIAL_ROOT"));
 }
 
 TEST(PhdCorpusTest, Version6ArraysTakeTheSizesTheirRecordsGive) {
