@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "analysis/root_inference.h"
 
 namespace heapwatch::analysis {
 namespace {
@@ -151,34 +152,21 @@ class DominatorTreeBuilder {
     tree.unreachable_count_ = n_ - reached_from_roots_;
     if (!options_.keep_unreachable || reached_from_roots_ == n_) return absl::OkStatus();
 
-    // keep_unreachable: artificial roots. First the sources of the garbage (unreachable objects
-    // that no unreachable object references), then whatever cyclic garbage is left.
-    {
-      std::vector<bool> referenced_by_garbage(n_);
-      for (uint32_t o = 0; o < n_; ++o) {
-        const ObjectIndex v(o);
-        if (dfn(v) != kNoDfs) continue;
-        HW_RETURN_IF_ERROR(CheckRow(v));
-        const uint64_t end = graph_.offsets[o + 1];
-        for (uint64_t e = graph_.offsets[o]; e < end; ++e) {
-          if (!options_.follow_weak_references && graph_.is_weak(e)) continue;
-          const ObjectIndex t = graph_.targets[e];
-          HW_RETURN_IF_ERROR(CheckTarget(v, e, t));
-          if (t != v && dfn(t) == kNoDfs) referenced_by_garbage[t.value] = true;
-        }
-      }
-      for (uint32_t o = 0; o < n_; ++o) {
-        const ObjectIndex v(o);
-        if (dfn(v) != kNoDfs || referenced_by_garbage[o]) continue;
+    // keep_unreachable: the roots root inference gives the garbage (analysis/root_inference.h):
+    // its pure roots, then the lowest object of each garbage cycle that no pure root reaches.
+    // Each is unvisited when its turn comes (no inferred root reaches another one).
+    std::vector<bool> reached(n_);
+    for (uint32_t o = 0; o < n_; ++o) reached[o] = dfn(ObjectIndex(o)) != kNoDfs;
+    HW_ASSIGN_OR_RETURN(
+        InferredRoots inferred,
+        InferRootsOfUnreached(graph_, reached,
+                              {.follow_weak_references = options_.follow_weak_references}));
+    std::vector<bool>().swap(reached);
+    for (const auto* list : {&inferred.pure_roots, &inferred.artificial_roots}) {
+      for (ObjectIndex v : *list) {
         tree.artificial_roots_.push_back(v);
         HW_RETURN_IF_ERROR(DepthFirstSearchFrom(v));
       }
-    }
-    for (uint32_t o = 0; o < n_; ++o) {
-      const ObjectIndex v(o);
-      if (dfn(v) != kNoDfs) continue;
-      tree.artificial_roots_.push_back(v);
-      HW_RETURN_IF_ERROR(DepthFirstSearchFrom(v));
     }
     return absl::OkStatus();
   }

@@ -80,7 +80,8 @@ std::string_view GcRootKindName(GcRootKind kind) {
       "UNKNOWN",           "JNI_GLOBAL",      "JNI_LOCAL",    "JAVA_FRAME",
       "NATIVE_STACK",      "STICKY_CLASS",    "THREAD_BLOCK", "MONITOR_USED",
       "THREAD_OBJECT",     "INTERNED_STRING", "FINALIZING",   "DEBUGGER",
-      "REFERENCE_CLEANUP", "VM_INTERNAL",     "JNI_MONITOR",  "UNREACHABLE"};
+      "REFERENCE_CLEANUP", "VM_INTERNAL",     "JNI_MONITOR",  "UNREACHABLE",
+      "PURE_ROOT",         "ARTIFICIAL_ROOT"};
   auto i = static_cast<size_t>(kind);
   return i < kGcRootKindCount ? kNames[i] : "?";
 }
@@ -95,6 +96,8 @@ std::string_view SizeModelName(SizeModel model) {
       return "android";
     case SizeModel::kNetBeans:
       return "netbeans";
+    case SizeModel::kIbm:
+      return "ibm";
   }
   return "?";
 }
@@ -110,6 +113,7 @@ uint64_t ArrayShallowSize(const DumpInfo& info, FieldType element, uint64_t leng
       return 2ull * info.id_size + 8 + length * FieldTypeSize(element, info.id_size);
     case SizeModel::kAuto:
     case SizeModel::kHotSpot:
+    case SizeModel::kIbm:
       break;
   }
   const ObjectLayout& l = info.layout;
@@ -302,6 +306,15 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
     if (c.class_object.valid() && c.class_object.value >= n) return bad("class object index");
     if (c.class_loader.valid() && c.class_loader.value >= n) return bad("class loader index");
   }
+  if (r.size_override_objects.size() != r.size_override_bytes.size()) {
+    return bad("size override arrays differ in length");
+  }
+  for (size_t i = 0; i < r.size_override_objects.size(); ++i) {
+    if (r.size_override_objects[i] >= n ||
+        (i > 0 && r.size_override_objects[i - 1] >= r.size_override_objects[i])) {
+      return bad("size overrides not ascending object indices");
+    }
+  }
   if (r.slot_samples.size() != n / 64 + 1 || r.root_objects.size() > r.roots.size() ||
       r.classes_by_name.size() != r.classes.size()) {
     return bad("derived indexes missing (call Rep::Finish)");
@@ -314,6 +327,29 @@ StatusOr<HeapGraph> HeapGraph::FromRep(std::unique_ptr<Rep> rep) {
   // The graph is final: its offsets take about 1.1 bytes per object instead of 4 from here on.
   rep->graph.offsets.Compact();
   return HeapGraph(std::move(rep));
+}
+
+StatusOr<HeapGraph> HeapGraph::AddRoots(HeapGraph graph, std::span<const GcRoot> roots,
+                                        std::string note) {
+  Rep& r = *graph.rep_;
+  for (const GcRoot& root : roots) {
+    if (root.object.value >= r.ids.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "AddRoots: root object %u out of range (%u objects)", root.object.value, r.ids.size()));
+    }
+  }
+  for (const GcRoot& root : roots) {
+    r.roots.push_back(root);
+    r.root_objects.push_back(root.object);
+    if (root.kind == GcRootKind::kPureRoot || root.kind == GcRootKind::kArtificialRoot) {
+      r.info.roots_inferred = true;
+    }
+  }
+  std::sort(r.root_objects.begin(), r.root_objects.end());
+  r.root_objects.erase(std::unique(r.root_objects.begin(), r.root_objects.end()),
+                       r.root_objects.end());
+  if (!note.empty()) r.info.warnings.push_back(std::move(note));
+  return graph;
 }
 
 const DumpInfo& HeapGraph::info() const { return rep_->info; }
@@ -336,13 +372,42 @@ ClassId HeapGraph::DescribedClass(ObjectIndex v) const {
   return (cw & kClassObjectBit) ? ClassId{cw & ~kClassObjectBit} : kNoClass;
 }
 
-uint64_t HeapGraph::shallow_size(ObjectIndex v) const {
-  const Rep& r = *rep_;
-  uint32_t cw = r.class_words[v.value];
+uint64_t ModelShallowSize(const HeapGraph::Rep& r, uint32_t v) {
+  uint32_t cw = r.class_words[v];
   if (cw & kClassObjectBit) return r.classes[cw & ~kClassObjectBit].class_object_size;
   const ClassInfo& c = r.classes[cw];
   if (c.instance_kind == ObjectKind::kInstance) return c.instance_size;
-  return ArrayShallowSize(r.info, c.element_type, r.array_lengths[r.ArrayRank(v.value)]);
+  return ArrayShallowSize(r.info, c.element_type, r.array_lengths[r.ArrayRank(v)]);
+}
+
+Status SetSizeOverrides(HeapGraph::Rep& r, std::vector<std::pair<uint32_t, uint64_t>> sizes) {
+  std::stable_sort(sizes.begin(), sizes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  r.size_override_objects.clear();
+  r.size_override_bytes.clear();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i + 1 < sizes.size() && sizes[i + 1].first == sizes[i].first) continue;  // last one wins
+    if (sizes[i].first >= r.ids.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("shallow size for object %u, out of range", sizes[i].first));
+    }
+    if (ModelShallowSize(r, sizes[i].first) == sizes[i].second) continue;
+    r.size_override_objects.push_back(sizes[i].first);
+    r.size_override_bytes.push_back(sizes[i].second);
+  }
+  return absl::OkStatus();
+}
+
+uint64_t HeapGraph::shallow_size(ObjectIndex v) const {
+  const Rep& r = *rep_;
+  if (!r.size_override_objects.empty()) [[unlikely]] {
+    auto it = std::lower_bound(r.size_override_objects.begin(), r.size_override_objects.end(),
+                               v.value);
+    if (it != r.size_override_objects.end() && *it == v.value) {
+      return r.size_override_bytes[it - r.size_override_objects.begin()];
+    }
+  }
+  return ModelShallowSize(r, v.value);
 }
 
 uint64_t HeapGraph::object_id(ObjectIndex v) const { return rep_->ids.Id(v.value); }
@@ -505,7 +570,8 @@ uint64_t HeapGraph::MemoryUsage() const {
            bytes(r.array_rank) + bytes(r.array_lengths) + r.graph.offsets.MemoryUsage() +
            bytes(r.graph.targets) + r.graph.weak.size() / 8 + bytes(r.slot_bits) +
            bytes(r.slot_samples) + bytes(r.roots) + bytes(r.root_objects) + bytes(r.heap_runs) +
-           bytes(r.classes_by_name);
+           bytes(r.classes_by_name) + bytes(r.size_override_objects) +
+           bytes(r.size_override_bytes);
   for (const ClassInfo& c : r.classes) {
     total += sizeof(ClassInfo) + c.name.capacity();
     for (const FieldInfo& f : c.instance_fields) total += sizeof(FieldInfo) + f.name.capacity();
@@ -576,6 +642,7 @@ struct HeapGraphBuilder::Pending {
     int32_t frame;
   };
   std::vector<Root> roots;
+  std::vector<std::pair<uint64_t, uint64_t>> sizes;  // SetShallowSize: (id, bytes)
   std::string error;
 };
 
@@ -588,6 +655,7 @@ HeapGraphBuilder::HeapGraphBuilder(DumpInfo info, HeapGraphOptions options)
     pending_->info.size_model = SizeModel::kHotSpot;
 }
 HeapGraphBuilder::~HeapGraphBuilder() = default;
+DumpInfo& HeapGraphBuilder::info() { return pending_->info; }
 
 ClassId HeapGraphBuilder::AddClass(ClassInfo info, uint64_t class_object_id,
                                    uint64_t class_loader_id) {
@@ -623,6 +691,10 @@ void HeapGraphBuilder::SetStaticReferences(ClassId cls, std::vector<uint64_t> va
     return;
   }
   pending_->classes[cls.value].statics = std::move(values);
+}
+
+void HeapGraphBuilder::SetShallowSize(uint64_t id, uint64_t bytes) {
+  pending_->sizes.push_back({id, bytes});
 }
 
 void HeapGraphBuilder::AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial,
@@ -780,6 +852,14 @@ StatusOr<HeapGraph> HeapGraphBuilder::Build() && {
     r.graph.offsets[v + 1] = static_cast<uint32_t>(r.graph.targets.size());
   }
   if (any_weak) r.graph.weak = std::move(weak);
+  {
+    std::vector<std::pair<uint32_t, uint64_t>> sizes;
+    for (const auto& [id, bytes] : p.sizes) {
+      const ObjectIndex v = find(id);
+      if (v.valid()) sizes.push_back({v.value, bytes});
+    }
+    HW_RETURN_IF_ERROR(SetSizeOverrides(r, std::move(sizes)));
+  }
   for (const auto& root : p.roots) {
     ObjectIndex o = find(root.id);
     if (!o.valid()) {

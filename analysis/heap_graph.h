@@ -108,10 +108,14 @@ enum class GcRootKind : uint8_t {
   kVmInternal = 13,        // 0x8D Android ROOT VM INTERNAL
   kJniMonitor = 14,        // 0x8E Android ROOT JNI MONITOR
   kUnreachable = 15,       // 0x90 Android UNREACHABLE
+  // Not GC roots of the dump but inferred for dumps without root records (IBM PHD and text dumps;
+  // analysis/root_inference.h, seed 000's HeapRoots terms):
+  kPureRoot = 16,        // an object no other object references
+  kArtificialRoot = 17,  // the lowest-indexed object of a cycle no other root reaches
 };
-inline constexpr int kGcRootKindCount = 16;
+inline constexpr int kGcRootKindCount = 18;
 // Upper-case HPROF-style names: "UNKNOWN", "JNI_GLOBAL", "JAVA_FRAME", "STICKY_CLASS",
-// "THREAD_OBJECT", "INTERNED_STRING", "VM_INTERNAL", ...
+// "THREAD_OBJECT", "INTERNED_STRING", "VM_INTERNAL", ..., "PURE_ROOT", "ARTIFICIAL_ROOT".
 std::string_view GcRootKindName(GcRootKind kind);
 
 // One GC root record of the dump.
@@ -140,8 +144,11 @@ enum class SizeModel : uint8_t {
   kAndroid = 2,   // perflib/HAHA: instance size from the CLASS DUMP, arrays = length x element size
   kNetBeans = 3,  // NetBeans profiler heap library: instance data + 2 ids; arrays 2 ids + 8 +
                   // length x element size; no alignment
+  kIbm = 4,       // IBM dumps (PHD, text): instance sizes from the dump's class records, arrays
+                  // from a header and element size like kHotSpot's formula (ObjectLayout), sizes
+                  // the dump records for single objects kept as they are (docs/dump-formats.md)
 };
-std::string_view SizeModelName(SizeModel model);  // "auto", "hotspot", "android", "netbeans"
+std::string_view SizeModelName(SizeModel model);  // "auto", "hotspot", "android", "netbeans", "ibm"
 
 // The object layout a HotSpot size model uses; all sizes in bytes.
 struct ObjectLayout {
@@ -188,6 +195,9 @@ struct DumpInfo {
       0;  // non-null references to ids with no object in the dump (dropped)
   uint64_t duplicate_objects = 0;     // objects whose id was already used (later records dropped)
   uint64_t unresolved_roots = 0;      // root records whose object is not in the dump (dropped)
+  // The dump has no GC root records (or they leave objects unreached) and roots of kind kPureRoot
+  // and kArtificialRoot were inferred (analysis/root_inference.h); `warnings` says how many.
+  bool roots_inferred = false;
   std::vector<std::string> warnings;  // at most a few dozen human-readable lines
 };
 
@@ -271,7 +281,9 @@ class HeapGraph {
   ClassId class_of(ObjectIndex v) const;
   // For a class object: the class it is the class object of; kNoClass for every other object.
   ClassId DescribedClass(ObjectIndex v) const;
-  // Shallow size in bytes under info().size_model.
+  // Shallow size in bytes under info().size_model, or the size the dump records for the object
+  // when the model does not reproduce it (IBM dumps; HeapGraphBuilder::SetShallowSize,
+  // BulkHeapGraphBuilder::SetObjectShallowSize). O(1), or O(log k) for a graph with k such sizes.
   uint64_t shallow_size(ObjectIndex v) const;
   // Raw HPROF id of the object (the object's address in HotSpot and Android dumps).
   uint64_t object_id(ObjectIndex v) const;
@@ -337,6 +349,13 @@ class HeapGraph {
   // producer).
   static StatusOr<HeapGraph> FromRep(std::unique_ptr<Rep> rep);
 
+  // Returns `graph` with `roots` appended to its GC root records (root_objects() is rebuilt).
+  // info().roots_inferred becomes true when a root of kind kPureRoot or kArtificialRoot is added;
+  // `note`, when not empty, is appended to info().warnings. O(n + roots). Used by root inference
+  // (analysis/root_inference.h). Errors: InvalidArgument when a root's object is out of range.
+  static StatusOr<HeapGraph> AddRoots(HeapGraph graph, std::span<const GcRoot> roots,
+                                      std::string note = {});
+
  private:
   explicit HeapGraph(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;
@@ -379,6 +398,10 @@ class HeapGraphBuilder {
   explicit HeapGraphBuilder(DumpInfo info, HeapGraphOptions options = {});
   ~HeapGraphBuilder();
 
+  // The dump's facts as given to the constructor (instance_class_edges taken from the options); a
+  // reader may complete them (warnings, counts) before Build().
+  DumpInfo& info();
+
   // Adds a class. `info.super_class` must be a class added before (or kNoClass);
   // `info.class_object` and `info.class_loader` are ignored: pass raw ids instead (0 = none). A
   // class object with id `class_object_id` is created unless it is 0.
@@ -393,6 +416,10 @@ class HeapGraphBuilder {
   // field).
   void SetStaticReferences(ClassId cls, std::vector<uint64_t> values);
   void AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial = 0, int32_t frame = -1);
+  // The shallow size of object `id` in bytes when the dump gives it and the size model would
+  // compute another (IBM dumps record array and object sizes). The last call for an id wins; an id
+  // with no object is ignored.
+  void SetShallowSize(uint64_t id, uint64_t bytes);
 
   // Errors: InvalidArgument for an unknown class, a reference count that does not match the class
   // layout, an object added twice with the same id.

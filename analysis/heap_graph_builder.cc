@@ -51,6 +51,8 @@ struct BulkHeapGraphBuilder::State {
   std::vector<ClassShape> shapes;     // parallel to rep->classes, from FinishClasses() on
   bool ce = false;                    // instance_class_edges
   Status sticky;                      // an error of AddLateClass, returned by the next call
+  // Stage 4: sizes the dump records for single objects (SetObjectShallowSize), (index, bytes).
+  std::vector<std::pair<uint32_t, uint64_t>> object_sizes;
 
   // Stage 3.
   ObjectOrder order = ObjectOrder::kIndexOrder;
@@ -789,6 +791,13 @@ void BulkHeapGraphBuilder::SetShallowSizes(ClassId c, uint32_t instance_size,
   info.class_object_size = class_object_size;
 }
 
+void BulkHeapGraphBuilder::SetObjectShallowSize(ObjectIndex v, uint64_t bytes) {
+  State& s = *s_;
+  HW_CHECK(s.stage == State::Stage::kFinishing);
+  HW_CHECK(v.value < s.rep->ids.size());
+  s.object_sizes.push_back({v.value, bytes});
+}
+
 void BulkHeapGraphBuilder::AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial,
                                    int32_t frame) {
   State& s = *s_;
@@ -824,6 +833,7 @@ StatusOr<HeapGraph> BulkHeapGraphBuilder::Build() && {
     }
     std::vector<uint8_t>().swap(s.heap_of);
   }
+  HW_RETURN_IF_ERROR(SetSizeOverrides(r, std::move(s.object_sizes)));
   r.Finish();
   return HeapGraph::FromRep(std::move(s.rep));
 }

@@ -238,6 +238,11 @@ class BulkHeapGraphBuilder {
   // info().size_model and info().layout through ArrayShallowSize) and of its class object.
   // REQUIRES: after FinishObjects(), c < classes().size().
   void SetShallowSizes(ClassId c, uint32_t instance_size, uint32_t class_object_size);
+  // The shallow size in bytes of object `v` when the dump records it and the size model would
+  // compute another (IBM dumps). Kept only where it differs from the model's size (after every
+  // SetShallowSizes() call); the last call for an object wins. O(1) here, O(k log k) in Build() for
+  // k calls, 12 bytes per size kept. REQUIRES: after FinishObjects(), v < object_count().
+  void SetObjectShallowSize(ObjectIndex v, uint64_t bytes);
   // A GC root record. A root whose object is not in the index is counted in
   // info().unresolved_roots and dropped. REQUIRES: after FinishObjects().
   void AddRoot(uint64_t id, GcRootKind kind, uint32_t thread_serial = 0, int32_t frame = -1);

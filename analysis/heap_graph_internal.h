@@ -113,6 +113,11 @@ struct HeapGraph::Rep {
   std::vector<GcRoot> roots;
   std::vector<ObjectIndex> root_objects;  // filled by Finish()
 
+  // Shallow sizes the dump records for objects whose size the size model does not reproduce (IBM
+  // dumps): size_override_objects ascending (ObjectIndex values), size_override_bytes parallel.
+  std::vector<uint32_t> size_override_objects;
+  std::vector<uint64_t> size_override_bytes;
+
   // Helpers usable while building (they need ids, class_words, array_bits and, for arrays,
   // array_rank).
   bool IsArray(uint32_t v) const { return (array_bits[v >> 6] >> (v & 63)) & 1; }
@@ -127,6 +132,14 @@ struct HeapGraph::Rep {
   void BuildSlotSamples();
   void Finish();
 };
+
+// Shallow size of object v under the size model, without looking at recorded sizes. REQUIRES:
+// class_words, array_bits, array_rank and array_lengths built.
+uint64_t ModelShallowSize(const HeapGraph::Rep& rep, uint32_t v);
+// Sets rep.size_override_* from (object, bytes) pairs in any order (the last pair of an object wins),
+// keeping only sizes the model does not reproduce. Errors: InvalidArgument for an object out of
+// range.
+Status SetSizeOverrides(HeapGraph::Rep& rep, std::vector<std::pair<uint32_t, uint64_t>> sizes);
 
 // Computes the slot tables of every class from the class table (instance fields along the super
 // chain, statics, the referent slot of Reference subclasses). `constant_pool_refs[c]` lists

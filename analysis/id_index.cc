@@ -62,7 +62,8 @@ void IdIndex::Pack() {
   // Directory over blocks: about one block per bucket.
   dir_shift_ = 0;
   const uint64_t max_buckets = std::max<uint64_t>(1, blocks);
-  while ((max_key_ >> dir_shift_) + 1 > max_buckets) ++dir_shift_;
+  // (key >> shift) + 1 > max_buckets, without the overflow of a key near 2^64; at most 63.
+  while (dir_shift_ < 63 && (max_key_ >> dir_shift_) >= max_buckets) ++dir_shift_;
   const uint64_t buckets = (max_key_ >> dir_shift_) + 1;
   std::vector<uint32_t>(buckets + 1, 0).swap(dir_);
   size_t j = 0;
@@ -233,7 +234,8 @@ void IdIndex::BuildDirectory() {
   const size_t n = size();
   dir_shift_ = 0;
   uint64_t max_buckets = std::max<uint64_t>(1, n / 4);
-  while ((max_key_ >> dir_shift_) + 1 > max_buckets) ++dir_shift_;
+  // (key >> shift) + 1 > max_buckets, without the overflow of a key near 2^64; at most 63.
+  while (dir_shift_ < 63 && (max_key_ >> dir_shift_) >= max_buckets) ++dir_shift_;
   uint64_t buckets = (max_key_ >> dir_shift_) + 1;
   dir_.assign(buckets + 1, 0);
   size_t j = 0;

@@ -211,6 +211,10 @@ ReportTotals ComputeReportTotals(const HeapGraph& graph, const DominatorTree& tr
   totals.objects = graph.object_count();
   totals.classes = graph.class_count();
   totals.gc_roots = graph.root_objects().size();
+  for (const GcRoot& root : graph.gc_roots()) {
+    totals.inferred_roots +=
+        root.kind == GcRootKind::kPureRoot || root.kind == GcRootKind::kArtificialRoot;
+  }
   for (uint32_t i = 0; i < graph.object_count(); ++i) {
     const ObjectIndex v(i);
     const uint64_t size = graph.shallow_size(v);

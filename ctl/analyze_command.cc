@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_format.h"
 #include "analysis/aggregations.h"
+#include "collectors/dumps/heap_dump_reader.h"
 #include "ctl/dump_report_json.h"
+#include "ctl/from_roots.h"
 #include "ctl/report_render.h"
 #include "pipeline/analyze_dump.h"
 #include "proto/report_proto.h"
@@ -31,6 +33,9 @@ struct AnalyzeArgs {
   double ratio = 0.7;
   std::string by = "retained";  // what the biggest objects and classes are ranked by
   bool all_references = false;  // dynamic sizes follow weak referents and class edges too
+  // --from-roots: HeapRoots' dump from roots instead of the report (ctl/from_roots.h).
+  bool from_roots = false;
+  FromRootsOptions roots;
 };
 
 // Prints "heapwatchctl analyze: <stage> NN% (T s)" lines to `err`, but only once the command has
@@ -138,6 +143,16 @@ int Run(const AnalyzeArgs& args, const GlobalOptions& global, std::ostream& out,
         std::ostream& err) {
   pipeline::AnalyzeDumpOptions options;
   if (!MakeOptions(args, err, &options)) return kExitUsage;
+  if (args.from_roots) {
+    if (global.json) {
+      err << "heapwatchctl analyze: --from-roots prints text only (no --json)\n";
+      return kExitUsage;
+    }
+    dumps::ReadOptions read;
+    read.dump_ordinal = options.dump_ordinal;
+    read.size_model = options.size_model;
+    return RunFromRoots(args.file, read, args.roots, out, err);
+  }
   return RunReport(args, std::move(options), global, out, err);
 }
 
@@ -171,6 +186,15 @@ Subcommand AddAnalyzeCommand(CLI::App& app) {
   cmd->add_flag("--all-references", args->all_references,
                 "Dynamic sizes follow every reference (weak/soft referents, an object's class), "
                 "as the dynaTrace thesis did; default: strong references only");
+  cmd->add_flag("--from-roots", args->from_roots,
+                "HeapRoots' dump from roots: the tree below each root (GC roots; inferred roots for "
+                "dumps without them and for garbage) with total size, descendants and max depth");
+  cmd->add_option("--depth", args->roots.depth,
+                  "With --from-roots: levels printed below each root (-1 = all)")
+      ->capture_default_str();
+  cmd->add_option("--min-size", args->roots.min_size,
+                  "With --from-roots: summarise subtrees smaller than this many bytes")
+      ->capture_default_str();
   Subcommand sub;
   sub.app = cmd;
   sub.run = [args](const GlobalOptions& global, std::ostream& out, std::ostream& err) {

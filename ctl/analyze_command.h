@@ -30,6 +30,11 @@
 // retained; dynamic lists --top rows per list); --all-references: dynamic sizes follow soft/weak
 // referents and every object's reference to its class too (the thesis's variant).
 //
+// --from-roots prints HeapRoots' "dump from roots" instead (ctl/from_roots.h): the tree below each
+// root with total size, descendants and maximum depth, for any format dumps::ReadHeapDump reads
+// (HPROF, IBM PHD, IBM text); --depth N levels below each root (default 3, -1 = all), --min-size
+// BYTES summarises smaller subtrees (default 0). Text only (--json is a usage error).
+//
 // Exit codes (ctl/command.h): 0 ok; 1 the file cannot be read or analysed (missing, not a heap
 // dump, unsupported format, corrupt: the message says which and where), or --class names no class
 // of the dump; 2 usage error (including an invalid --exclude regular expression, --ratio or --by).

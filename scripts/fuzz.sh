@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Fuzzes the dump readers (collectors/dumps: HPROF) with libFuzzer for a bounded time.
-#   scripts/fuzz.sh [SECONDS=60] [WORK_DIR=build-fuzz/work]
+# Fuzzes a dump reader (collectors/dumps) with libFuzzer for a bounded time.
+#   scripts/fuzz.sh [SECONDS=60] [WORK_DIR=build-fuzz/work] [READER=hprof]
+# READER: hprof (seeds: prefixes of the corpora's HPROF files and of a gzip-compressed one), phd (IBM
+# Portable Heap Dumps; seeds: the corpora's .phd files, whole or as prefixes) or text (IBM text heap
+# dumps; seeds: the hand-written files of tests/collectors/dumps/data/ibm_text).
 # Builds collectors/dumps/fuzz (clang, -fsanitize=fuzzer,address,undefined) into $HEAPWATCH_FUZZ_BUILD_DIR
 # (default build-fuzz), seeds a corpus with prefixes of the small HPROF files of the external corpora
 # (HEAPWATCH_CORPORA_DIR, default ../shared/corpora; generated in WORK_DIR, never copied into the repository)
@@ -13,15 +16,32 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 work=${2:-$root/build-fuzz/work}
+reader=${3:-hprof}
+case "$reader" in
+  hprof) fuzzer=hprof_fuzzer ;;
+  phd) fuzzer=phd_fuzzer ;;
+  text) fuzzer=text_dump_fuzzer ;;
+  *) echo "fuzz.sh: READER must be hprof, phd or text" >&2; exit 2 ;;
+esac
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 corpora=${HEAPWATCH_CORPORA_DIR:-$root/../shared/corpora}
 
 cmake -S "$root/collectors/dumps/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build "$build" --target hprof_fuzzer -j2
+cmake --build "$build" --target "$fuzzer" -j2
 
 mkdir -p "$work/seeds" "$work/corpus" "$work/artifacts"
-if [ -d "$corpora" ]; then
+if [ "$reader" = phd ] && [ -d "$corpora" ]; then
+  i=0
+  while IFS= read -r -d '' f; do
+    for n in 4096 65536 262144; do
+      head -c "$n" "$f" > "$work/seeds/phd-$i-$n"
+    done
+    i=$((i + 1))
+  done < <(find "$corpora" -type f -name '*.phd' -print0)
+elif [ "$reader" = text ]; then
+  cp "$root"/tests/collectors/dumps/data/ibm_text/*.txt "$work/seeds/"
+elif [ -d "$corpora" ]; then
   i=0
   while IFS= read -r -d '' f; do
     size=$(stat -c %s "$f")
@@ -42,12 +62,12 @@ while IFS= read -r -d '' f; do known+=("$f"); done < <(find "$work/artifacts" -m
   \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) -print0 | sort -z)
 if ((${#known[@]} > 0)); then
   echo "fuzz.sh: replaying ${#known[@]} earlier finding(s) from $work/artifacts"
-  if ! "$build/hprof_fuzzer" -timeout=30 -rss_limit_mb=2560 -artifact_prefix="$work/artifacts/replay-" \
+  if ! "$build/$fuzzer" -timeout=30 -rss_limit_mb=2560 -artifact_prefix="$work/artifacts/replay-" \
     "${known[@]}"; then
     echo "fuzz.sh: FAIL: an earlier fuzz finding in $work/artifacts still fails (see above)" >&2
     exit 1
   fi
 fi
 
-"$build/hprof_fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=30 -rss_limit_mb=2560 \
+"$build/$fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=30 -rss_limit_mb=2560 \
   -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds"

@@ -1,9 +1,12 @@
-// The format registry (dump_formats.h): HPROF today. Formats are told apart by their first bytes:
-// HPROF starts with "JAVA PROFILE ".
+// The format registry (dump_formats.h). Formats are told apart by their first bytes: HPROF starts
+// with "JAVA PROFILE ", a PHD with the u2-length string "portable heap dump", an IBM text heap dump
+// with "// Version: " or a record line "0x<address> [<size>]".
 #include "collectors/dumps/dump_formats.h"
 
 #include "collectors/dumps/hprof/hprof_format.h"
 #include "collectors/dumps/hprof/hprof_reader.h"
+#include "collectors/dumps/ibm_text/text_dump_reader.h"
+#include "collectors/dumps/phd/phd_reader.h"
 
 namespace heapwatch::dumps {
 namespace {
@@ -16,6 +19,8 @@ StatusOr<analysis::HeapGraph> ReadHprof(const std::string& path, const ReadOptio
 
 constexpr DumpFormatReader kReaders[] = {
     {DumpFormat::kHprof, "HPROF", &IsHprof, &ReadHprof},
+    {DumpFormat::kPhd, "PHD", &phd::LooksLikePhd, &phd::ReadPhdGraph},
+    {DumpFormat::kIbmText, "IBM text", &ibm_text::LooksLikeTextDump, &ibm_text::ReadTextDumpGraph},
 };
 
 }  // namespace

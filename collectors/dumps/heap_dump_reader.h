@@ -3,9 +3,11 @@
 // the file (after gzip inflation) and runs the reader of the format it finds.
 //
 // Formats: HPROF "JAVA PROFILE 1.0.1/1.0.2/1.0.3" (HotSpot, Android, NetBeans; hprof/hprof_reader.h
-// has the details), plain or gzip-compressed. Recognised and rejected with an error that names the
-// format: IBM Portable Heap Dumps (.phd), IBM javacore text, class histogram text (jmap -histo),
-// ELF cores, zip archives.
+// has the details), IBM Portable Heap Dumps versions 4-6 (phd/phd_reader.h) and IBM text ("classic")
+// heap dumps (ibm_text/text_dump_reader.h), plain or gzip-compressed. The IBM formats have no GC
+// root records: their roots are inferred (analysis/root_inference.h). Recognised and rejected with
+// an error that names the format: IBM javacore text, class histogram text (jmap -histo), ELF cores,
+// zip archives. docs/dump-formats.md describes the IBM formats.
 //
 // Thread-safety: the functions are reentrant; concurrent calls on different files are safe.
 #ifndef HEAPWATCH_COLLECTORS_DUMPS_HEAP_DUMP_READER_H_
@@ -45,8 +47,10 @@ struct ReadOptions {
 // The formats ReadHeapDump reads. DO NOT CHANGE the values (they may be logged and stored).
 enum class DumpFormat : uint8_t {
   kHprof = 0,
+  kPhd = 1,      // IBM Portable Heap Dump (phd/phd_reader.h)
+  kIbmText = 2,  // IBM text ("classic") heap dump (ibm_text/text_dump_reader.h)
 };
-// "HPROF".
+// "HPROF", "PHD", "IBM text".
 std::string_view DumpFormatName(DumpFormat format);
 
 // The format of the dump at `path` (first 4 KiB after inflation).

@@ -186,6 +186,17 @@ TEST(DominatorTreeTest, KeepUnreachableUsesGarbageSourcesThenCycles) {
   EXPECT_EQ(tree2.immediate_dominator(O(7)), O(6));
 }
 
+TEST(DominatorTreeTest, KeepUnreachableRootsOnlySourceCyclesOfGarbage) {
+  // Garbage cycle 1 <-> 2 has the lowest indices but is entered from the garbage cycle 3 <-> 4: only
+  // 3 becomes an artificial root, so 3 (the only way in) dominates 1 and 2.
+  const CsrGraph g = MakeGraph(5, {{1, 2}, {2, 1}, {3, 4}, {4, 3}, {3, 1}});
+  DominatorTree tree = Compute(g, Objects({0}), {.keep_unreachable = true});
+  EXPECT_THAT(tree.artificial_roots(), ElementsAre(O(3)));
+  EXPECT_EQ(tree.immediate_dominator(O(1)), O(3));
+  EXPECT_EQ(tree.immediate_dominator(O(2)), O(1));
+  EXPECT_EQ(tree.immediate_dominator(O(4)), O(3));
+}
+
 TEST(DominatorTreeTest, KeepUnreachableWithEverythingReachableChangesNothing) {
   const CsrGraph g = MakeGraph(3, {{0, 1}, {1, 2}});
   DominatorTree tree = Compute(g, Objects({0}), {.keep_unreachable = true});
