@@ -35,10 +35,9 @@ StatusOr<RootTrees> ComputeRootTrees(const HeapGraph& heap, const RootTreeOption
   std::vector<bool>().swap(has_kind);
   for (ObjectIndex r : t.roots) t.root_kinds.push_back(first_kind[r.value]);
   std::vector<GcRootKind>().swap(first_kind);
-  HW_ASSIGN_OR_RETURN(
-      InferredRoots inferred,
-      InferRoots(graph, heap.root_objects(),
-                 {.follow_weak_references = options.follow_weak_references}));
+  HW_ASSIGN_OR_RETURN(InferredRoots inferred,
+                      InferRoots(graph, heap.root_objects(),
+                                 {.follow_weak_references = options.follow_weak_references}));
   t.roots.insert(t.roots.end(), inferred.pure_roots.begin(), inferred.pure_roots.end());
   t.root_kinds.insert(t.root_kinds.end(), inferred.pure_roots.size(), GcRootKind::kPureRoot);
   t.roots.insert(t.roots.end(), inferred.artificial_roots.begin(), inferred.artificial_roots.end());
@@ -72,9 +71,9 @@ StatusOr<RootTrees> ComputeRootTrees(const HeapGraph& heap, const RootTreeOption
       if (!options.follow_weak_references && graph.is_weak(e)) continue;
       const ObjectIndex w = graph.targets[e];
       if (w.value >= n) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "root trees: reference %u of object %u targets object %u (%u objects)", e, f.v,
-            w.value, n));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("root trees: reference %u of object %u targets object %u (%u objects)",
+                            e, f.v, w.value, n));
       }
       if (reached[w.value]) continue;
       reached[w.value] = true;

@@ -5,8 +5,8 @@
 // Definitions (seed 000, "Algorithms" and the definitions before it):
 //   * roots, in traversal order: the dump's GC roots other than artificial roots, in ascending
 //     ObjectIndex order, then its artificial roots (GcRootKind::kArtificialRoot: IBM dumps, whose
-//     roots are all inferred, list pure roots first as HeapRoots does); then, for objects no GC root
-//     reaches (garbage in an HPROF dump), the roots root inference gives them
+//     roots are all inferred, list pure roots first as HeapRoots does); then, for objects no GC
+//     root reaches (garbage in an HPROF dump), the roots root inference gives them
 //     (analysis/root_inference.h: pure roots, then artificial roots), so that every object is in
 //     exactly one tree;
 //   * each root is the start of a depth-first search that follows references in the dump's order

@@ -47,13 +47,14 @@ std::string RenderRootTrees(const HeapGraph& g, const RootTrees& t,
   uint64_t total = 0;
   for (ObjectIndex r : t.roots) total += t.total_bytes[r.value];
   const size_t recorded = t.roots.size() - t.inferred_roots;
-  std::string roots_text = g.info().roots_inferred
-                          ? absl::StrFormat("%d roots inferred: the dump has no GC root records",
-                                            recorded)
-                          : absl::StrFormat("%d GC roots", recorded);
+  std::string roots_text =
+      g.info().roots_inferred
+          ? absl::StrFormat("%d roots inferred: the dump has no GC root records", recorded)
+          : absl::StrFormat("%d GC roots", recorded);
   if (t.inferred_roots > 0) {
-    absl::StrAppend(&roots_text, absl::StrFormat(", %d roots inferred for objects no GC root reaches",
-                                            t.inferred_roots));
+    absl::StrAppend(
+        &roots_text,
+        absl::StrFormat(", %d roots inferred for objects no GC root reaches", t.inferred_roots));
   }
   out << absl::StrFormat("Dump from roots (%s): %s; %d objects, %s\n", g.info().format, roots_text,
                          g.object_count(), HumanBytes(static_cast<double>(total)));
@@ -104,11 +105,11 @@ std::string RenderRootTrees(const HeapGraph& g, const RootTrees& t,
     stack.pop_back();
     const std::string indent(2 * item.level, ' ');
     if (!item.v.valid()) {
-      table.AddRow({HumanBytes(static_cast<double>(item.bytes)), "", "", "",
-                    absl::StrFormat("%s... %s (%s)", indent,
-                                    Count(item.count, item.level == 0 ? "smaller root"
-                                                                      : "smaller subtree"),
-                                    Count(item.objects, "object"))});
+      table.AddRow(
+          {HumanBytes(static_cast<double>(item.bytes)), "", "", "",
+           absl::StrFormat("%s... %s (%s)", indent,
+                           Count(item.count, item.level == 0 ? "smaller root" : "smaller subtree"),
+                           Count(item.objects, "object"))});
       continue;
     }
     const uint32_t v = item.v.value;

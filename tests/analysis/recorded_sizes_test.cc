@@ -34,14 +34,15 @@ ClassInfo Class(std::string name, ObjectKind kind, FieldType element, uint32_t s
 
 TEST(RecordedSizesTest, HeapGraphBuilderKeepsSizesTheModelDoesNotGive) {
   HeapGraphBuilder b(Info());
-  const ClassId node = b.AddClass(Class("Node", ObjectKind::kInstance, FieldType::kObject, 24), 0x1000);
+  const ClassId node =
+      b.AddClass(Class("Node", ObjectKind::kInstance, FieldType::kObject, 24), 0x1000);
   const ClassId chars =
       b.AddClass(Class("char[]", ObjectKind::kPrimitiveArray, FieldType::kChar, 0), 0);
   b.AddInstance(0x10, node, {0x20});
   b.AddInstance(0x18, node, {});
   b.AddPrimitiveArray(0x20, chars, 3);
-  b.SetShallowSize(0x10, 24);   // the model's size: not kept
-  b.SetShallowSize(0x18, 32);   // a hashed-and-moved instance: kept
+  b.SetShallowSize(0x10, 24);  // the model's size: not kept
+  b.SetShallowSize(0x18, 32);  // a hashed-and-moved instance: kept
   b.SetShallowSize(0x20, 100);
   b.SetShallowSize(0x20, 104);  // the last one wins
   b.SetShallowSize(0x777, 8);   // no such object: ignored

@@ -45,8 +45,19 @@ TEST(RootInferenceTest, HeapRootsExample) {
   // Seed 000's figure: A is the only pure root and reaches B..J; K and L form a cycle that reaches
   // B but that nothing outside it reaches, so K (the lower id) becomes an artificial root.
   enum { A, B, C, D, E, F, G, H, I, J, K, L, kN };
-  const CsrGraph g = MakeGraph(kN, {{A, B}, {B, C}, {C, D}, {D, E}, {E, F}, {F, G}, {E, H},
-                                    {F, C}, {B, I}, {I, J}, {K, L}, {L, K}, {L, B}});
+  const CsrGraph g = MakeGraph(kN, {{A, B},
+                                    {B, C},
+                                    {C, D},
+                                    {D, E},
+                                    {E, F},
+                                    {F, G},
+                                    {E, H},
+                                    {F, C},
+                                    {B, I},
+                                    {I, J},
+                                    {K, L},
+                                    {L, K},
+                                    {L, B}});
   const InferredRoots r = Infer(g);
   EXPECT_THAT(r.pure_roots, ElementsAre(O(A)));
   EXPECT_THAT(r.artificial_roots, ElementsAre(O(K)));
@@ -77,8 +88,7 @@ TEST(RootInferenceTest, WeakReferencesAreFollowedByDefault) {
   // 0 -weak-> 1: 1 is a pure root only when weak references are not followed.
   const CsrGraph g = MakeGraph(2, {{0, 1, true}});
   EXPECT_THAT(Infer(g).pure_roots, ElementsAre(O(0)));
-  EXPECT_THAT(Infer(g, {}, {.follow_weak_references = false}).pure_roots,
-              ElementsAre(O(0), O(1)));
+  EXPECT_THAT(Infer(g, {}, {.follow_weak_references = false}).pure_roots, ElementsAre(O(0), O(1)));
 }
 
 TEST(RootInferenceTest, MillionObjectChainsAndCyclesDoNotRecurse) {

@@ -56,15 +56,38 @@ TEST(RootTreesTest, HeapRootsExample) {
   // reaches B, so K becomes an artificial root whose tree is K -> L.
   enum { A, B, C, D, E, F, G, H, I, J, K, L, kN };
   const HeapGraph g = MakeHeap(kN,
-                               {{A, B}, {B, C}, {C, D}, {D, E}, {E, F}, {F, G}, {F, C}, {E, H},
-                                {B, I}, {I, J}, {K, L}, {L, B}, {L, K}},
+                               {{A, B},
+                                {B, C},
+                                {C, D},
+                                {D, E},
+                                {E, F},
+                                {F, G},
+                                {F, C},
+                                {E, H},
+                                {B, I},
+                                {I, J},
+                                {K, L},
+                                {L, B},
+                                {L, K}},
                                std::vector<uint64_t>(kN, 1), {});
   auto inferred = AddInferredRoots(MakeHeap(kN,
-                                            {{A, B}, {B, C}, {C, D}, {D, E}, {E, F}, {F, G}, {F, C},
-                                             {E, H}, {B, I}, {I, J}, {K, L}, {L, B}, {L, K}},
+                                            {{A, B},
+                                             {B, C},
+                                             {C, D},
+                                             {D, E},
+                                             {E, F},
+                                             {F, G},
+                                             {F, C},
+                                             {E, H},
+                                             {B, I},
+                                             {I, J},
+                                             {K, L},
+                                             {L, B},
+                                             {L, K}},
                                             std::vector<uint64_t>(kN, 1), {}));
   ASSERT_TRUE(inferred.ok());
-  for (const HeapGraph* heap : {&g, static_cast<const HeapGraph*>(&*inferred)}) {  // inferred here or by a reader
+  for (const HeapGraph* heap :
+       {&g, static_cast<const HeapGraph*>(&*inferred)}) {  // inferred here or by a reader
     const RootTrees t = Trees(*heap);
     EXPECT_THAT(t.roots, ElementsAre(O(A), O(K)));
     EXPECT_THAT(t.root_kinds, ElementsAre(GcRootKind::kPureRoot, GcRootKind::kArtificialRoot));
@@ -91,9 +114,9 @@ TEST(RootTreesTest, GcRootsFirstThenInferredRootsForGarbage) {
   const RootTrees t = Trees(g);
   // The GC roots in ascending order: 0 takes 1, so 3's tree is 3 alone; then the garbage's roots.
   EXPECT_THAT(t.roots, ElementsAre(O(0), O(3), O(2), O(4), O(6)));
-  EXPECT_THAT(t.root_kinds, ElementsAre(GcRootKind::kJavaFrame, GcRootKind::kJavaFrame,
-                                        GcRootKind::kPureRoot, GcRootKind::kPureRoot,
-                                        GcRootKind::kArtificialRoot));
+  EXPECT_THAT(t.root_kinds,
+              ElementsAre(GcRootKind::kJavaFrame, GcRootKind::kJavaFrame, GcRootKind::kPureRoot,
+                          GcRootKind::kPureRoot, GcRootKind::kArtificialRoot));
   EXPECT_EQ(t.inferred_roots, 3u);
   EXPECT_EQ(t.total_bytes[0], 30u);
   EXPECT_EQ(t.total_bytes[3], 40u);

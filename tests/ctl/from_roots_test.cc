@@ -1,6 +1,6 @@
 // `heapwatchctl analyze --from-roots` (ctl/from_roots.h): the rendering of seed 000's example graph
-// line by line, --depth and --min-size, and the command on an IBM text dump, a PHD of the corpora and
-// an HPROF dump.
+// line by line, --depth and --min-size, and the command on an IBM text dump, a PHD of the corpora
+// and an HPROF dump.
 #include "ctl/from_roots.h"
 
 #include <sstream>
@@ -79,18 +79,18 @@ TEST(FromRootsTest, RendersEveryLevelLargestFirst) {
           "Each row: the total size of the object's tree, its descendants, its maximum depth, its "
           "shallow size. Largest first; all levels below each root.",
           "", "total descendants max depth shallow object",
-          "128 B 9 6 8 B N@0x10 [PURE_ROOT]",        // A: 10 x 8 + 24 + 40 - K - L
-          "120 B 8 5 24 B N@0x20",                   // B
-          "48 B 5 4 8 B N@0x30",                     // C (ties with I: search order)
-          "40 B 4 3 8 B N@0x40",                     // D
-          "32 B 3 2 8 B N@0x50",                     // E
-          "16 B 1 1 8 B N@0x60",                     // F
-          "8 B 0 0 8 B N@0x70",                      // G
-          "8 B 0 0 8 B N@0x80",                      // H
-          "48 B 1 1 8 B N@0x90",                     // I
-          "40 B 0 0 40 B N@0xa0",                    // J
-          "16 B 1 1 8 B N@0xb0 [ARTIFICIAL_ROOT]",   // K
-          "8 B 0 0 8 B N@0xc0",                      // L
+          "128 B 9 6 8 B N@0x10 [PURE_ROOT]",       // A: 10 x 8 + 24 + 40 - K - L
+          "120 B 8 5 24 B N@0x20",                  // B
+          "48 B 5 4 8 B N@0x30",                    // C (ties with I: search order)
+          "40 B 4 3 8 B N@0x40",                    // D
+          "32 B 3 2 8 B N@0x50",                    // E
+          "16 B 1 1 8 B N@0x60",                    // F
+          "8 B 0 0 8 B N@0x70",                     // G
+          "8 B 0 0 8 B N@0x80",                     // H
+          "48 B 1 1 8 B N@0x90",                    // I
+          "40 B 0 0 40 B N@0xa0",                   // J
+          "16 B 1 1 8 B N@0xb0 [ARTIFICIAL_ROOT]",  // K
+          "8 B 0 0 8 B N@0xc0",                     // L
           ""));
 }
 
@@ -122,8 +122,8 @@ Result Ctl(std::vector<std::string> args) {
 }
 
 TEST(FromRootsTest, AnalyzeFromRootsReadsEveryFormat) {
-  Result text = Ctl({"analyze", std::string(HEAPWATCH_IBM_TEXT_DATA) + "/heaproots.txt",
-                     "--from-roots"});
+  Result text =
+      Ctl({"analyze", std::string(HEAPWATCH_IBM_TEXT_DATA) + "/heaproots.txt", "--from-roots"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("Dump from roots (IBM text heap dump): 1 roots inferred"));
   EXPECT_THAT(text.out, HasSubstr("Pair@0x1018f078 [ARTIFICIAL_ROOT]"));
@@ -143,10 +143,10 @@ TEST(FromRootsTest, AnalyzeFromRootsReadsEveryFormat) {
                  "--depth", "-2"})
                 .code,
             2);
-  EXPECT_EQ(Ctl({"analyze", "--json", corpora + "/eclipse-mat/sun_jdk6_32bit.hprof",
-                 "--from-roots"})
-                .code,
-            2);
+  EXPECT_EQ(
+      Ctl({"analyze", "--json", corpora + "/eclipse-mat/sun_jdk6_32bit.hprof", "--from-roots"})
+          .code,
+      2);
   Result missing = Ctl({"analyze", "/nonexistent.phd", "--from-roots"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent.phd"));

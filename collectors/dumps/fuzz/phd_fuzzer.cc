@@ -1,7 +1,8 @@
-// libFuzzer target over the IBM Portable Heap Dump reader (collectors/dumps/phd): any byte string is
-// read as a PHD; the reader must return OK or an error, never crash, hang or allocate without bound,
-// and a graph that comes out must satisfy ibm_fuzzers.h's checks. Built and run by scripts/fuzz.sh
-// (clang, -fsanitize=fuzzer,address,undefined), seeded with prefixes of the corpora's PHD files.
+// libFuzzer target over the IBM Portable Heap Dump reader (collectors/dumps/phd): any byte string
+// is read as a PHD; the reader must return OK or an error, never crash, hang or allocate without
+// bound, and a graph that comes out must satisfy ibm_fuzzers.h's checks. Built and run by
+// scripts/fuzz.sh (clang, -fsanitize=fuzzer,address,undefined), seeded with prefixes of the
+// corpora's PHD files.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -1,5 +1,5 @@
-// libFuzzer target over the IBM text heap dump reader (collectors/dumps/ibm_text): any byte string is
-// read as a text heap dump; the reader must return OK or an error, never crash, hang or allocate
+// libFuzzer target over the IBM text heap dump reader (collectors/dumps/ibm_text): any byte string
+// is read as a text heap dump; the reader must return OK or an error, never crash, hang or allocate
 // without bound, and a graph that comes out must satisfy ibm_fuzzers.h's checks. Built and run by
 // scripts/fuzz.sh, seeded with the hand-written files of tests/collectors/dumps/data/ibm_text.
 #include <cstddef>

@@ -166,9 +166,8 @@ Status CheckHprofSignature(std::string_view p) {
   }
   if (p.size() >= 20 && p[0] == 0 && p[1] == 18 && p.substr(2, 18) == "portable heap dump") {
     return absl::UnimplementedError(
-        "IBM Portable Heap Dump (PHD) format is not supported: heapwatch reads HPROF dumps only "
-        "(take one "
-        "with -Xdump:heap:opts=HPROF on OpenJ9, or jcmd GC.heap_dump on HotSpot)");
+        "IBM Portable Heap Dump (PHD) format is not HPROF: read it with dumps::ReadHeapDump "
+        "(collectors/dumps/phd), which heapwatchctl analyze --from-roots uses");
   }
   if (p.starts_with("\x7f"
                     "ELF")) {

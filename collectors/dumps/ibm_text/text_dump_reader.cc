@@ -139,8 +139,8 @@ struct Record {
   bool is_class = false;
   uint64_t address = 0;
   uint64_t size = 0;
-  std::string type;               // as written
-  std::vector<uint64_t> values;   // the listed references, 0 = null
+  std::string type;              // as written
+  std::vector<uint64_t> values;  // the listed references, 0 = null
 };
 
 struct ClassRecord {
@@ -180,9 +180,8 @@ class TextDumpReader {
           builder_->info().duplicate_objects));
     }
     analysis::ObjectLimits limits;
-    limits.max_reference_slots =
-        references_ + 4 * classes_.size() +
-        (options_.instance_class_edges ? builder_->object_count() : 0);
+    limits.max_reference_slots = references_ + 4 * classes_.size() +
+                                 (options_.instance_class_edges ? builder_->object_count() : 0);
     two_rounds_ = !ascending_ || builder_->info().duplicate_objects > 0;
     if (!two_rounds_) {
       limits.expected_object_references = references_;
@@ -235,8 +234,8 @@ class TextDumpReader {
     return absl::OkStatus();
   }
   Status Malformed(const Lexer& lex, std::string_view what) const {
-    return absl::DataLossError(absl::StrFormat("line %d (offset %d): %s", lex.line(),
-                                               lex.token_offset(), what));
+    return absl::DataLossError(
+        absl::StrFormat("line %d (offset %d): %s", lex.line(), lex.token_offset(), what));
   }
 
   // One pass over the lines; records go to OnRecord.
@@ -244,7 +243,7 @@ class TextDumpReader {
     Lexer lex(&in_);
     std::string tok, next;
     Record rec;
-    bool open = false;   // `rec` holds a record whose references may continue
+    bool open = false;  // `rec` holds a record whose references may continue
     bool first_line = true;
     auto flush = [&]() -> Status {
       if (!open) return absl::OkStatus();
@@ -394,8 +393,7 @@ class TextDumpReader {
 
   Status Check(Status s, const Record& r) const {
     if (s.ok()) return s;
-    return absl::Status(s.code(),
-                        absl::StrFormat("record of 0x%x: %s", r.address, s.message()));
+    return absl::Status(s.code(), absl::StrFormat("record of 0x%x: %s", r.address, s.message()));
   }
 
   // Pass 1: ids, class records (with their references), the first size of each type, counts.
@@ -447,7 +445,8 @@ class TextDumpReader {
     info.size_model = analysis::SizeModel::kIbm;
     info.layout.reference_size = info.id_size;
     info.size_model_notes = absl::StrCat(
-        "IBM text heap dump: every object's size as its record gives it (a class's instance size is "
+        "IBM text heap dump: every object's size as its record gives it (a class's instance size "
+        "is "
         "that of its first instance). JVM: ",
         has_version_ ? version_ : "unknown (no // Version: line)");
     builder_ = std::make_unique<BulkHeapGraphBuilder>(
@@ -524,9 +523,9 @@ class TextDumpReader {
     // 6): the non-null ones must agree either way.
     if (has_eof_ && eof_.size() >= 3 &&
         (eof_[1] < eof_[2] || eof_[1] - eof_[2] != references_ - nulls_)) {
-      builder_->Warn(absl::StrFormat(
-          "the // EOF line counts %d non-null references, the file lists %d",
-          eof_[1] >= eof_[2] ? eof_[1] - eof_[2] : 0, references_ - nulls_));
+      builder_->Warn(
+          absl::StrFormat("the // EOF line counts %d non-null references, the file lists %d",
+                          eof_[1] >= eof_[2] ? eof_[1] - eof_[2] : 0, references_ - nulls_));
     }
     if (breakdown_.size() >= 4 &&
         (breakdown_[0] != class_records_ || breakdown_[2] != object_arrays_ ||
@@ -617,8 +616,7 @@ StatusOr<HeapGraph> ReadTextDumpGraph(const std::string& path, const ReadOptions
   return WithPath(path, reader.Read());
 }
 
-StatusOr<HeapGraph> ReadTextDumpGraphFromBuffer(std::string_view data,
-                                                const ReadOptions& options) {
+StatusOr<HeapGraph> ReadTextDumpGraphFromBuffer(std::string_view data, const ReadOptions& options) {
   std::unique_ptr<ByteSource> source = OpenMemorySource(data);
   TextDumpReader reader(source.get(), options);
   return reader.Read();

@@ -37,16 +37,16 @@ StatusOr<PhdScanner> PhdScanner::Open(StreamReader* in) {
   auto need = [&](size_t n, std::string_view what) -> Status {
     HW_ASSIGN_OR_RETURN(bool ok, in->Ensure(n));
     if (ok) return absl::OkStatus();
-    return absl::DataLossError(absl::StrFormat(
-        "PHD header truncated: the file ends at offset %d inside the %s", in->offset() + in->available(),
-        what));
+    return absl::DataLossError(
+        absl::StrFormat("PHD header truncated: the file ends at offset %d inside the %s",
+                        in->offset() + in->available(), what));
   };
   HW_ASSIGN_OR_RETURN(bool any, in->Ensure(2));
   if (!any) return absl::InvalidArgumentError("empty or 1-byte file: not a Portable Heap Dump");
   const uint16_t len = in->U2();
   HW_ASSIGN_OR_RETURN(bool whole, in->Ensure(len));
-  if (!whole || std::string_view(reinterpret_cast<const char*>(in->data()), len) !=
-                    kPhdMagic.substr(2)) {
+  if (!whole ||
+      std::string_view(reinterpret_cast<const char*>(in->data()), len) != kPhdMagic.substr(2)) {
     return absl::InvalidArgumentError(
         "not a Portable Heap Dump: the file does not start with \"portable heap dump\"");
   }
@@ -94,8 +94,8 @@ StatusOr<PhdScanner> PhdScanner::Open(StreamReader* in) {
         break;
       }
       default:
-        return absl::DataLossError(
-            absl::StrFormat("PHD header corrupt: unknown header record tag %d at offset %d", tag, at));
+        return absl::DataLossError(absl::StrFormat(
+            "PHD header corrupt: unknown header record tag %d at offset %d", tag, at));
     }
   }
   HW_RETURN_IF_ERROR(need(1, "START_OF_DUMP tag"));
@@ -109,9 +109,8 @@ StatusOr<PhdScanner> PhdScanner::Open(StreamReader* in) {
 }
 
 Status PhdScanner::Truncated(std::string_view what) const {
-  return absl::DataLossError(absl::StrFormat(
-      "PHD truncated: the file ends at offset %d inside %s", in_->offset() + in_->available(),
-      what));
+  return absl::DataLossError(absl::StrFormat("PHD truncated: the file ends at offset %d inside %s",
+                                             in_->offset() + in_->available(), what));
 }
 
 StatusOr<int64_t> PhdScanner::ReadSigned(uint32_t bytes) {
@@ -167,9 +166,9 @@ Status PhdScanner::SkipHashCode(bool flag_set) {
 Status PhdScanner::ReadReferences(PhdRecord* record, int64_t count, uint32_t size_code,
                                   uint64_t class_addr) {
   if (count < 0) {
-    return absl::DataLossError(absl::StrFormat(
-        "PHD corrupt: record at offset %d has a negative reference count %d", record->offset,
-        count));
+    return absl::DataLossError(
+        absl::StrFormat("PHD corrupt: record at offset %d has a negative reference count %d",
+                        record->offset, count));
   }
   const uint32_t bytes = 1u << (size_code & 3);
   for (int64_t i = 0; i < count; ++i) {
@@ -208,8 +207,9 @@ StatusOr<bool> PhdScanner::Next(PhdRecord* r) {
   const uint8_t tag = in_->U1();
   auto check_length = [&](int64_t length, std::string_view what) -> Status {
     if (length < 0 || static_cast<uint64_t>(length) > std::numeric_limits<uint32_t>::max()) {
-      return absl::DataLossError(absl::StrFormat(
-          "PHD corrupt: %s at offset %d has length %d (not in 0..2^32-1)", what, r->offset, length));
+      return absl::DataLossError(
+          absl::StrFormat("PHD corrupt: %s at offset %d has length %d (not in 0..2^32-1)", what,
+                          r->offset, length));
     }
     return absl::OkStatus();
   };

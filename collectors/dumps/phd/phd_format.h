@@ -2,8 +2,8 @@
 // collectors/dumps (phd_reader.cc builds the graph from the records).
 //
 // Grammar, endianness and sources: docs/dump-formats.md ("Portable Heap Dump"). In short: a
-// big-endian stream; a header (u2-length "portable heap dump", i4 version 4..6, i4 flags: 1 = 64-bit,
-// 2 = every object carries a hash code, 4 = written by J9; then tagged header records up to
+// big-endian stream; a header (u2-length "portable heap dump", i4 version 4..6, i4 flags: 1 =
+// 64-bit, 2 = every object carries a hash code, 4 = written by J9; then tagged header records up to
 // END_OF_HEADER) and START_OF_DUMP, then object, array and class records until END_OF_DUMP.
 // Addresses are deltas from the previous record's address and references deltas from the record's
 // own address, both signed and counted in 4-byte (J9 and version 5 and later) or 8-byte (older)
@@ -54,13 +54,14 @@ uint32_t PhdPrimitiveSize(uint32_t type);                // bytes per element
 struct PhdRecord {
   enum class Kind : uint8_t { kObject, kObjectArray, kPrimitiveArray, kClass };
   Kind kind = Kind::kObject;
-  uint64_t offset = 0;         // stream offset of the record's tag (for messages)
-  uint64_t address = 0;        // the object's (or class object's) address
-  uint64_t class_address = 0;  // object: its class; object array: the class the record names
-                               // (the element class in J9 dumps); class and primitive array: 0
+  uint64_t offset = 0;          // stream offset of the record's tag (for messages)
+  uint64_t address = 0;         // the object's (or class object's) address
+  uint64_t class_address = 0;   // object: its class; object array: the class the record names
+                                // (the element class in J9 dumps); class and primitive array: 0
   uint32_t primitive_type = 0;  // primitive arrays: 0..7 (PhdPrimitiveDescriptor)
   uint64_t length = 0;          // arrays: element count
-  // Version 6 arrays: the size the VM reports (j9gc_get_object_total_footprint_in_bytes); -1 absent.
+  // Version 6 arrays: the size the VM reports (j9gc_get_object_total_footprint_in_bytes); -1
+  // absent.
   int64_t recorded_size = -1;
   // Classes.
   int32_t instance_size = 0;  // the class record's instance size in bytes (J9: header included)
@@ -90,9 +91,9 @@ class PhdScanner {
 
  private:
   explicit PhdScanner(StreamReader* in) : in_(in) {}
-  StatusOr<int64_t> ReadSigned(uint32_t bytes);      // 1, 2, 4, 8; sign-extended
-  StatusOr<uint64_t> ReadUnsigned(uint32_t bytes);   // 1, 2, 4, 8
-  StatusOr<uint64_t> ReadWord();                     // 4 or 8 bytes, unsigned
+  StatusOr<int64_t> ReadSigned(uint32_t bytes);     // 1, 2, 4, 8; sign-extended
+  StatusOr<uint64_t> ReadUnsigned(uint32_t bytes);  // 1, 2, 4, 8
+  StatusOr<uint64_t> ReadWord();                    // 4 or 8 bytes, unsigned
   StatusOr<uint64_t> RelativeAddress(uint32_t size_code);
   Status SkipHashCode(bool flag_set);
   Status ReadReferences(PhdRecord* record, int64_t count, uint32_t size_code, uint64_t class_addr);

@@ -39,8 +39,8 @@ constexpr uint64_t kMaxObjects = BulkHeapGraphBuilder::kMaxObjects;
 constexpr uint32_t kHeaderCandidates[] = {8, 12, 16, 20, 24, 32};
 // Object arrays list only their non-null elements, so their null slots come from the length
 // alone. The graph gives them slots while these stay within this many per byte of the file (plus
-// kFreeNullSlots): beyond, an array keeps only its listed elements (a warning says how many arrays),
-// so that a corrupt length cannot make the reader allocate or loop without bound.
+// kFreeNullSlots): beyond, an array keeps only its listed elements (a warning says how many
+// arrays), so that a corrupt length cannot make the reader allocate or loop without bound.
 constexpr uint64_t kNullSlotsPerFileByte = 64;
 constexpr uint64_t kFreeNullSlots = 16 << 20;
 
@@ -64,9 +64,9 @@ class PhdReader {
 
   StatusOr<HeapGraph> Read() {
     if (options_.dump_ordinal != -1 && options_.dump_ordinal != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "a Portable Heap Dump holds one heap dump: --dump %d does not exist",
-          options_.dump_ordinal));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("a Portable Heap Dump holds one heap dump: --dump %d does not exist",
+                          options_.dump_ordinal));
     }
     if (options_.size_model != analysis::SizeModel::kAuto &&
         options_.size_model != analysis::SizeModel::kIbm) {
@@ -84,8 +84,8 @@ class PhdReader {
           builder_->info().duplicate_objects));
     }
     analysis::ObjectLimits limits;
-    limits.max_reference_slots =
-        references_ + null_slot_budget_ + (options_.instance_class_edges ? builder_->object_count() : 0);
+    limits.max_reference_slots = references_ + null_slot_budget_ +
+                                 (options_.instance_class_edges ? builder_->object_count() : 0);
     if (ascending_ && builder_->info().duplicate_objects == 0) {
       limits.expected_object_references = references_;
       builder_->BeginObjects(ObjectOrder::kIndexOrder, limits);
@@ -321,7 +321,8 @@ class PhdReader {
       if (c.raw_name == "java/lang/Class") class_object_size_ = InstanceSize(c.instance_size);
     }
     for (size_t i = 0; i < nc; ++i) {
-      if (super[i] >= 0) builder_->mutable_class(classes_[i].id).super_class = classes_[super[i]].id;
+      if (super[i] >= 0)
+        builder_->mutable_class(classes_[i].id).super_class = classes_[super[i]].id;
     }
 
     // Synthetic classes: instances of a class without a record, array classes, primitive arrays.
@@ -331,8 +332,7 @@ class PhdReader {
         continue;
       }
       auto gap = min_gap_.find(a);
-      const uint32_t size =
-          gap == min_gap_.end() ? 0 : static_cast<uint32_t>(Align8(gap->second));
+      const uint32_t size = gap == min_gap_.end() ? 0 : static_cast<uint32_t>(Align8(gap->second));
       ClassInfo ci = NewClass(absl::StrFormat("unknown class 0x%x", a), ObjectKind::kInstance,
                               FieldType::kObject);
       unknown_sizes_.push_back({builder_->AddClass(std::move(ci)), size});
@@ -350,7 +350,8 @@ class PhdReader {
       }
     }
     absl::flat_hash_map<std::string, ClassId> synthetic_arrays;
-    for (auto& [a, cls] : array_classes_) cls = ArrayClassOf(a, array_type_is_array, synthetic_arrays);
+    for (auto& [a, cls] : array_classes_)
+      cls = ArrayClassOf(a, array_type_is_array, synthetic_arrays);
     for (uint32_t t = 0; t < 8; ++t) {
       if (!primitive_used_[t]) continue;
       const std::string_view descriptor = PhdPrimitiveDescriptor(t);
@@ -362,8 +363,8 @@ class PhdReader {
       }
       if (!primitive_classes_[t].valid()) {
         ClassName name = ParseClassName(descriptor);
-        primitive_classes_[t] =
-            builder_->AddClass(NewClass(name.source_name, ObjectKind::kPrimitiveArray, name.element));
+        primitive_classes_[t] = builder_->AddClass(
+            NewClass(name.source_name, ObjectKind::kPrimitiveArray, name.element));
       }
     }
     for (ClassRecord& c : classes_) std::vector<uint64_t>().swap(c.references);
@@ -411,7 +412,8 @@ class PhdReader {
                                  : absl::StrFormat("unknown class 0x%x[]", class_address);
     auto [cached, inserted] = synthetic.try_emplace(name, kNoClass);
     if (inserted) {
-      cached->second = builder_->AddClass(NewClass(name, ObjectKind::kObjectArray, FieldType::kObject));
+      cached->second =
+          builder_->AddClass(NewClass(name, ObjectKind::kObjectArray, FieldType::kObject));
     }
     return cached->second;
   }
@@ -423,7 +425,8 @@ class PhdReader {
 
   Status Check(Status s, const PhdRecord& r) {
     if (s.ok()) return s;
-    return absl::Status(s.code(), absl::StrFormat("record at offset %d: %s", r.offset, s.message()));
+    return absl::Status(s.code(),
+                        absl::StrFormat("record at offset %d: %s", r.offset, s.message()));
   }
 
   // An object pass: round 1 or 2 of kTwoRounds, or (round 2) the single pass of kIndexOrder.
@@ -459,7 +462,8 @@ class PhdReader {
         }
         case PhdRecord::Kind::kObjectArray: {
           // The null elements are not listed: pad to the length while the budget allows.
-          const uint64_t nulls = r.length > r.references.size() ? r.length - r.references.size() : 0;
+          const uint64_t nulls =
+              r.length > r.references.size() ? r.length - r.references.size() : 0;
           uint64_t length = r.references.size();
           if (null_slots + nulls <= null_slot_budget_) {
             null_slots += nulls;
@@ -467,10 +471,10 @@ class PhdReader {
           } else {
             ++short_arrays;
           }
-          HW_RETURN_IF_ERROR(Check(builder_->BeginObjectArray(
-                                       r.address, array_classes_.at(r.class_address),
-                                       static_cast<uint32_t>(length)),
-                                   r));
+          HW_RETURN_IF_ERROR(
+              Check(builder_->BeginObjectArray(r.address, array_classes_.at(r.class_address),
+                                               static_cast<uint32_t>(length)),
+                    r));
           HW_RETURN_IF_ERROR(Check(builder_->AddArrayElements(r.references), r));
           for (uint64_t left = length - r.references.size(); left > 0;) {
             const uint64_t step = std::min<uint64_t>(left, 4096);
@@ -481,15 +485,16 @@ class PhdReader {
           HW_RETURN_IF_ERROR(Check(builder_->EndObjectArray(), r));
           if (round == 2 && r.recorded_size < 0 && length != r.length) {
             // Version 4/5 sizes come from the length: give the true one.
-            sizes_.push_back({r.address, Align8(2ull * pointer_size_ + 8 + r.length * pointer_size_)});
+            sizes_.push_back(
+                {r.address, Align8(2ull * pointer_size_ + 8 + r.length * pointer_size_)});
           }
           break;
         }
         case PhdRecord::Kind::kPrimitiveArray:
-          HW_RETURN_IF_ERROR(Check(builder_->AddPrimitiveArray(
-                                       r.address, primitive_classes_[r.primitive_type & 7],
-                                       static_cast<uint32_t>(r.length)),
-                                   r));
+          HW_RETURN_IF_ERROR(
+              Check(builder_->AddPrimitiveArray(r.address, primitive_classes_[r.primitive_type & 7],
+                                                static_cast<uint32_t>(r.length)),
+                    r));
           break;
         case PhdRecord::Kind::kClass:
           break;
@@ -512,7 +517,8 @@ class PhdReader {
   // Stage 4: sizes.
   void Finishing() {
     for (const ClassRecord& c : classes_) {
-      const uint32_t size = c.name.kind == ObjectKind::kInstance ? InstanceSize(c.instance_size) : 0;
+      const uint32_t size =
+          c.name.kind == ObjectKind::kInstance ? InstanceSize(c.instance_size) : 0;
       builder_->SetShallowSizes(c.id, size, class_object_size_);
     }
     for (const auto& [c, size] : unknown_sizes_) builder_->SetShallowSizes(c, size, 0);
@@ -529,9 +535,9 @@ class PhdReader {
   PhdHeader header_;
   // Pass 1.
   std::vector<ClassRecord> classes_;
-  absl::flat_hash_map<uint64_t, uint32_t> by_address_;  // class address -> index in classes_
-  absl::flat_hash_map<uint64_t, uint64_t> min_gap_;     // instance class -> smallest distance
-  absl::flat_hash_set<uint64_t> instance_classes_;      // class addresses instances name
+  absl::flat_hash_map<uint64_t, uint32_t> by_address_;    // class address -> index in classes_
+  absl::flat_hash_map<uint64_t, uint64_t> min_gap_;       // instance class -> smallest distance
+  absl::flat_hash_set<uint64_t> instance_classes_;        // class addresses instances name
   absl::flat_hash_map<uint64_t, ClassId> array_classes_;  // object array record's class -> class
   bool primitive_used_[8] = {};
   analysis::IdChunks object_ids_, class_ids_;

@@ -6,9 +6,9 @@
 //   * every object, object array, primitive array and class object of the dump (class records
 //     give the class objects); ObjectIndex in ascending address order;
 //   * references as the dump lists them (no field names, nulls not recorded): instances have
-//     ClassInfo::unnamed_references, each reference a slot "<reference[i]>"; object arrays get their
-//     listed (non-null) elements as elements 0..k-1 followed by null slots up to their length (the
-//     dump does not say which elements are null; a budget of null slots per byte of the file
+//     ClassInfo::unnamed_references, each reference a slot "<reference[i]>"; object arrays get
+//     their listed (non-null) elements as elements 0..k-1 followed by null slots up to their length
+//     (the dump does not say which elements are null; a budget of null slots per byte of the file
 //     bounds the padding, beyond which an array keeps only its listed elements, with a warning); a
 //     class object gets "<super>" (the record's superclass) and the record's references (its class
 //     loader, statics, constant-pool classes, superclasses and interfaces in J9's order) as unnamed
@@ -21,9 +21,10 @@
 //     size the record gives, rounded up to 8; older arrays 2 pointers + 8 + length x element size,
 //     rounded up to 8; class objects the instance size of java.lang.Class;
 //   * no GC roots: a PHD has no root records, so the roots are inferred (analysis/root_inference.h:
-//     pure roots, then one artificial root per cycle no pure root reaches); DumpInfo::roots_inferred
-//     is set. (MAT, without the matching javacore, takes the classes of the boot loader, objects
-//     without referrers and guessed finalizable objects instead, and keeps unreachable objects.)
+//     pure roots, then one artificial root per cycle no pure root reaches);
+//     DumpInfo::roots_inferred is set. (MAT, without the matching javacore, takes the classes of
+//     the boot loader, objects without referrers and guessed finalizable objects instead, and keeps
+//     unreachable objects.)
 //
 // Array classes: J9 names the element class in object array records; the array class is the class
 // record named "[L<element>;" ("[<element>" for arrays of arrays), and one without a record is
@@ -60,7 +61,8 @@ bool LooksLikePhd(std::string_view prefix);
 // Unimplemented (PHD version other than 4, 5, 6); DataLoss (truncated or corrupt: the message
 // names the byte offset); ResourceExhausted (2^32 - 2 objects or more). Messages start with
 // `path`. Never crashes on malformed input. O(file size + n log n) time.
-StatusOr<analysis::HeapGraph> ReadPhdGraph(const std::string& path, const ReadOptions& options = {});
+StatusOr<analysis::HeapGraph> ReadPhdGraph(const std::string& path,
+                                           const ReadOptions& options = {});
 // The same for a dump held in memory (plain or gzip); `data` must stay valid during the call.
 StatusOr<analysis::HeapGraph> ReadPhdGraphFromBuffer(std::string_view data,
                                                      const ReadOptions& options = {});

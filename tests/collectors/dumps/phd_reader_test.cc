@@ -1,7 +1,9 @@
 // The IBM Portable Heap Dump reader (collectors/dumps/phd): every record form on dumps written by
-// tests/collectors/dumps/phd_test_writer.h, hostile and truncated inputs, and the three PHD files of
-// Eclipse MAT's test dumps (../shared/corpora/eclipse-mat, EXPECTED.md) with MAT's assertion on
+// tests/collectors/dumps/phd_test_writer.h, hostile and truncated inputs, and the three PHD files
+// of Eclipse MAT's test dumps (../shared/corpora/eclipse-mat, EXPECTED.md) with MAT's assertion on
 // them: R retains 256 bytes in heapdump.20100112.141124.11580.0002.phd.
+#include "collectors/dumps/phd/phd_reader.h"
+
 #include <unistd.h>
 #include <zlib.h>
 
@@ -21,7 +23,6 @@
 #include "collectors/dumps/byte_source.h"
 #include "collectors/dumps/heap_dump_reader.h"
 #include "collectors/dumps/phd/phd_format.h"
-#include "collectors/dumps/phd/phd_reader.h"
 #include "collectors/dumps/stream_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,9 +37,9 @@ using analysis::GcRootKind;
 using analysis::HeapGraph;
 using analysis::ObjectIndex;
 using analysis::ObjectKind;
-using testing::PhdWriter;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::PhdWriter;
 using ::testing::UnorderedElementsAre;
 
 std::string Corpora() {
@@ -77,13 +78,13 @@ std::string SampleJ9Dump32() {
   w.Object(0x1010, 0x9000, {0x1000}, PhdWriter::Form::kShort);  // short (class from the cache)
   std::vector<uint64_t> many;
   for (int i = 0; i < 9; ++i) many.push_back(i % 2 ? 0x1010 : 0x1000);
-  w.Object(0x1020, 0x9000, many);                               // long (9 references)
-  w.ObjectArray(0x1100, 0x9000, {0x1000, 0x1010}, 4);           // NEW_OBJECT_ARRAY, 2 of 4 set
-  w.ObjectArray(0x1200, 0x9100, {0x1100}, std::nullopt);        // OBJECT_ARRAY of Node[]
-  w.PrimitiveArray(0x1300, 1, 5);                               // char[5], short record
-  w.PrimitiveArray(0x1340, 4, 300);                             // byte[300], 2-byte fields
-  w.PrimitiveArray(0x1500, 6, 2, /*long_record=*/true);         // int[2], long record
-  w.Object(0x80000, 0x9000, {});                                // a gap of 4-byte field size
+  w.Object(0x1020, 0x9000, many);                         // long (9 references)
+  w.ObjectArray(0x1100, 0x9000, {0x1000, 0x1010}, 4);     // NEW_OBJECT_ARRAY, 2 of 4 set
+  w.ObjectArray(0x1200, 0x9100, {0x1100}, std::nullopt);  // OBJECT_ARRAY of Node[]
+  w.PrimitiveArray(0x1300, 1, 5);                         // char[5], short record
+  w.PrimitiveArray(0x1340, 4, 300);                       // byte[300], 2-byte fields
+  w.PrimitiveArray(0x1500, 6, 2, /*long_record=*/true);   // int[2], long record
+  w.Object(0x80000, 0x9000, {});                          // a gap of 4-byte field size
   w.Class(0x9000, "com/acme/Node", 20, 0x9300, {0x1000});
   w.Class(0x9100, "[Lcom/acme/Node;", 16, 0x9300, {});
   w.Class(0x9200, "[[Lcom/acme/Node;", 16, 0x9300, {});
@@ -127,10 +128,10 @@ TEST(PhdReaderTest, ReadsEveryRecordFormOfA32BitJ9Dump) {
   // Sizes: instance sizes rounded up to 8; arrays 2 x 4 + 8 + data, rounded up to 8; class objects
   // java.lang.Class's instance size.
   EXPECT_EQ(g.shallow_size(node), 24u);
-  EXPECT_EQ(g.shallow_size(arr), 32u);                // 16 + 4 x 4
-  EXPECT_EQ(g.shallow_size(At(g, 0x1300)), 32u);      // 16 + 5 x 2 = 26
-  EXPECT_EQ(g.shallow_size(At(g, 0x1340)), 320u);     // 16 + 300
-  EXPECT_EQ(g.shallow_size(At(g, 0x1500)), 24u);      // 16 + 2 x 4
+  EXPECT_EQ(g.shallow_size(arr), 32u);             // 16 + 4 x 4
+  EXPECT_EQ(g.shallow_size(At(g, 0x1300)), 32u);   // 16 + 5 x 2 = 26
+  EXPECT_EQ(g.shallow_size(At(g, 0x1340)), 320u);  // 16 + 300
+  EXPECT_EQ(g.shallow_size(At(g, 0x1500)), 24u);   // 16 + 2 x 4
   EXPECT_EQ(g.shallow_size(At(g, 0x9000)), 40u);
   EXPECT_EQ(g.DescribeReference(node, g.graph().first_edge(node) + 1), "<reference[1]>");
   // No root records: roots are inferred.
@@ -160,9 +161,9 @@ TEST(PhdReaderTest, Version6With64BitAddressesRecordedSizesAndHashCodes) {
   const uint64_t base = 0x7f0000000000ull;
   w.Object(base, base + 0x100000, {base + 0x40}, PhdWriter::Form::kLong, /*hashed=*/true);
   w.PrimitiveArray(base + 0x40, 1, 3, false, /*recorded=*/16);  // 8 + 6 -> 16: a 8-byte header
-  w.PrimitiveArray(base + 0x50, 4, 0, false, 16);                // empty arrays take 16 in J9
+  w.PrimitiveArray(base + 0x50, 4, 0, false, 16);               // empty arrays take 16 in J9
   w.PrimitiveArray(base + 0x60, 7, 1, true, 16);
-  w.ObjectArray(base + 0x80, base + 0x100000, {base}, 3, 24);    // 8 + 3 x 4 = 20 -> 24
+  w.ObjectArray(base + 0x80, base + 0x100000, {base}, 3, 24);  // 8 + 3 x 4 = 20 -> 24
   w.Class(base + 0x100000, "com/acme/Big", 16, 0, {base}, /*hashed=*/true);
   w.Class(base + 0x100100, "[Lcom/acme/Big;", 16, 0, {});
   const HeapGraph g = Read(w.Finish());
@@ -233,7 +234,7 @@ TEST(PhdReaderTest, LoopingSuperclassesDuplicatesAndAddressZeroAreTolerated) {
   w.Object(0x1000, 0x2000, {0x1010});
   w.Object(0x1000, 0x2000, {});  // repeats 0x1000: dropped
   w.Object(0x1010, 0x2000, {});
-  w.Object(0x0, 0x2000, {});  // address 0 (the gap goes back): dropped
+  w.Object(0x0, 0x2000, {});     // address 0 (the gap goes back): dropped
   w.Object(0x2000, 0x2000, {});  // the class object's address: dropped
   w.Class(0x2000, "A", 16, 0x2100, {});
   w.Class(0x2100, "B", 16, 0x2000, {});  // A -> B -> A

@@ -61,7 +61,8 @@ class PhdWriter {
     }
     if (form == Form::kShort) {
       if (cache < 0) std::abort();  // the test asked for a form the class cache cannot give
-      U1(static_cast<uint8_t>(0x80 | cache << 5 | refs.size() << 3 | (gap_code == 1) << 2 | ref_code));
+      U1(static_cast<uint8_t>(0x80 | cache << 5 | refs.size() << 3 | (gap_code == 1) << 2 |
+                              ref_code));
       Int(gap, gap_code == 1 ? 2 : 1);
       AllHashed();
       Refs(address, refs, ref_code);
@@ -160,9 +161,7 @@ class PhdWriter {
 
  private:
   uint32_t WordSize() const { return (flags_ & k64Bit) ? 8 : 4; }
-  int64_t Gap(uint64_t address) const {
-    return static_cast<int64_t>(address - last_) >> shift_;
-  }
+  int64_t Gap(uint64_t address) const { return static_cast<int64_t>(address - last_) >> shift_; }
   static int SizeCode(int64_t v) {
     if (v >= -128 && v <= 127) return 0;
     if (v >= -32768 && v <= 32767) return 1;
@@ -171,7 +170,8 @@ class PhdWriter {
   }
   int RefCode(uint64_t address, const std::vector<uint64_t>& refs) const {
     int code = 0;
-    for (uint64_t r : refs) code = std::max(code, SizeCode(static_cast<int64_t>(r - address) >> shift_));
+    for (uint64_t r : refs)
+      code = std::max(code, SizeCode(static_cast<int64_t>(r - address) >> shift_));
     return code;
   }
   void Refs(uint64_t address, const std::vector<uint64_t>& refs, int code) {
@@ -193,7 +193,8 @@ class PhdWriter {
   }
   void Word(uint64_t v) { Int(static_cast<int64_t>(v), WordSize()); }
   void Int(int64_t v, int bytes) {
-    for (int i = bytes - 1; i >= 0; --i) out_ += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+    for (int i = bytes - 1; i >= 0; --i)
+      out_ += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
   }
   void U1(uint8_t v) { Int(v, 1); }
   void U2(uint16_t v) { Int(v, 2); }

@@ -1,7 +1,9 @@
-// The IBM text ("classic") heap dump reader (collectors/dumps/ibm_text) on files written by hand from
-// IBM's documentation of the format (tests/collectors/dumps/data/ibm_text, see its README.md): the
-// Java 7+ J9 layout, the Java 6 J9 2.5 layout (class block references and nulls listed) and seed
-// 000's HeapRoots example lines; then hostile and damaged variants.
+// The IBM text ("classic") heap dump reader (collectors/dumps/ibm_text) on files written by hand
+// from IBM's documentation of the format (tests/collectors/dumps/data/ibm_text, see its README.md):
+// the Java 7+ J9 layout, the Java 6 J9 2.5 layout (class block references and nulls listed) and
+// seed 000's HeapRoots example lines; then hostile and damaged variants.
+#include "collectors/dumps/ibm_text/text_dump_reader.h"
+
 #include <zlib.h>
 
 #include <filesystem>
@@ -13,7 +15,6 @@
 
 #include "analysis/heap_graph.h"
 #include "collectors/dumps/heap_dump_reader.h"
-#include "collectors/dumps/ibm_text/text_dump_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -97,8 +98,8 @@ TEST(TextDumpReaderTest, J9Java7Layout) {
   EXPECT_EQ(g.kind(g.FindObject(0xF0000100)), ObjectKind::kClass);
   // Sizes as the records give them.
   const std::vector<std::pair<uint64_t, uint64_t>> sizes = {
-      {0xE0001000, 32}, {0xE0001020, 32}, {0xE0001040, 24},  {0xE0001058, 24},
-      {0xE0001070, 40}, {0xE0001098, 24}, {0xE00010B0, 32},  {0xF0000100, 104},
+      {0xE0001000, 32}, {0xE0001020, 32}, {0xE0001040, 24}, {0xE0001058, 24},
+      {0xE0001070, 40}, {0xE0001098, 24}, {0xE00010B0, 32}, {0xF0000100, 104},
       {0xF0000200, 96}, {0xF0000300, 88}, {0xF0000400, 88}};
   uint64_t total = 0;
   for (const auto& [id, size] : sizes) {
@@ -110,9 +111,9 @@ TEST(TextDumpReaderTest, J9Java7Layout) {
   // The trailer agrees: no warnings. Roots: what nothing references.
   EXPECT_THAT(g.info().warnings, ElementsAre(HasSubstr("pure roots")));
   EXPECT_TRUE(g.info().roots_inferred);
-  EXPECT_THAT(RootIds(g, GcRootKind::kPureRoot),
-              UnorderedElementsAre(0xE0001098, 0xE00010B0, 0xF0000100, 0xF0000200, 0xF0000300,
-                                   0xF0000400));
+  EXPECT_THAT(
+      RootIds(g, GcRootKind::kPureRoot),
+      UnorderedElementsAre(0xE0001098, 0xE00010B0, 0xF0000100, 0xF0000200, 0xF0000300, 0xF0000400));
   EXPECT_THAT(RootIds(g, GcRootKind::kArtificialRoot), ::testing::IsEmpty());
 }
 
@@ -120,14 +121,14 @@ TEST(TextDumpReaderTest, J9Java6LayoutListsClassBlocksAndNulls) {
   const HeapGraph g = ReadFile("j9_java6.txt");
   EXPECT_EQ(g.info().id_size, 4u);
   ASSERT_EQ(g.object_count(), 5u);
-  // Class blocks without a CLS record are not objects (dropped, counted); nulls dropped; the array's
-  // class block is the Entry class record.
+  // Class blocks without a CLS record are not objects (dropped, counted); nulls dropped; the
+  // array's class block is the Entry class record.
   EXPECT_EQ(g.info().dangling_references, 3u);
   EXPECT_THAT(Refs(g, 0x00436E90), ElementsAre(0x00436EB0));
   EXPECT_THAT(Refs(g, 0x004380C0), ElementsAre(0x4158CD80, 0x00436F00, 0x00436F00));
   EXPECT_THAT(Refs(g, 0x00436F00), ElementsAre(0x00436E90, 0x00436E90));
   EXPECT_THAT(Refs(g, 0x4158CD80), ElementsAre(0x004380C0));
-  EXPECT_THAT(Refs(g, 0x00436EB0), ElementsAre());  // char[]'s class block has no record
+  EXPECT_THAT(Refs(g, 0x00436EB0), ElementsAre());          // char[]'s class block has no record
   EXPECT_EQ(g.array_length(g.FindObject(0x004380C0)), 5u);  // values listed, nulls included
   EXPECT_EQ(ClassName(g, 0x004380C0), "java.util.Hashtable$Entry[]");
   EXPECT_EQ(g.shallow_size(g.FindObject(0x4158CD80)), 168u);
@@ -181,11 +182,11 @@ TEST(TextDumpReaderTest, TrailerMismatchesAndDuplicatesAreReported) {
   const std::string text =
       "// Version: test\n"
       "0x100 [16] OBJ A\n\t0x200 \n"
-      "0x100 [16] OBJ A\n"   // repeats 0x100: dropped
-      "0x0 [16] OBJ A\n"     // address 0: dropped
-      "0x200 [24] OBJ A\n"   // another size than A's first instance
+      "0x100 [16] OBJ A\n"  // repeats 0x100: dropped
+      "0x0 [16] OBJ A\n"    // address 0: dropped
+      "0x200 [24] OBJ A\n"  // another size than A's first instance
       "0x300 [8] CLS A\n"
-      "0x300 [8] OBJ B\n"    // the class object's address: dropped
+      "0x300 [8] OBJ B\n"  // the class object's address: dropped
       "// Breakdown - Classes: 9, Objects: 1, ObjectArrays: 0, PrimitiveArrays: 0\n"
       "// EOF:  Total 'Objects',Refs(null) : 2,0(0)\n";
   const HeapGraph g = ReadBytes(text);
