@@ -52,14 +52,15 @@ struct ReportTotals {
   uint64_t objects = 0;
   uint64_t classes = 0;
   uint64_t gc_roots = 0;             // distinct objects that are GC roots
-  // Of gc_roots, those inferred because the dump has no GC root records (IBM PHD and text dumps:
-  // GC root kinds PURE_ROOT and ARTIFICIAL_ROOT, analysis/root_inference.h); 0 for HPROF dumps.
-  uint64_t inferred_roots = 0;
   uint64_t reachable_objects = 0;    // reachable from a GC root (over strong and weak references)
   uint64_t unreachable_objects = 0;  // excluded from the dominator tree and reported here
   uint64_t shallow_bytes = 0;        // all objects
   uint64_t reachable_shallow_bytes = 0;
   uint64_t unreachable_shallow_bytes = 0;
+  // Of gc_roots, those inferred because the dump has no GC root records (IBM PHD and text dumps:
+  // GC root kinds PURE_ROOT and ARTIFICIAL_ROOT, analysis/root_inference.h); 0 for HPROF dumps.
+  // Last, so that positional initialisers of the fields above keep their meaning.
+  uint64_t inferred_roots = 0;
 };
 
 // One row of the class histogram. Counts only reachable objects; unreachable ones are in the
