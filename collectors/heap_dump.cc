@@ -199,6 +199,16 @@ StatusOr<HeapDumpResult> TakeHeapDump(const LocalJvm& jvm, const std::string& pa
         "JVM ", jvm.pid, " runs in another mount namespace (its /tmp is ", jvm.root_tmp_dir,
         "); heap dumps are only supported for JVMs in the daemon's mount namespace"));
   }
+  // The JVM opens `path` in its own mount namespace: its directory must be ours.
+  const std::string dir = path.substr(0, path.rfind('/') + 1);
+  struct stat ours, theirs;
+  const std::string their_dir = absl::StrCat(jvm.proc_root, "/", jvm.pid, "/root", dir);
+  if (::stat(dir.c_str(), &ours) == 0 && ::stat(their_dir.c_str(), &theirs) == 0 &&
+      (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the dump directory ", dir, " is another directory in JVM ", jvm.pid,
+        "'s mount namespace; the JVM would write its dump where the daemon cannot read it"));
+  }
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
     return absl::FailedPreconditionError(

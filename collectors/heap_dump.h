@@ -94,9 +94,12 @@ Status PreparePrivateDumpDirectory(const std::string& dir, uint32_t uid, uint32_
 // never touched. After a DeadlineExceeded the JVM may still be writing the (then unlinked) file;
 // its space is freed when the JVM finishes.
 //
-// Only JVMs in the daemon's mount namespace are supported (jvm.root_tmp_dir == "/tmp"): the JVM
-// resolves `path` in its own mount namespace, and mapping a path into a container's filesystem
-// (its /proc/<pid>/root view, volumes, free space, cleanup after the container is gone) is not
+// Only JVMs that share the daemon's /tmp are supported (jvm.root_tmp_dir == "/tmp": the same mount
+// namespace, or another one mounting the same directories, as a systemd service with
+// ProtectSystem= has): the JVM resolves `path` in its own mount namespace, so the directory of
+// `path` must be the same directory there (checked by device and inode through
+// /proc/<pid>/root when that is readable). Mapping a path into a container's filesystem (its
+// /proc/<pid>/root view, volumes, free space, cleanup after the container is gone) is not
 // implemented.
 //
 // Errors:
@@ -108,7 +111,8 @@ Status PreparePrivateDumpDirectory(const std::string& dir, uint32_t uid, uint32_
 //   Unavailable        the JVM is gone before or during the dump (e.g. killed while writing), or
 //                      cannot be reached (see ExecuteAttachOperation)
 //   DeadlineExceeded   the attach handshake or the dump took longer than options.attach allows
-//   FailedPrecondition `path` already exists; the JVM refused or failed the dump (the message holds
+//   FailedPrecondition `path` already exists; the directory of `path` is another directory in the
+//                      JVM's mount namespace; the JVM refused or failed the dump (the message holds
 //                      the JVM's reply, e.g. "Unable to create ...: No space left on device"); not
 //                      a JVM / attach disabled (see ExecuteAttachOperation)
 //   PermissionDenied   the daemon may not attach to the JVM

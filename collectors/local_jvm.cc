@@ -64,6 +64,13 @@ bool ProcessMapsFile(const std::string& proc_root, int64_t pid, const std::strin
   return procfs::MapsContainFile(*maps, major(st.st_dev), minor(st.st_dev), st.st_ino);
 }
 
+// Whether two paths name the same directory (same device and inode).
+bool SameDirectory(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && S_ISDIR(sa.st_mode) &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
 std::vector<LocalJvm> DiscoverLocalJvms(const DiscoveryOptions& options) {
@@ -73,13 +80,24 @@ std::vector<LocalJvm> DiscoverLocalJvms(const DiscoveryOptions& options) {
   // Listings per mount namespace ("" = ours), made lazily: most processes share the daemon's
   // namespace.
   std::map<std::string, PerfdataListing> listings;
+  // Per other mount namespace: whether its /tmp is ours.
+  std::map<std::string, bool> same_tmp;
   std::vector<LocalJvm> found;
 
   for (int64_t pid : NumericEntries(proc)) {
     const std::string pid_dir = absl::StrCat(proc, "/", pid);
     std::string mnt = procfs::ReadLink(pid_dir + "/ns/mnt").value_or("");
-    // Unreadable (other user, not root) or equal to ours: the JVM's /tmp is our /tmp.
-    const bool same_mnt = mnt.empty() || mnt == self_mnt;
+    // Unreadable (other user, not root) or equal to ours: the JVM's /tmp is our /tmp. So it is when
+    // either side runs in a mount namespace of its own that still mounts the same /tmp (systemd's
+    // ProtectSystem= and friends give the daemon one): the same directory, found by its inode.
+    bool same_mnt = mnt.empty() || mnt == self_mnt;
+    if (!same_mnt) {
+      auto known = same_tmp.find(mnt);
+      if (known == same_tmp.end()) {
+        known = same_tmp.emplace(mnt, SameDirectory(pid_dir + "/root/tmp", options.tmp_dir)).first;
+      }
+      same_mnt = known->second;
+    }
     if (!same_mnt && !options.other_namespaces) continue;
     const std::string tmp = same_mnt ? options.tmp_dir : pid_dir + "/root/tmp";
     const std::string key = same_mnt ? std::string() : mnt;

@@ -36,8 +36,9 @@ struct LocalJvm {
   // start_ticks.
   uint64_t start_ticks = 0;
   // The JVM's temporary directory (where its attach socket lives) as reachable from the daemon:
-  // "/tmp" for a JVM in the daemon's mount namespace, "/proc/<pid>/root/tmp" for one in another
-  // mount namespace.
+  // "/tmp" for a JVM whose /tmp is the daemon's /tmp (same mount namespace, or another one that
+  // mounts the same directory there, as a systemd service with ProtectSystem= has),
+  // "/proc/<pid>/root/tmp" for one with a /tmp of its own (a container).
   std::string root_tmp_dir;
   // Full path of the JVM's hsperfdata file as reachable from the daemon, e.g.
   // "/tmp/hsperfdata_alice/4242" or "/proc/4242/root/tmp/hsperfdata_app/1".

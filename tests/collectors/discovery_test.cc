@@ -12,7 +12,9 @@
 #include "collectors/agent_identity.h"
 #include "collectors/attach.h"
 #include "collectors/class_histogram.h"
+#include "collectors/heap_dump.h"
 #include "collectors/local_jvm.h"
+#include "collectors/procfs.h"
 #include "tests/collectors/test_process.h"
 
 namespace heapwatch::collectors {
@@ -165,6 +167,30 @@ TEST(DiscoveryTest, OtherUsersJvm) {
   // The daemon's own credentials did not change.
   EXPECT_EQ(::geteuid(), 0u);
   EXPECT_EQ(::getegid(), 0u);
+}
+
+// A JVM in a mount namespace of its own that still mounts our /tmp (as a JVM or the daemon gets
+// under systemd's ProtectSystem=): its /tmp is ours, so it is reached through /tmp like a JVM of
+// our own namespace, and heap dumps into a directory both see are supported (root only).
+TEST(DiscoveryTest, JvmInOtherMountNamespaceWithTheSameTmp) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (std::system("unshare --mount true >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "the kernel or sandbox does not allow new mount namespaces";
+  }
+  TestJvm jvm(JvmLaunch{.new_mount_namespace_same_tmp = true});
+  ASSERT_EQ(jvm.error(), "");
+  const std::string pid = std::to_string(jvm.pid());
+  ASSERT_NE(procfs::ReadLink("/proc/" + pid + "/ns/mnt").value_or(""),
+            procfs::ReadLink("/proc/self/ns/mnt").value_or(""));
+  auto found = jvm.Discover();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->root_tmp_dir, "/tmp");
+  EXPECT_EQ(found->perfdata_path, "/tmp/hsperfdata_root/" + pid);
+
+  TempDir dumps;
+  auto dump = TakeHeapDump(*found, dumps.path() + "/ns.hprof.gz", {});
+  ASSERT_TRUE(dump.ok()) << dump.status();
+  EXPECT_GT(dump->file_bytes, 0u);
 }
 
 // A JVM in its own pid and mount namespaces with a private /tmp, like a container (root only).

@@ -166,6 +166,26 @@ TEST(HeapDumpTest, RefusesBadArgumentsWithoutTouchingFiles) {
   EXPECT_FALSE(FileExists(tmp.path() + "/ns.hprof.gz"));
 }
 
+// The JVM resolves the dump's path in its own mount namespace: a directory that is another
+// directory there (here its private /tmp) is refused before the JVM writes anything (root only).
+TEST(HeapDumpTest, RefusesADirectoryTheJvmSeesElsewhere) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (std::system("unshare --pid --fork --mount --mount-proc true >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "the kernel or sandbox does not allow new pid/mount namespaces";
+  }
+  TestJvm jvm(JvmLaunch{.new_namespaces = true});
+  ASSERT_EQ(jvm.error(), "");
+  auto found = jvm.Discover();
+  ASSERT_TRUE(found.has_value());
+  LocalJvm claimed = *found;
+  claimed.root_tmp_dir = "/tmp";  // as if its /tmp were ours; its /tmp is a private tmpfs
+  const std::string path = "/tmp/hw-dump-elsewhere-" + std::to_string(jvm.pid()) + ".hprof.gz";
+  auto refused = TakeHeapDump(claimed, path, {});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("another directory"));
+  EXPECT_FALSE(FileExists(path));
+}
+
 // JDK 25 (streaming attach replies, JDK 24+) answers with the same texts; skipped without it.
 TEST(HeapDumpTest, Jdk25DumpAndRefusal) {
   if (!FileExists(testing::Java25Path())) GTEST_SKIP() << "no JDK 25 at " << testing::Java25Path();

@@ -130,6 +130,7 @@ TestJvm::TestJvm(JvmLaunch launch) : launch_(std::move(launch)) {
     args = {"unshare", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child",
             "sh",      "-c",    script};
   }
+  if (launch_.new_mount_namespace_same_tmp) args = {"unshare", "--mount"};  // execs the JVM
   args.push_back(launch_.java);
   for (const std::string& a : launch_.jvm_args) args.push_back(a);
   for (const std::string& a : launch_.program) args.push_back(a);

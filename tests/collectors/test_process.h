@@ -45,6 +45,9 @@ struct JvmLaunch {
   // Run inside new pid and mount namespaces with a private tmpfs on /tmp (needs root and
   // unshare(1)).
   bool new_namespaces = false;
+  // Run in a new mount namespace that keeps every mount, /tmp included (what systemd gives a
+  // service with ProtectSystem=; needs root and unshare(1)). The JVM's pid is unchanged.
+  bool new_mount_namespace_same_tmp = false;
   // Connect the JVM's stdin to a pipe that CloseStdin() closes (else stdin is /dev/null).
   bool stdin_pipe = false;
 };
