@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
   openjdk-17-jdk-headless prometheus
-  jq curl
+  jq curl systemd util-linux
   tomcat10 jetty9 wrk
 )
 missing=()
