@@ -56,11 +56,16 @@ PerfdataListing ListPerfdataFiles(const std::string& tmp_dir) {
 }
 
 // True when process `pid` maps the regular file at `path`.
-bool ProcessMapsFile(const std::string& proc_root, int64_t pid, const std::string& path) {
+// `denied` is set when /proc/<pid>/maps exists but may not be read.
+bool ProcessMapsFile(const std::string& proc_root, int64_t pid, const std::string& path,
+                     bool* denied) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   auto maps = procfs::ReadSmallFile(absl::StrCat(proc_root, "/", pid, "/maps"), kMaxMapsBytes);
-  if (!maps.ok()) return false;
+  if (!maps.ok()) {
+    *denied = absl::IsPermissionDenied(maps.status());
+    return false;
+  }
   return procfs::MapsContainFile(*maps, major(st.st_dev), minor(st.st_dev), st.st_ino);
 }
 
@@ -124,7 +129,14 @@ std::vector<LocalJvm> DiscoverLocalJvms(const DiscoveryOptions& options) {
       // the root of whichever process first listed the namespace.
       std::string path = file;
       if (!same_mnt) path = absl::StrCat(tmp, file.substr(file.find("/hsperfdata_")));
-      if (!ProcessMapsFile(proc, pid, path)) continue;
+      bool denied = false;
+      if (!ProcessMapsFile(proc, pid, path, &denied)) {
+        if (denied && options.unreadable != nullptr) {
+          options.unreadable->push_back(pid);
+          break;
+        }
+        continue;
+      }
       auto ticks_after = procfs::ReadStartTicks(proc, pid);
       // The pid changed hands meanwhile: not this process's file.
       if (!ticks_after.ok() || *ticks_after != *ticks_before) break;
@@ -173,7 +185,8 @@ Status VerifyLocalJvm(const LocalJvm& jvm) {
     return absl::UnavailableError(
         absl::StrCat("JVM process ", jvm.pid, " is gone (the pid now names another process)"));
   }
-  if (!ProcessMapsFile(jvm.proc_root, jvm.pid, jvm.perfdata_path)) {
+  bool denied = false;
+  if (!ProcessMapsFile(jvm.proc_root, jvm.pid, jvm.perfdata_path, &denied)) {
     // Distinguish "exited meanwhile" from "not (or no longer) a JVM with shared PerfData".
     auto again = procfs::ReadStartTicks(jvm.proc_root, jvm.pid);
     if (!again.ok() || *again != jvm.start_ticks) {

@@ -56,15 +56,19 @@ struct DiscoveryOptions {
   bool other_namespaces = true;
   // The daemon's own /tmp (where JVMs of its own mount namespace put their files).
   std::string tmp_dir = "/tmp";
+  // When set, receives the pids of processes that have an hsperfdata file named after them but
+  // whose /proc/<pid>/maps the daemon may not read (another user's process without CAP_SYS_PTRACE),
+  // so that they cannot be told apart from stale files: possibly JVMs hidden by missing privileges.
+  std::vector<int64_t>* unreadable = nullptr;
 };
 
 // Returns the JVMs alive now, sorted by pid. A Scan: callers that want to notice JVMs starting and
 // exiting call it periodically and compare successive results with DiffJvmSets().
 //
-// JVMs are skipped silently (they are not errors of the scan) when their files cannot be read with
-// the daemon's privileges, when they run with -XX:-UsePerfData or -XX:+PerfDisableSharedMem (no
-// file), when they are still creating the file, or when the file is stale.
-// Cost: one readlink per process in /proc, plus, for each mount namespace holding hsperfdata
+// JVMs are skipped (they are not errors of the scan; see options.unreadable) when their files
+// cannot be read with the daemon's privileges, when they run with -XX:-UsePerfData or
+// -XX:+PerfDisableSharedMem (no file), when they are still creating the file, or when the file is
+// stale. Cost: one readlink per process in /proc, plus, for each mount namespace holding hsperfdata
 // directories, one directory listing, and for each candidate a read of /proc/<pid>/status, /stat
 // and /maps: a few milliseconds for a thousand processes. Thread-safety: thread-safe (no shared
 // state).

@@ -124,6 +124,7 @@ struct Daemon::Impl {
   // warning only after this many attempts, since a starting JVM takes a moment to publish its
   // PerfData.
   static constexpr int kQuietAttempts = 5;
+  std::set<int64_t> warned_unreadable;  // discovery thread only
 
   Config config;
   std::string host = HostName();
@@ -190,8 +191,28 @@ struct Daemon::Impl {
     }
   }
 
+  // Processes with an hsperfdata file whose memory map heapwatchd may not read: a JVM of another
+  // user seen by a daemon without CAP_SYS_PTRACE (or a stale file whose pid was reused). Said once
+  // per process, since nothing else would tell why such a JVM is not watched.
+  void WarnUnreadable(const std::vector<int64_t>& pids) {
+    std::set<int64_t> now(pids.begin(), pids.end());
+    for (int64_t pid : now) {
+      if (warned_unreadable.contains(pid)) continue;
+      spdlog::warn(
+          "process {} has an hsperfdata file but heapwatchd may not read /proc/{}/maps: if it is a "
+          "JVM of another user, heapwatchd lacks CAP_SYS_PTRACE and cannot watch it "
+          "(docs/deployment.md)",
+          pid, pid);
+    }
+    warned_unreadable = std::move(now);
+  }
+
   void DiscoverOnce() {
-    std::vector<collectors::LocalJvm> jvms = collectors::DiscoverLocalJvms({});
+    collectors::DiscoveryOptions discovery;
+    std::vector<int64_t> unreadable;
+    discovery.unreadable = &unreadable;
+    std::vector<collectors::LocalJvm> jvms = collectors::DiscoverLocalJvms(discovery);
+    WarnUnreadable(unreadable);
     std::set<ProcessKey> seen;
     for (const collectors::LocalJvm& jvm : jvms) {
       ProcessKey key{jvm.pid, jvm.start_ticks};
