@@ -44,7 +44,7 @@ collection:
   discovery_interval: 500ms
   pause_budget: 0.5
 retention:
-  max_bytes: 196608
+  max_bytes: 1048576
   check_interval: 1s
 escalation:
   auto: false
@@ -64,7 +64,11 @@ start_daemon() {
 }
 
 # Snapshot times of the tracked class (RFC 3339, one per line, sorted) and dumps ("id state" lines).
-history_times() { "${ctl[@]}" --json history "$agent" "$tracked_class" | jq -r '.points[]?.time' | sort; }
+# (NOT_FOUND when retention deleted every snapshot of the class: then there are none.)
+history_times() {
+  { "${ctl[@]}" --json history "$agent" "$tracked_class" 2>/dev/null || echo '{}'; } |
+    jq -r '.points[]?.time' | sort
+}
 dump_states() {
   "${ctl[@]}" --json reports "$agent" | jq -r '(.dumps // .extendedDumps // .extended_dumps)[]? |
     "\(.dumpId // .dump_id) \(.state)"' | sort
