@@ -54,7 +54,9 @@ esac
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 corpora=${HEAPWATCH_CORPORA_DIR:-$root/../shared/corpora}
 
-cmake -S "$root/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S "$root/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build "$build" --target "$fuzzer" -j2
 

@@ -2,7 +2,9 @@
 # The long fuzz run: every libFuzzer target (scripts/fuzz.sh lists them) one after the other, each for
 # SECONDS, on one core at low priority, then a table of executions, executions per second, peak RSS and
 # findings per target (the table docs/fuzzing.md records).
-#   bash scripts/fuzz_long.sh [SECONDS_PER_TARGET=1200] [WORK_DIR=build-fuzz/long] [TARGET...]
+#   bash scripts/fuzz_long.sh [SECONDS_PER_TARGET=1200] [WORK_DIR=build-fuzz/long] [TARGET[:SECONDS]...]
+# Without TARGETs: every target. TARGET:SECONDS gives that target its own time (fast targets reach many
+# more executions per second than the dump readers or the gRPC service).
 # Each target keeps its corpus and findings in WORK_DIR/TARGET (fuzz.sh replays earlier findings
 # first); its libFuzzer output goes to WORK_DIR/TARGET.log. Exits non-zero when any target found a
 # crash, leak, timeout, out-of-memory input or sanitizer report (the reproducer is in
@@ -20,10 +22,13 @@ mkdir -p "$work"
 status=0
 total=0
 rows=()
-for t in "${targets[@]}"; do
-  echo "fuzz_long: $t for ${HEAPWATCH_FUZZ_RUNS:+$HEAPWATCH_FUZZ_RUNS runs}${HEAPWATCH_FUZZ_RUNS:-$seconds s}" >&2
+for spec in "${targets[@]}"; do
+  t=${spec%%:*}
+  seconds_t=$seconds
+  if [[ $spec == *:* ]]; then seconds_t=${spec#*:}; fi
+  echo "fuzz_long: $t for ${HEAPWATCH_FUZZ_RUNS:+$HEAPWATCH_FUZZ_RUNS runs}${HEAPWATCH_FUZZ_RUNS:-$seconds_t s}" >&2
   touch "$work/$t.start"
-  nice -n 15 bash "$root/scripts/fuzz.sh" "$seconds" "$work/$t" "$t" >"$work/$t.log" 2>&1
+  nice -n 15 bash "$root/scripts/fuzz.sh" "$seconds_t" "$work/$t" "$t" >"$work/$t.log" 2>&1
   rc=$?
   stat() { grep -o "stat::$1: *[0-9]*" "$work/$t.log" | tail -n 1 | grep -o '[0-9]*$' || echo 0; }
   runs=$(stat number_of_executed_units)
@@ -35,10 +40,10 @@ for t in "${targets[@]}"; do
   if ((rc != 0 && findings == 0)); then findings="exit $rc"; fi
   ((rc == 0)) || status=1
   total=$((total + runs))
-  rows+=("| $t | $runs | $rate | $rss | $findings |")
+  rows+=("| $t | $seconds_t | $runs | $rate | $rss | $findings |")
 done
-echo "| target | executions | exec/s | peak RSS (MB) | crashes, hangs, OOMs |"
-echo "|---|---:|---:|---:|---|"
+echo "| target | seconds | executions | exec/s | peak RSS (MB) | crashes, hangs, OOMs |"
+echo "|---|---:|---:|---:|---:|---|"
 printf '%s\n' "${rows[@]}"
-echo "| total | $total | | | |"
+echo "| total | | $total | | | |"
 exit $status
