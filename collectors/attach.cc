@@ -555,15 +555,19 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
                      " closed the attach connection without a reply (it rejected the request or "
                      "our credentials, or it is exiting)"));
   }
+  return ParseAttachReply(raw, jvm.pid);
+}
+
+StatusOr<AttachReply> ParseAttachReply(std::string_view raw, int64_t pid) {
   const size_t eol = raw.find('\n');
   AttachReply reply;
-  const absl::string_view status_line = absl::string_view(raw).substr(0, eol);
-  if (eol == std::string::npos || !absl::SimpleAtoi(status_line, &reply.status)) {
-    return absl::DataLossError(absl::StrCat("attach reply from JVM ", jvm.pid,
+  const absl::string_view status_line = Av(raw).substr(0, eol);
+  if (eol == std::string_view::npos || !absl::SimpleAtoi(status_line, &reply.status)) {
+    return absl::DataLossError(absl::StrCat("attach reply from JVM ", pid,
                                             " does not start with a status line: '",
-                                            absl::CEscape(raw.substr(0, 80)), "'"));
+                                            absl::CEscape(Av(raw.substr(0, 80))), "'"));
   }
-  reply.output = raw.substr(eol + 1);
+  reply.output = std::string(raw.substr(eol + 1));
   return reply;
 }
 
@@ -571,11 +575,15 @@ StatusOr<std::string> ExecuteJcmd(const LocalJvm& jvm, std::string_view command_
                                   const AttachOptions& options) {
   HW_ASSIGN_OR_RETURN(AttachReply reply,
                       ExecuteAttachOperation(jvm, "jcmd", {command_line, "", ""}, options));
+  return JcmdResult(std::move(reply), jvm.pid, command_line);
+}
+
+StatusOr<std::string> JcmdResult(AttachReply reply, int64_t pid, std::string_view command_line) {
   if (reply.status == 0) return std::move(reply.output);
   absl::string_view text = absl::StripAsciiWhitespace(reply.output);
   const std::string message =
-      absl::StrCat("JVM ", jvm.pid, " failed '", Av(command_line), "' (attach status ",
-                   reply.status, "): ", text.substr(0, 1000));
+      absl::StrCat("JVM ", pid, " failed '", Av(command_line), "' (attach status ", reply.status,
+                   "): ", text.substr(0, 1000));
   if (reply.status == kStatusBadVersion) {
     return absl::UnimplementedError(absl::StrCat(message, " [attach protocol version mismatch]"));
   }

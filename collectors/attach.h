@@ -111,6 +111,19 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
 StatusOr<std::string> ExecuteJcmd(const LocalJvm& jvm, std::string_view command_line,
                                   const AttachOptions& options);
 
+// The reply parts of ExecuteAttachOperation and ExecuteJcmd, on their own so that they can be
+// tested and fuzzed without a JVM (fuzz/attach_reply_fuzzer.cc).
+// ParseAttachReply: `raw` is everything the JVM sent until it closed the connection (step 4
+// above); returns its decimal status line and the output after it. `pid` only names the JVM in
+// the message. Errors: DataLoss when `raw` does not start with a decimal status line that fits an
+// int32 and ends in '\n' (the message quotes at most 80 bytes of it, escaped). Complexity: O(size).
+// Thread-safety: pure function.
+StatusOr<AttachReply> ParseAttachReply(std::string_view raw, int64_t pid);
+// JcmdResult: what ExecuteJcmd returns for the reply to `command_line`: the output for status 0,
+// else the errors listed at ExecuteJcmd (the message quotes at most 1000 bytes of the JVM's text).
+// Thread-safety: pure function.
+StatusOr<std::string> JcmdResult(AttachReply reply, int64_t pid, std::string_view command_line);
+
 }  // namespace heapwatch::collectors
 
 #endif  // HEAPWATCH_COLLECTORS_ATTACH_H_

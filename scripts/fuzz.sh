@@ -1,32 +1,62 @@
 #!/usr/bin/env bash
-# Fuzzes a dump reader (collectors/dumps) with libFuzzer for a bounded time.
-#   scripts/fuzz.sh [SECONDS=60] [WORK_DIR=build-fuzz/work] [READER=hprof]
-# READER: hprof (seeds: prefixes of the corpora's HPROF files and of a gzip-compressed one), phd (IBM
-# Portable Heap Dumps; seeds: the corpora's .phd files, whole or as prefixes) or text (IBM text heap
-# dumps; seeds: the hand-written files of tests/collectors/dumps/data/ibm_text).
-# Builds collectors/dumps/fuzz (clang, -fsanitize=fuzzer,address,undefined) into $HEAPWATCH_FUZZ_BUILD_DIR
-# (default build-fuzz), seeds a corpus with prefixes of the small HPROF files of the external corpora
-# (HEAPWATCH_CORPORA_DIR, default ../shared/corpora; generated in WORK_DIR, never copied into the repository)
-# and of a gzip-compressed dump, then runs the fuzzer on one core. Exits non-zero on any crash, leak, timeout
-# or sanitizer report; the reproducer is left in WORK_DIR/artifacts. Long run: scripts/fuzz.sh 3600.
+# Fuzzes one parser with libFuzzer for a bounded time.
+#   scripts/fuzz.sh [SECONDS=60] [WORK_DIR=build-fuzz/work] [TARGET=hprof]
+# TARGET, the dump readers (collectors/dumps/fuzz):
+#   hprof   HPROF; seeds: prefixes of the corpora's HPROF files and of a gzip-compressed one
+#   phd     IBM Portable Heap Dumps; seeds: the corpora's .phd files, whole or as prefixes
+#   text    IBM text heap dumps; seeds: the hand-written files of tests/collectors/dumps/data/ibm_text
+# and the other parsers (fuzz/; seeds in fuzz/seeds/TARGET, captured from real JDK 17 and 25 JVMs
+# where a JVM is involved):
+#   attach_reply     raw attach-protocol replies -> jcmd result -> class histogram (collectors/attach.h)
+#   class_histogram  GC.class_histogram text, every JDK format (collectors/class_histogram.h)
+#   perf_data        hsperfdata files (collectors/perf_data.h)
+#   config           heapwatchd's YAML configuration and durations (daemon/config.h)
+#   time_arg         heapwatchctl's time arguments (ctl/time_arg.h)
+#   query_server     serialized gRPC requests into the query service over a real store
+#                    (daemon/query_server.h)
+# Builds the fuzz project fuzz/ (the whole project compiled by clang with -fsanitize=fuzzer-no-link,
+# address,undefined; each target links only the modules it needs) into $HEAPWATCH_FUZZ_BUILD_DIR
+# (default build-fuzz), seeds a corpus (the dump readers' seeds are generated in WORK_DIR from
+# HEAPWATCH_CORPORA_DIR, default ../shared/corpora, never copied into the repository), then runs the
+# fuzzer on one core. Limits per input: the dump readers -timeout=30 -rss_limit_mb=2560 (inputs up to
+# 256 KiB), the other parsers -timeout=10 -rss_limit_mb=2048 (inputs up to 20 KiB, 64 KiB for hsperfdata). Exits non-zero on
+# any crash, leak, timeout, out-of-memory or sanitizer report; the reproducer is left in
+# WORK_DIR/artifacts. Every target for a long time: scripts/fuzz_long.sh.
 # Before fuzzing, every crash, leak, timeout and out-of-memory input left in WORK_DIR/artifacts by an earlier
 # run is replayed: a known crash fails the run at once, however long the fuzzing would take to find it again.
 # A fixed one passes and stays there as a regression input.
+# HEAPWATCH_FUZZ_RUNS=N stops after N inputs instead of after SECONDS.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 work=${2:-$root/build-fuzz/work}
 reader=${3:-hprof}
+limits=(-timeout=10 -rss_limit_mb=2048 -max_len=65536)
 case "$reader" in
   hprof) fuzzer=hprof_fuzzer ;;
   phd) fuzzer=phd_fuzzer ;;
   text) fuzzer=text_dump_fuzzer ;;
-  *) echo "fuzz.sh: READER must be hprof, phd or text" >&2; exit 2 ;;
+  attach_reply | class_histogram | perf_data | config | time_arg | query_server)
+    fuzzer=${reader}_fuzzer ;;
+  *)
+    echo "fuzz.sh: TARGET must be hprof, phd, text, attach_reply, class_histogram, perf_data," \
+      "config, time_arg or query_server" >&2
+    exit 2 ;;
+esac
+# Longest input: what the seeds need (a real hsperfdata file is 32 KiB), no more: longer inputs only
+# make every execution slower.
+case "$reader" in
+  hprof | phd | text) limits=(-timeout=30 -rss_limit_mb=2560 -max_len=262144) ;;
+  attach_reply | class_histogram | config) limits[2]=-max_len=20000 ;;
+  time_arg) limits[2]=-max_len=256 ;;
+  query_server) limits[2]=-max_len=4096 ;;
 esac
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 corpora=${HEAPWATCH_CORPORA_DIR:-$root/../shared/corpora}
 
-cmake -S "$root/collectors/dumps/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S "$root/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build "$build" --target "$fuzzer" -j2
 
@@ -41,7 +71,9 @@ if [ "$reader" = phd ] && [ -d "$corpora" ]; then
   done < <(find "$corpora" -type f -name '*.phd' -print0)
 elif [ "$reader" = text ]; then
   cp "$root"/tests/collectors/dumps/data/ibm_text/*.txt "$work/seeds/"
-elif [ -d "$corpora" ]; then
+elif [ -d "$root/fuzz/seeds/$reader" ]; then
+  find "$root/fuzz/seeds/$reader" -maxdepth 1 -type f ! -name '*.py' -exec cp {} "$work/seeds/" \;
+elif [ "$reader" = hprof ] && [ -d "$corpora" ]; then
   i=0
   while IFS= read -r -d '' f; do
     size=$(stat -c %s "$f")
@@ -62,12 +94,14 @@ while IFS= read -r -d '' f; do known+=("$f"); done < <(find "$work/artifacts" -m
   \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) -print0 | sort -z)
 if ((${#known[@]} > 0)); then
   echo "fuzz.sh: replaying ${#known[@]} earlier finding(s) from $work/artifacts"
-  if ! "$build/$fuzzer" -timeout=30 -rss_limit_mb=2560 -artifact_prefix="$work/artifacts/replay-" \
+  if ! "$build/$fuzzer" "${limits[@]}" -artifact_prefix="$work/artifacts/replay-" \
     "${known[@]}"; then
     echo "fuzz.sh: FAIL: an earlier fuzz finding in $work/artifacts still fails (see above)" >&2
     exit 1
   fi
 fi
 
-"$build/$fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=30 -rss_limit_mb=2560 \
-  -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds"
+stop=(-max_total_time="$seconds")
+if [ -n "${HEAPWATCH_FUZZ_RUNS:-}" ]; then stop=(-runs="$HEAPWATCH_FUZZ_RUNS"); fi
+"$build/$fuzzer" "${stop[@]}" "${limits[@]}" -print_final_stats=1 \
+  -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds"
