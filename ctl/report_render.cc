@@ -133,15 +133,11 @@ std::string LeakPatternsText(
     const google::protobuf::RepeatedPtrField<v1::LeakPatternMatch>& matches) {
   std::string text;
   for (const v1::LeakPatternMatch& m : matches) {
-    absl::StrAppend(&text, "Known leak pattern: ", m.pattern_name(), " [", m.pattern_id(), "]
-",
-                    "  ", m.summary(), "
-");
-    for (const std::string& culprit : m.culprits()) absl::StrAppend(&text, "  - ", culprit, "
-");
+    absl::StrAppend(&text, "Known leak pattern: ", m.pattern_name(), " [", m.pattern_id(), "]\n",
+                    "  ", m.summary(), "\n");
+    for (const std::string& culprit : m.culprits()) absl::StrAppend(&text, "  - ", culprit, "\n");
     if (m.has_path() && m.path().found()) {
-      absl::StrAppend(&text, "  path:
-", PathText(m.path(), "    "));
+      absl::StrAppend(&text, "  path:\n", PathText(m.path(), "    "));
     }
     absl::StrAppend(&text, "  Why and the usual fix: ", m.explanation(), "\n");
   }

@@ -96,9 +96,14 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
   for (uint32_t k = 0; k < graph.class_count(); ++k) {
     registry[k] = RegistryClass(graph.class_info(ClassId(k)).name) ? 1 : 0;
   }
+  std::vector<uint8_t> thread_class(graph.class_count(), 0);
+  for (uint32_t k = 0; k < graph.class_count(); ++k) {
+    thread_class[k] = c.IsSubclassOf(ClassId(k), "java.lang.Thread") ? 1 : 0;
+  }
   auto is_thread = [&](ObjectIndex v) {
-    return graph.kind(v) == ObjectKind::kInstance &&
-           c.IsSubclassOf(graph.class_of(v), "java.lang.Thread");
+    if (graph.kind(v) != ObjectKind::kInstance) return false;
+    const ClassId cls = graph.class_of(v);
+    return cls.valid() && thread_class[cls.value] == 1;
   };
 
   // 2. Search 1: free reachability.

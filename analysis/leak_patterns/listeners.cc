@@ -94,15 +94,20 @@ Status RecognizeListeners(const PatternContext& c, const LeakPatternOptions& opt
         collection = array;
       }
       std::string holder = c.StaticFieldHolding(collection);
+      ObjectIndex owner = kNoObject;  // the object holding the collection, when a static holds it
       if (holder.empty() && collection != array) {
-        const ObjectIndex owner = c.tree().immediate_dominator(collection);
+        owner = c.tree().immediate_dominator(collection);
         if (owner != c.tree().super_root()) holder = c.StaticFieldHolding(owner);
-        if (!holder.empty()) collection = owner;
+        if (holder.empty()) owner = kNoObject;
       }
+      const std::string where =
+          absl::StrCat(c.ObjectName(collection), map_nodes ? " (a hash set or map)" : "",
+                       owner.valid() ? absl::StrCat(" of ", c.ObjectName(owner)) : "",
+                       holder.empty() ? "" : absl::StrCat(" (", holder, ")"));
       // Who registered them: the class a lambda was declared in, and what each captures.
       const std::string host = LambdaHost(listener_class);
       std::map<std::string, uint64_t> captured;
-      for (size_t k = 0; k < listeners.size() && k < 1000; ++k) {
+      for (size_t k = 0; k < listeners.size(); ++k) {
         const ObjectIndex l = listeners[k];
         for (uint64_t e = g.first_edge(l); e < g.first_edge(ObjectIndex(l.value + 1)); ++e) {
           const ReferenceSlot slot = graph.ResolveReference(l, e);
@@ -119,17 +124,15 @@ Status RecognizeListeners(const PatternContext& c, const LeakPatternOptions& opt
         match.culprits.push_back(absl::StrCat("each listener captures a ", what, " (", count,
                                               count == 1 ? " listener)" : " listeners)"));
       }
-      match.culprits.push_back(absl::StrCat(
-          "collection ", c.ObjectName(collection), map_nodes ? " (a hash set or map)" : "",
-          holder.empty() ? "" : absl::StrCat(" held by ", holder)));
+      match.culprits.push_back(absl::StrCat("collection ", where));
       match.summary = absl::StrFormat(
-          "%d listeners of class %s accumulate in %s%s: listeners registered by %s are never "
+          "%d listeners of class %s accumulate in %s: listeners registered by %s are never "
           "removed",
-          listeners.size(), listener_class, c.ObjectName(collection),
-          holder.empty() ? "" : absl::StrCat(" (", holder, ")"), registrant);
+          listeners.size(), listener_class, where, registrant);
       HW_ASSIGN_OR_RETURN(match.path, c.PathTo(array));
       match.anchors.push_back(array);
       if (collection != array) match.anchors.push_back(collection);
+      if (owner.valid()) match.anchors.push_back(owner);
       matches->push_back(std::move(match));
     }
   }

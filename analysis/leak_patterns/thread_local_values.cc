@@ -87,11 +87,11 @@ Status RecognizeThreadLocalValues(const PatternContext& c, const LeakPatternOpti
     std::string declared;
     if (tl_object.valid()) {
       declared = c.StaticFieldHolding(tl_object);
-      match.culprits.push_back(declared.empty()
-                                   ? absl::StrCat("ThreadLocal ", c.ObjectName(tl_object),
-                                                  " (no static field references it)")
-                                   : absl::StrCat("ThreadLocal ", c.ObjectName(tl_object),
-                                                  " declared by ", declared));
+      match.culprits.push_back(
+          declared.empty()
+              ? absl::StrCat("ThreadLocal ", c.ObjectName(tl_object),
+                             " (no static field references it)")
+              : absl::StrCat("ThreadLocal ", c.ObjectName(tl_object), " declared by ", declared));
     } else {
       match.culprits.push_back(
           "stale entries: their ThreadLocal was collected, the values were never removed");
