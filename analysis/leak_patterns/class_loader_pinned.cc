@@ -83,7 +83,9 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
   std::vector<ObjectIndex> candidates;
   for (const auto& [loader_value, classes] : defined) {
     const ObjectIndex loader(loader_value);
-    if (graph.kind(loader) != ObjectKind::kInstance || !c.reachable(loader)) continue;
+    // Reachability is search 2's (with object -> class edges), not the dominator tree's: a loader
+    // that only its classes' instances keep alive is not in the tree.
+    if (graph.kind(loader) != ObjectKind::kInstance) continue;
     const std::string name = c.ClassName(loader);
     if (name.rfind("jdk.", 0) == 0 || name.rfind("sun.", 0) == 0) continue;
     if (!c.IsSubclassOf(graph.class_of(loader), "java.lang.ClassLoader")) continue;
@@ -255,9 +257,12 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
                                           classes, classes == 1 ? " class" : " classes"));
     match.culprits.push_back(absl::StrCat("pinned because ", via));
     match.summary = absl::StrFormat(
-        "Class loader %s (%d classes, retaining %.1f MiB) is held only by threads or JVM-wide "
-        "registries: %s",
-        c.ObjectName(loader), classes, c.retained(loader) / 1048576.0, via);
+        "Class loader %s (%d classes%s) is held only by threads or JVM-wide registries: %s",
+        c.ObjectName(loader), classes,
+        c.reachable(loader)
+            ? absl::StrFormat(", retaining %.1f MiB", c.retained(loader) / 1048576.0)
+            : std::string(),
+        via);
     match.anchors.push_back(loader);
     matches->push_back(std::move(match));
   }

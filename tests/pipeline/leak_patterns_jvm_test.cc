@@ -187,5 +187,27 @@ TEST(LeakPatternsJvm, CleanRedeployIsNotClaimed) {
   EXPECT_THAT(Ids(Analyze(dump).report.leak_patterns), ElementsAre());
 }
 
+TEST(LeakPatternsJvm, UnboundedStaticCache) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwStaticCache", "leak");
+  ASSERT_FALSE(dump.empty());
+  const DumpAnalysis analysis = Analyze(dump);
+  ASSERT_THAT(Ids(analysis.report.leak_patterns), ElementsAre("static-collection"));
+  const analysis::LeakPatternMatch& m = analysis.report.leak_patterns[0];
+  EXPECT_THAT(m.summary, HasSubstr("static HwStaticCache.CACHE (a java.util.HashMap) retains"));
+  EXPECT_THAT(m.summary, HasSubstr("in 8192 slots"));
+  EXPECT_GE(m.retained_bytes, 6000u * 1024);
+  ASSERT_TRUE(m.path.found);
+  EXPECT_EQ(m.path.steps.back().reference, "static CACHE");
+  EXPECT_EQ(m.path.steps.back().object.class_name, "java.util.HashMap");
+}
+
+TEST(LeakPatternsJvm, BoundedStaticCacheIsNotClaimed) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwStaticCache", "clean");
+  ASSERT_FALSE(dump.empty());
+  EXPECT_THAT(Ids(Analyze(dump).report.leak_patterns), ElementsAre());
+}
+
 }  // namespace
 }  // namespace heapwatch::pipeline
