@@ -235,12 +235,22 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
       const auto root = root_of.find(chain.front().value);
       if (root != root_of.end() && ThreadRootKind(root->second.kind)) {
         const auto thread = thread_of_serial.find(root->second.thread_serial);
-        via = absl::StrCat(
-            "a ", std::string(GcRootKindName(root->second.kind)), " root",
-            thread == thread_of_serial.end()
-                ? std::string()
-                : absl::StrCat(" of thread ", c.ObjectName(ObjectIndex(thread->second))),
-            " references it");
+        const ClassId held = graph.class_of(chain.front());
+        const bool own_code = graph.kind(chain.front()) != ObjectKind::kClass && held.valid() &&
+                              graph.class_info(held).class_loader == loader;
+        if (own_code && thread != thread_of_serial.end()) {
+          via = absl::StrCat("thread ", c.ObjectName(ObjectIndex(thread->second)),
+                             " is still running the application's code (a ",
+                             std::string(GcRootKindName(root->second.kind)), " root holds ",
+                             c.ObjectName(chain.front()), ")");
+        } else {
+          via = absl::StrCat(
+              "a ", std::string(GcRootKindName(root->second.kind)), " root",
+              thread == thread_of_serial.end()
+                  ? std::string()
+                  : absl::StrCat(" of thread ", c.ObjectName(ObjectIndex(thread->second))),
+              " references it");
+        }
       } else {
         via = "only threads and JVM-wide registries reference it";
       }
@@ -257,8 +267,8 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
                                           classes, classes == 1 ? " class" : " classes"));
     match.culprits.push_back(absl::StrCat("pinned because ", via));
     match.summary = absl::StrFormat(
-        "Class loader %s (%d classes%s) is held only by threads or JVM-wide registries: %s",
-        c.ObjectName(loader), classes,
+        "Class loader %s (%d %s%s) is held only by threads or JVM-wide registries: %s",
+        c.ObjectName(loader), classes, classes == 1 ? "class" : "classes",
         c.reachable(loader)
             ? absl::StrFormat(", retaining %.1f MiB", c.retained(loader) / 1048576.0)
             : std::string(),

@@ -255,7 +255,7 @@ TEST(LeakPatterns, ClassLoaderPinnedByAThreadItStarted) {
   const std::vector<LeakPatternMatch> matches = Recognize(*graph);
   ASSERT_THAT(Ids(matches), ElementsAre("class-loader-pinned"));
   const LeakPatternMatch& m = matches[0];
-  EXPECT_THAT(m.summary, HasSubstr("Class loader java.net.URLClassLoader@0x600 (1 classes)"));
+  EXPECT_THAT(m.summary, HasSubstr("Class loader java.net.URLClassLoader@0x600 (1 class)"));
   EXPECT_THAT(m.summary, HasSubstr("thread java.lang.Thread@0x700 references it through target"));
   ASSERT_TRUE(m.path.found);
   EXPECT_EQ(m.path.steps.front().object.object_id, 0x700u);

@@ -172,7 +172,8 @@ TEST(LeakPatternsJvm, RedeployedApplicationPinnedByItsThread) {
   for (const analysis::LeakPatternMatch& m : analysis.report.leak_patterns) {
     SCOPED_TRACE(m.summary);
     EXPECT_THAT(m.summary, HasSubstr("Class loader java.net.URLClassLoader@"));
-    EXPECT_THAT(m.summary, HasSubstr("thread"));
+    EXPECT_THAT(m.summary, HasSubstr("is still running the application's code"));
+    EXPECT_THAT(m.summary, HasSubstr("holds HwApp@"));
     ASSERT_TRUE(m.path.found);
     EXPECT_EQ(m.path.steps.back().object.class_name, "java.net.URLClassLoader");
     EXPECT_EQ(m.path.steps.back().reference, "<classloader>");
