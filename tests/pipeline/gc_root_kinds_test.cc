@@ -4,7 +4,9 @@
 // that are GC roots of that kind and hold a quarter each of a class's instances: the suspect
 // analysis finds the four holders as accumulation points, and each one's path from a GC root is
 // the holder alone, with its root kind, in the pipeline, the report model and the rendered text.
-// Also: "kept alive by" names the excluded java.lang.Thread that holds a value, not "<ROOT>".
+// Android's 0x90 UNREACHABLE record marks an object the VM found unreachable, not a root that
+// keeps anything alive, so it is not among the cases. Also: "kept alive by" names the excluded
+// java.lang.Thread that holds a value, not "<ROOT>".
 #include <unistd.h>
 
 #include <cstdio>
