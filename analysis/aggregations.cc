@@ -211,6 +211,38 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
   absl::flat_hash_map<uint64_t, size_t> row_of;  // (class id, class_object, root) -> rows index
   absl::flat_hash_set<uint32_t> seen;
   std::vector<ObjectIndex> path;
+  // Holders for name_excluded_root_holder: THREAD_OBJECT roots, and per class whether it is
+  // java.lang.Thread or a subclass (0 unknown, 1 yes, 2 no).
+  absl::flat_hash_set<uint32_t> thread_roots;
+  absl::flat_hash_set<uint32_t> holder_ends;  // excluded holders that climbs end at
+  std::vector<uint8_t> thread_class;
+  if (options.name_excluded_root_holder) {
+    for (const GcRoot& root : graph.gc_roots()) {
+      if (root.kind == GcRootKind::kThreadObject) thread_roots.insert(root.object.value);
+    }
+    thread_class.assign(graph.class_count(), 0);
+  }
+  auto is_holder = [&](ObjectIndex v) {
+    if (graph.kind(v) == ObjectKind::kClass) return graph.DescribedClass(v).valid();
+    if (thread_roots.contains(v.value)) return true;
+    ClassId cls = graph.class_of(v);
+    if (!cls.valid()) return false;
+    if (thread_class[cls.value] == 0) {
+      bool thread = false;
+      // The superclass chain is acyclic (HeapGraphBuilder requires supers to be added first);
+      // bounded anyway.
+      ClassId c = cls;
+      for (int depth = 0; c.valid() && depth < 256; ++depth) {
+        if (graph.class_info(c).name == "java.lang.Thread") {
+          thread = true;
+          break;
+        }
+        c = graph.class_info(c).super_class;
+      }
+      thread_class[cls.value] = thread ? 1 : 2;
+    }
+    return thread_class[cls.value] == 1;
+  };
   for (ObjectIndex object : objects) {
     HW_RETURN_IF_ERROR(CheckObject(tree, object));
     if (!InTree(tree, object) || !seen.insert(object.value).second) continue;
@@ -232,7 +264,23 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
       path.push_back(d);
       d = tree.immediate_dominator(d);
     }
-    for (ObjectIndex p : path) climb_end[memo_class | p.value] = d.value;
+    if (options.name_excluded_root_holder &&
+        (d == tree.super_root() || holder_ends.contains(d.value))) {
+      // The climb reached the super root (or a memoised climb that did). From the top of the climb
+      // down: each climbed node ends at the nearest holder at or above it; the object itself at the
+      // nearest holder above it.
+      ObjectIndex holder = d;
+      for (size_t i = path.size(); i-- > 0;) {
+        if (is_holder(path[i])) {
+          holder = path[i];
+          holder_ends.insert(holder.value);
+        }
+        climb_end[memo_class | path[i].value] = holder.value;
+      }
+      d = holder;
+    } else {
+      for (ObjectIndex p : path) climb_end[memo_class | p.value] = d.value;
+    }
 
     ClassKey key = KeyOf(graph, tree, d, options.class_objects_by_described_class);
     uint64_t row_key =

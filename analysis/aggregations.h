@@ -139,6 +139,13 @@ struct ImmediateDominatorsOptions {
   // com.acme.Cache"). False does what MAT does: a class object is an instance of java.lang.Class,
   // so "java.*" climbs past every class object.
   bool class_objects_by_described_class = true;
+  // When a climb past excluded dominators reaches the super root ("<ROOT>"), end it instead at the
+  // nearest climbed-past dominator that is a holder a person can act on: a thread (an instance of
+  // java.lang.Thread or a subclass, or a THREAD_OBJECT GC root) or a class object (its static
+  // fields hold the objects). MAT does not (false); the suspect report does, so that ThreadLocal
+  // values held by pool threads are "kept alive by java.lang.Thread", not by "<ROOT>"
+  // (docs/analysis-report.md).
+  bool name_excluded_root_holder = false;
 };
 
 struct DominatorClassGroup {
@@ -151,7 +158,9 @@ struct DominatorClassGroup {
 };
 // For each object of `objects` in the tree (others are ignored; duplicates count once): d = its
 // immediate dominator; while d is not the super root and d's class matches options.exclude (or,
-// with skip_same_class, d is of the object's own class), d = immediate dominator of d. The objects
+// with skip_same_class, d is of the object's own class), d = immediate dominator of d (with
+// name_excluded_root_holder, a climb that ends at the super root ends at the nearest climbed-past
+// thread or class object instead, when there is one). The objects
 // are grouped by the ClassKey of the d they end at, sorted by dominated_shallow_bytes descending
 // (MAT's order). Cost: O(k + number of distinct ancestors climbed) with memoised climbs per class
 // (as MAT caches excluded classes), O(n) at most; one regex match per distinct class.

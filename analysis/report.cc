@@ -129,6 +129,7 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
   ImmediateDominatorsOptions dom_options;
   dom_options.exclude = &exclude;
   dom_options.skip_same_class = true;
+  dom_options.name_excluded_root_holder = true;
   HW_ASSIGN_OR_RETURN(std::vector<DominatorClassGroup> groups,
                       ImmediateDominatorsByClass(graph, tree, retained, instances, dom_options));
   for (const DominatorClassGroup& group : groups) {
@@ -151,12 +152,14 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
     suspect.kept_alive_by.push_back(std::move(row));
   }
 
-  // Paths from GC roots: to the accumulation points (at most 3) and to the instance with the
-  // largest retained size (the representative instance).
+  // Paths from GC roots: to every accumulation point (FindAccumulationPoints returns at most 5)
+  // and to the instance with the largest retained size (the representative instance). Every point
+  // gets its path: a point without one is rendered as unreachable, which a point never is (it is
+  // in the dominator tree); an accumulation point that is itself a GC root (a pool thread holding
+  // ThreadLocal values) has the one-step path "itself".
   Progress(options, "paths from GC roots", 0);
   double dynamic_seconds = 0;
   auto start = Clock::now();
-  size_t with_path = 0;
   for (const AccumulationPoint& point : accumulation.points) {
     AccumulationPointReport report;
     report.object = describe.Summary(point.object);
@@ -171,12 +174,10 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
                        ? 0
                        : static_cast<double>(point.set_bytes) /
                              static_cast<double>(accumulation.minimum_retained_bytes);
-    if (with_path++ < 3) {
-      HW_ASSIGN_OR_RETURN(
-          std::vector<GraphPath> paths,
-          ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), point.object, 1));
-      report.path = describe.Path(paths);
-    }
+    HW_ASSIGN_OR_RETURN(
+        std::vector<GraphPath> paths,
+        ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), point.object, 1));
+    report.path = describe.Path(paths);
     suspect.accumulation_points.push_back(std::move(report));
   }
   if (!instances.empty()) {

@@ -127,6 +127,28 @@ struct AccumulationPointReport {
   GcRootPathReport path;           // shortest path from a GC root, strong references first
 };
 
+// One match of a known-leak pattern (analysis/leak_patterns/leak_patterns.h, docs/leak-patterns.md)
+// in one dump.
+struct LeakPatternMatch {
+  std::string pattern_id;
+  std::string pattern_name;
+  // One sentence naming the culprit, e.g. "ThreadLocal static com.acme.RequestContext.BUFFERS
+  // holds 4 values (3.1 MiB) in 4 live threads of class java.lang.Thread".
+  std::string summary;
+  std::string explanation;  // LeakPatternInfo::explanation
+  // The named culprits, one per line: "thread java.lang.Thread@0x7f0 (THREAD_OBJECT root)",
+  // "ThreadLocal declared by static com.acme.RequestContext.BUFFERS", ...
+  std::vector<std::string> culprits;
+  // The path from a GC root through the field that holds the leaked objects (e.g. Thread ->
+  // threadLocals -> table -> [3] -> value), found = false when the recogniser has none.
+  GcRootPathReport path;
+  uint64_t objects = 0;         // leaked objects the match covers (values, listeners, loaders)
+  uint64_t retained_bytes = 0;  // sum of their retained sizes (disjoint subtrees are not assumed)
+  // The objects the match is about (the ThreadLocal values, the listener array, the pinned
+  // loaders): used to attach the match to a suspect's report (MatchesForSuspect). At most 64.
+  std::vector<ObjectIndex> anchors;
+};
+
 // Suspect analysis for one class (`heapwatchctl analyze --class C`).
 struct SuspectReport {
   std::string class_name;
@@ -142,6 +164,9 @@ struct SuspectReport {
   std::vector<DominatorClassRow> kept_alive_by;  // sorted by dominated_shallow_bytes, descending
   std::vector<std::string> exclude_patterns;     // the patterns kept_alive_by climbed past
   GcRootPathReport shortest_path;  // shortest strong path from a GC root to the nearest instance
+  // Known-leak patterns that concern this class (leak_patterns.h MatchesForSuspect): filled by the
+  // pipeline (pipeline/analyze_dump.h), not by BuildSuspectReport.
+  std::vector<LeakPatternMatch> leak_patterns;
 };
 
 // Wall-clock seconds per stage and the process's peak resident set size.
@@ -171,6 +196,9 @@ struct Report {
   std::vector<ClassRow> top_dominators_by_class;
   std::optional<SuspectReport> suspect;
   ReportTimings timings;
+  // Every known-leak pattern the dump matches (pipeline/analyze_dump.h fills it; BuildReport does
+  // not).
+  std::vector<LeakPatternMatch> leak_patterns;
 };
 
 // What to put in a report.

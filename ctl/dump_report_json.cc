@@ -41,6 +41,23 @@ json PathJson(const v1::GcRootPath& p) {
   return {{"found", p.found()}, {"strong", p.strong()}, {"steps", std::move(steps)}};
 }
 
+json LeakPatternsJson(const google::protobuf::RepeatedPtrField<v1::LeakPatternMatch>& matches) {
+  json list = json::array();
+  for (const v1::LeakPatternMatch& m : matches) {
+    json culprits = json::array();
+    for (const std::string& c : m.culprits()) culprits.push_back(c);
+    list.push_back({{"pattern_id", m.pattern_id()},
+                    {"pattern_name", m.pattern_name()},
+                    {"summary", m.summary()},
+                    {"explanation", m.explanation()},
+                    {"culprits", std::move(culprits)},
+                    {"path", PathJson(m.path())},
+                    {"objects", m.objects()},
+                    {"retained_bytes", m.retained_bytes()}});
+  }
+  return list;
+}
+
 json SuspectJson(const v1::DrillDownReport& s) {
   json points = json::array();
   for (const v1::AccumulationPoint& p : s.accumulation_points()) {
@@ -71,7 +88,8 @@ json SuspectJson(const v1::DrillDownReport& s) {
             {"accumulation_points", std::move(points)},
             {"kept_alive_by", std::move(kept)},
             {"exclude_patterns", std::move(patterns)},
-            {"shortest_path", PathJson(s.shortest_path())}};
+            {"shortest_path", PathJson(s.shortest_path())},
+            {"leak_patterns", LeakPatternsJson(s.leak_patterns())}};
   if (s.dynamic_objects() > 0) {
     j["dynamic_bytes"] = s.dynamic_bytes();
     j["dynamic_objects"] = s.dynamic_objects();
@@ -158,6 +176,7 @@ std::string DumpReportToJson(const v1::DumpReport& report) {
   for (const v1::ClassRetained& r : report.top_dominators_by_class())
     j["top_dominators_by_class"].push_back(ClassJson(r));
   if (report.suspects_size() > 0) j["suspect"] = SuspectJson(report.suspects(0));
+  j["leak_patterns"] = LeakPatternsJson(report.leak_patterns());
   if (report.has_by_dynamic()) j["by_dynamic"] = RankingJson(report.by_dynamic());
   const v1::AnalysisTimings& tm = report.timings();
   j["timings"] = {{"parse_seconds", Seconds(tm.parse_duration())},

@@ -126,6 +126,24 @@ std::string PathText(const v1::GcRootPath& path, const std::string& indent) {
   return text;
 }
 
+// Known-leak pattern matches (docs/leak-patterns.md), each: "Known leak pattern: <name>
+// [<id>]", the summary, the culprits, the path through the holding field, and the explanation with
+// the usual fix. Empty when there are none.
+std::string LeakPatternsText(
+    const google::protobuf::RepeatedPtrField<v1::LeakPatternMatch>& matches) {
+  std::string text;
+  for (const v1::LeakPatternMatch& m : matches) {
+    absl::StrAppend(&text, "Known leak pattern: ", m.pattern_name(), " [", m.pattern_id(), "]\n",
+                    "  ", m.summary(), "\n");
+    for (const std::string& culprit : m.culprits()) absl::StrAppend(&text, "  - ", culprit, "\n");
+    if (m.has_path() && m.path().found()) {
+      absl::StrAppend(&text, "  path:\n", PathText(m.path(), "    "));
+    }
+    absl::StrAppend(&text, "  Why and the usual fix: ", m.explanation(), "\n");
+  }
+  return text;
+}
+
 // The dump's metadata, a few lines starting with `indent`.
 std::string DumpDetails(const v1::ExtendedDump& dump, const std::string& indent) {
   std::string text;
@@ -379,7 +397,8 @@ std::string RenderDrillDown(const v1::DrillDownReport& report, size_t max_rows) 
   auto limit = [max_rows](int size) {
     return max_rows == 0 ? static_cast<size_t>(size) : std::min<size_t>(max_rows, size);
   };
-  std::string text;
+  std::string text = LeakPatternsText(report.leak_patterns());
+  if (!text.empty()) absl::StrAppend(&text, "\n");
   absl::StrAppend(&text, "Instances:              ", report.instances(), "\n");
   absl::StrAppend(&text, "Shallow size:           ", BytesExact(report.shallow_bytes()), "\n");
   absl::StrAppend(&text, "Retained size:          ", BytesExact(report.retained_bytes()),
@@ -534,6 +553,9 @@ std::string RenderDumpReport(const v1::DumpReport& report) {
       &text, absl::StrFormat("Reachable: %d objects, %s; unreachable: %d objects, %s\n",
                              t.reachable_objects(), BytesExact(t.reachable_shallow_bytes()),
                              t.unreachable_objects(), BytesExact(t.unreachable_shallow_bytes())));
+  if (!report.leak_patterns().empty()) {
+    absl::StrAppend(&text, "\n", LeakPatternsText(report.leak_patterns()));
+  }
   if (report.has_by_dynamic()) {
     absl::StrAppend(&text, "\n", DynamicRankingText(report.by_dynamic()));
   } else {

@@ -121,6 +121,14 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
   result.report.timings.dominators_seconds = dominators_seconds;
   result.report.timings.retained_seconds = retained_seconds;
 
+  if (options.leak_patterns) {
+    Progress(options, "leak patterns", 0);
+    const auto patterns_start = Clock::now();
+    HW_ASSIGN_OR_RETURN(result.report.leak_patterns,
+                        analysis::RecognizeLeakPatterns(graph, tree, retained, options.patterns));
+    result.report.timings.aggregation_seconds += SecondsSince(patterns_start);
+  }
+
   std::set<std::string> seen;
   for (const std::string& name : options.suspect_classes) {
     if (!seen.insert(name).second) continue;
@@ -131,6 +139,18 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
     HW_ASSIGN_OR_RETURN(analysis::SuspectReport suspect,
                         analysis::BuildSuspectReport(graph, tree, retained, name, report_options,
                                                      &result.report.timings));
+    if (!result.report.leak_patterns.empty()) {
+      // The suspect's accumulation points, or its instances when it has none.
+      std::vector<analysis::ObjectIndex> points;
+      for (const analysis::AccumulationPointReport& point : suspect.accumulation_points) {
+        points.push_back(graph.FindObject(point.object.object_id));
+      }
+      if (points.empty()) {
+        points = analysis::InstancesOf(graph, tree, graph.FindClasses(name));
+      }
+      suspect.leak_patterns =
+          analysis::MatchesForSuspect(tree, result.report.leak_patterns, points);
+    }
     result.suspects.push_back(std::move(suspect));
   }
 

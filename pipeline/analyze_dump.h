@@ -45,6 +45,7 @@
 #include "analysis/dynamic_ranking.h"
 #include "analysis/dynamic_size.h"
 #include "analysis/heap_graph.h"
+#include "analysis/leak_patterns/leak_patterns.h"
 #include "analysis/report.h"
 #include "common/status.h"
 
@@ -78,6 +79,11 @@ struct AnalyzeDumpOptions {
   // an estimate of every object's dynamic size, exact figures for the rows; `heapwatchctl analyze
   // --by dynamic`). Follows `dynamic`'s references.
   size_t by_dynamic_rows = 0;
+  // Run the known-leak pattern recognisers (analysis/leak_patterns/leak_patterns.h): every match
+  // goes into report.leak_patterns, and each suspect gets those that concern it. O(objects +
+  // references) more.
+  bool leak_patterns = true;
+  analysis::LeakPatternOptions patterns;
   // Also build the dump summary (class histogram by name and owners) that the daemon stores.
   bool dump_summary = false;
   analysis::DumpSummaryOptions summary;

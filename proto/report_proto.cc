@@ -102,6 +102,19 @@ analysis::ReportTotals FromProto(const v1::ExtendedDumpTotals& totals) {
   return out;
 }
 
+v1::LeakPatternMatch ToProto(const analysis::LeakPatternMatch& match) {
+  v1::LeakPatternMatch out;
+  out.set_pattern_id(match.pattern_id);
+  out.set_pattern_name(match.pattern_name);
+  out.set_summary(match.summary);
+  out.set_explanation(match.explanation);
+  for (const std::string& culprit : match.culprits) out.add_culprits(culprit);
+  *out.mutable_path() = ToProto(match.path);
+  out.set_objects(match.objects);
+  out.set_retained_bytes(match.retained_bytes);
+  return out;
+}
+
 void FillDrillDownReport(const analysis::SuspectReport& suspect,
                          std::span<const analysis::ObjectSummary> top_objects,
                          v1::DrillDownReport* report) {
@@ -122,6 +135,8 @@ void FillDrillDownReport(const analysis::SuspectReport& suspect,
   *report->mutable_shortest_path() = ToProto(suspect.shortest_path);
   report->clear_top_objects();
   for (const auto& object : top_objects) *report->add_top_objects() = ToProto(object);
+  report->clear_leak_patterns();
+  for (const auto& match : suspect.leak_patterns) *report->add_leak_patterns() = ToProto(match);
 }
 
 namespace {
@@ -217,6 +232,7 @@ v1::DumpReport ToDumpReport(const analysis::Report& report,
   if (report.suspect) FillDrillDownReport(*report.suspect, {}, out.add_suspects());
   for (const analysis::SuspectReport& s : suspects) FillDrillDownReport(s, {}, out.add_suspects());
   *out.mutable_timings() = ToProto(report.timings);
+  for (const auto& match : report.leak_patterns) *out.add_leak_patterns() = ToProto(match);
   return out;
 }
 

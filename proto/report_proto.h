@@ -26,12 +26,14 @@ v1::HeapObject ToProto(const analysis::ObjectSummary& object);
 v1::GcRootPath ToProto(const analysis::GcRootPathReport& path);
 v1::AccumulationPoint ToProto(const analysis::AccumulationPointReport& point);
 v1::KeptAliveBy ToProto(const analysis::DominatorClassRow& row);
+// A known-leak pattern match (anchors are analysis-internal and not carried over).
+v1::LeakPatternMatch ToProto(const analysis::LeakPatternMatch& match);
 v1::ExtendedDumpTotals ToProto(const analysis::ReportTotals& totals);
 analysis::ReportTotals FromProto(const v1::ExtendedDumpTotals& totals);
 
 // Fills the suspect fields of `report` (class_name, instances, shallow_bytes, retained_bytes,
 // minimum_retained_bytes, dynamic_bytes, dynamic_objects, accumulation_points, kept_alive_by,
-// exclude_patterns, shortest_path) and
+// exclude_patterns, shortest_path, leak_patterns) and
 // top_objects (replacing what they held). Leaves agent, dump, growth_history, suspect and
 // diff_from_previous to the caller.
 void FillDrillDownReport(const analysis::SuspectReport& suspect,
