@@ -92,6 +92,21 @@ Status CheckOptions(const AnalyzeDumpOptions& options, std::vector<std::string>*
   return absl::OkStatus();
 }
 
+// The class of the top-level dominator above the first accumulation point (see DumpAnalysis);
+// climbs the dominator tree iteratively.
+std::string TopDominatorClass(const analysis::HeapGraph& graph, const analysis::DominatorTree& tree,
+                              const std::vector<analysis::AccumulationPointReport>& points) {
+  if (points.empty()) return "";
+  analysis::ObjectIndex v = graph.FindObject(points.front().object.object_id);
+  if (v == analysis::kNoObject || !tree.reachable(v)) return "";
+  for (;;) {
+    const analysis::ObjectIndex up = tree.immediate_dominator(v);
+    if (up == analysis::kNoObject || up == tree.super_root()) break;
+    v = up;
+  }
+  return graph.class_info(graph.class_of(v)).name;
+}
+
 // Everything after the read; fills all of DumpAnalysis but the dump file's fields, parse time,
 // total time and memory.
 StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDumpOptions& options,
@@ -131,6 +146,8 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
     HW_ASSIGN_OR_RETURN(analysis::SuspectReport suspect,
                         analysis::BuildSuspectReport(graph, tree, retained, name, report_options,
                                                      &result.report.timings));
+    result.accumulation_point_top_classes.push_back(
+        TopDominatorClass(graph, tree, suspect.accumulation_points));
     result.suspects.push_back(std::move(suspect));
   }
 
