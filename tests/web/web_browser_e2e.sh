@@ -8,7 +8,7 @@
 #                                  many polyline points as the gRPC API has samples of the class in
 #                                  the page's range (heapwatchctl history over the same range)
 #   /agents/A/reports/D            the accumulation point ConcurrentHashMap$Node[] with its path from
-#                                  the GC root (static EVENTS, table), the treemap with its highlighted
+#                                  the GC root (static EVENTS, then table), the treemap with its highlighted
 #                                  cell, the dump's metadata
 # /metrics is still served on the same listener. Screenshots of the three pages are saved in
 # OUT_DIR (agents.png, leaks.png, report.png).
@@ -124,7 +124,7 @@ log "leaks page: plot of EventLeakApp\$Event has $plotted points (data-points $d
 dom "$base$report_path" "$tmp/report.html"
 grep -q 'ConcurrentHashMap$Node\[\]' "$tmp/report.html" || fail "report page: no ConcurrentHashMap\$Node[] accumulation point"
 grep -q '<code class="ref">static EVENTS</code>' "$tmp/report.html" || fail "report page: path lacks 'static EVENTS'"
-grep -q '<code class="ref">field table</code>' "$tmp/report.html" || fail "report page: path lacks 'field table'"
+grep -q '<code class="ref">table</code>' "$tmp/report.html" || fail "report page: path lacks 'table'"
 cells=$(grep -o 'data-cells="[0-9]*"' "$tmp/report.html" | grep -o '[0-9]*')
 ((cells > 0)) || fail "report page: empty treemap"
 grep -q '<rect[^>]*class="highlight"' "$tmp/report.html" || fail "report page: no highlighted treemap cell"
