@@ -89,9 +89,9 @@ dom() {  # URL FILE
   timeout 60 "$chromium" --headless --disable-gpu --no-sandbox --user-data-dir="$tmp/chromium" \
     --dump-dom "$1" >"$2" 2>>"$tmp/chromium.log" || fail "chromium --dump-dom $1"
 }
-shot() {  # URL FILE
+shot() {  # URL FILE [HEIGHT]
   timeout 60 "$chromium" --headless --disable-gpu --no-sandbox --user-data-dir="$tmp/chromium" \
-    --hide-scrollbars --window-size=1280,1400 --screenshot="$2" "$1" >>"$tmp/chromium.log" 2>&1 ||
+    --hide-scrollbars --window-size=1280,${3:-1400} --screenshot="$2" "$1" >>"$tmp/chromium.log" 2>&1 ||
     fail "chromium --screenshot $1"
   [[ -s $2 ]] || fail "no screenshot $2"
 }
@@ -133,7 +133,7 @@ log "report page: accumulation point and path shown, treemap with $cells cells"
 
 shot "$base/" "$out/agents.png"
 shot "$leaks_url" "$out/leaks.png"
-shot "$base$report_path" "$out/report.png"
+shot "$base$report_path" "$out/report.png" 5200  # the whole report, treemap included
 cp "$tmp/agents.html" "$tmp/leaks.html" "$tmp/report.html" "$out/"
 log "screenshots in $out"
 ok=1
