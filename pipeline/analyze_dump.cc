@@ -104,7 +104,10 @@ std::string TopDominatorClass(const analysis::HeapGraph& graph, const analysis::
     if (up == analysis::kNoObject || up == tree.super_root()) break;
     v = up;
   }
-  return graph.class_info(graph.class_of(v)).name;
+  // Named as report.top_dominators_by_class names its rows (the instance's class).
+  const analysis::ClassId cls = graph.class_of(v);
+  if (!cls.valid() || cls.value >= graph.class_count()) return "<unknown class>";
+  return graph.class_info(cls).name;
 }
 
 // Everything after the read; fills all of DumpAnalysis but the dump file's fields, parse time,
