@@ -42,7 +42,9 @@ std::string FormatTime(const Timestamp& ts) {
   if (ts.seconds() == 0 && ts.nanos() == 0) return "—";
   return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", ToTime(ts), absl::UTCTimeZone());
 }
-std::string FormatDuration(double seconds) { return absl::FormatDuration(absl::Seconds(seconds)); }
+std::string FormatDuration(double seconds) {
+  return absl::FormatDuration(absl::Trunc(absl::Seconds(seconds), absl::Milliseconds(1)));
+}
 std::string FormatRate(double bytes_per_second) {
   return absl::StrCat(FormatBytes(bytes_per_second * 60), "/min");
 }
