@@ -293,6 +293,11 @@ FieldMap TopLevelFields(Config* c) {
                         {"max_bytes", ByteSizeField(&c->retention.max_bytes)},
                         {"check_interval", DurationField(&c->retention.check_interval)},
                     })},
+      {"web", Section({
+                  {"listen", StringField(&c->web.listen)},
+                  {"external_url", StringField(&c->web.external_url)},
+                  {"port_file", StringField(&c->web.port_file)},
+              })},
       {"escalation",
        Section({
            {"enabled", BoolField(&c->escalation.enabled)},
@@ -347,6 +352,9 @@ Status ValidateConfig(const Config& c) {
   if (c.data_dir.empty()) return fail("data_dir", "must not be empty");
   if (c.grpc_listen.empty()) return fail("grpc_listen", "must not be empty");
   if (c.metrics_listen.empty()) return fail("metrics_listen", "must not be empty");
+  if (!c.web.external_url.empty() && c.web.external_url.back() == '/') {
+    return fail("web.external_url", "must not end with '/'");
+  }
   const CollectionConfig& col = c.collection;
   if (col.interval < absl::Milliseconds(100))
     return fail("collection.interval", "must be >= 100ms");
@@ -500,6 +508,11 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "top_objects" << YAML::Value << e.top_objects;
   out << YAML::EndMap;
 
+  out << YAML::Key << "web" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "listen" << YAML::Value << c.web.listen;
+  out << YAML::Key << "external_url" << YAML::Value << c.web.external_url;
+  out << YAML::Key << "port_file" << YAML::Value << c.web.port_file;
+  out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -136,6 +136,17 @@ struct EscalationConfig {
   int top_objects = 20;
 };
 
+// YAML section `web`: the web pages (docs/web.md).
+struct WebConfig {
+  // host:port of the pages; empty = on metrics_listen beside /metrics. Port 0 picks a free port.
+  std::string listen;
+  // The daemon's URL as users reach it ("https://heapwatch.example.com", no trailing slash), used to
+  // build absolute links; empty = links relative to the serving host.
+  std::string external_url;
+  // When set, the bound pages port is written there (like metrics_port_file).
+  std::string port_file;
+};
+
 struct Config {
   // Where the LMDB store lives; relative paths are relative to the daemon's working directory.
   std::string data_dir = "./data";
@@ -159,6 +170,7 @@ struct Config {
   diff::LeakOptions trend;
   RetentionConfig retention;
   EscalationConfig escalation;
+  WebConfig web;
 };
 
 // Parses a duration written as in Go / absl::ParseDuration: a sequence of decimal numbers with

@@ -42,7 +42,7 @@
 #include "daemon/scheduler.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
-#include "prometheus/exposer.h"
+#include "web/web_server.h"
 #include "spdlog/spdlog.h"
 #include "storage/snapshot_store.h"
 
@@ -60,6 +60,13 @@ std::string HostName() {
 
 // Writes "<port>\n" to `path` atomically (temp file + rename), so a reader never sees a partial
 // file.
+// "http://host:port" of a listen address with the port it bound ("0.0.0.0:0" -> "http://0.0.0.0:N").
+std::string WebUrlOf(const std::string& listen, int port) {
+  const size_t colon = listen.rfind(':');
+  const std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  return absl::StrCat("http://", host.empty() ? "127.0.0.1" : host, ":", port);
+}
+
 Status WritePortFile(const std::string& path, int port) {
   if (path.empty()) return absl::OkStatus();
   std::string tmp = absl::StrCat(path, ".tmp.", getpid());
@@ -135,7 +142,9 @@ struct Daemon::Impl {
   Scheduler scheduler;
   std::unique_ptr<Escalation> escalation;
   std::unique_ptr<QueryServer> grpc;
-  std::unique_ptr<prometheus::Exposer> exposer;
+  // /metrics and the web pages (docs/web.md); replaces prometheus-cpp's Exposer, which could serve
+  // nothing but metrics.
+  std::unique_ptr<web::WebServer> web;
   int metrics_port = 0;
 
   std::mutex mu;
@@ -878,20 +887,6 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   store_options.background_retention = false;  // the discovery thread runs it, to count and log it
   HW_ASSIGN_OR_RETURN(impl->store, storage::SnapshotStore::Open(store_options));
 
-  try {
-    impl->exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen, 2);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen for metrics on ", config.metrics_listen, ": ", e.what()));
-  }
-  impl->exposer->RegisterCollectable(impl->metrics.collectable());
-  std::vector<int> ports = impl->exposer->GetListeningPorts();
-  if (ports.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen for metrics on ", config.metrics_listen));
-  }
-  impl->metrics_port = ports.front();
-
   HW_ASSIGN_OR_RETURN(impl->escalation,
                       Escalation::Start(config.escalation, config.data_dir, impl->attach,
                                         impl->store.get(), &impl->metrics, Clock::Real()));
@@ -907,6 +902,28 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                          [raw = impl.get()](const AgentId& id, std::string_view class_name) {
                            return raw->Explain(id, class_name);
                          }));
+  {
+    web::WebServerOptions web_options;
+    web_options.listen = config.metrics_listen;
+    web_options.pages_listen = config.web.listen;
+    web_options.external_url = config.web.external_url;
+    auto web = web::WebServer::Start(web_options, impl->metrics.collectable(),
+                                     impl->grpc->query_source());
+    if (!web.ok()) {
+      return absl::UnavailableError(absl::StrCat("cannot listen for metrics or web pages on ",
+                                                 config.metrics_listen, ": ",
+                                                 web.status().message()));
+    }
+    impl->web = *std::move(web);
+    impl->metrics_port = impl->web->port();
+    spdlog::info("heapwatchd: web pages on port {}", impl->web->pages_port());
+    impl->metrics.SetWebUrl(!config.web.external_url.empty()
+                                ? config.web.external_url
+                                : WebUrlOf(config.web.listen.empty() ? config.metrics_listen
+                                                                     : config.web.listen,
+                                           impl->web->pages_port()));
+    HW_RETURN_IF_ERROR(WritePortFile(config.web.port_file, impl->web->pages_port()));
+  }
   spdlog::info("heapwatchd: data in {}, gRPC on {} (port {}), metrics on {} (port {}), interval {}",
                config.data_dir, config.grpc_listen, impl->grpc->port(), config.metrics_listen,
                impl->metrics_port, FormatDurationText(config.collection.interval));
@@ -952,8 +969,8 @@ bool Daemon::Shutdown() {
   }
   for (std::thread& t : d.workers) t.join();
   if (!d.escalation->Stop(d.config.shutdown_grace)) return false;
+  d.web.reset();  // before the query service its pages read
   d.grpc->Shutdown(absl::Seconds(2));
-  d.exposer.reset();
   d.store.reset();
   spdlog::info("heapwatchd stopped");
   return true;

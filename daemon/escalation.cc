@@ -617,6 +617,15 @@ struct Escalation::Impl {
       v1::DrillDownReport report;
       report.set_agent(id.value);
       proto::FillDrillDownReport(s, analysis.report.top_objects, &report);
+      // The web report's treemap (docs/web.md): the dominator tree's first level by class and the
+      // top-level class above the accumulation point.
+      for (const analysis::ClassRow& row : analysis.report.top_dominators_by_class) {
+        *report.add_top_dominators_by_class() = proto::ToProto(row);
+      }
+      if (const size_t index = static_cast<size_t>(&s - analysis.suspects.data());
+          index < analysis.accumulation_point_top_classes.size()) {
+        report.set_accumulation_point_top_class(analysis.accumulation_point_top_classes[index]);
+      }
       auto history = store->ClassHistory(id, s.class_name, absl::InfinitePast(), dump_time);
       if (history.ok()) {
         size_t first = history->size() > kMaxHistoryPoints ? history->size() - kMaxHistoryPoints : 0;

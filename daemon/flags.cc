@@ -36,6 +36,9 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   app.add_option("--grpc-port-file", grpc_port_file, "Write the bound gRPC port to this file");
   app.add_option("--metrics-port-file", metrics_port_file,
                  "Write the bound metrics port to this file");
+  std::string web_listen;
+  app.add_option("--web-listen", web_listen,
+                 "host:port of the web pages; default: on the metrics listener (see docs/web.md)");
   app.add_option("--interval", interval,
                  "Time between two histograms of one agent, e.g. 30s, 1m, 1h30m (default: " +
                      FormatDurationText(defaults.collection.interval) + ")");
@@ -76,6 +79,7 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   if (app.count("--grpc-port-file")) config.grpc_port_file = grpc_port_file;
   if (app.count("--metrics-port-file")) config.metrics_port_file = metrics_port_file;
   if (app.count("--log-level")) config.log_level = log_level;
+  if (app.count("--web-listen")) config.web.listen = web_listen;
   if (app.count("--concurrency")) config.collection.concurrency = concurrency;
   if (app.count("--top-classes")) config.exporter.top_classes = top_classes;
   if (app.count("--interval")) {

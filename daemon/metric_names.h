@@ -94,6 +94,9 @@ inline constexpr std::string_view kHeapCapacity = "heapwatch_heap_capacity_bytes
 inline constexpr std::string_view kHeapMax = "heapwatch_heap_max_bytes";
 // Build information. Labels: version. Value 1.
 inline constexpr std::string_view kBuildInfo = "heapwatch_build_info";
+// Where the daemon's web pages are (docs/web.md): web.external_url, else http://<bound pages
+// address>. Labels: url. Value 1. The alert rules' annotations link to pages under it.
+inline constexpr std::string_view kWebInfo = "heapwatch_web_info";
 
 }  // namespace heapwatch::daemon::metric_names
 
@@ -134,6 +137,7 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kRetentionRuns,
     metric_names::kStoreSize,
     metric_names::kSuspectRetained,
+    metric_names::kWebInfo,
 };
 static_assert(std::is_sorted(kExportedMetrics.begin(), kExportedMetrics.end()),
               "keep kExportedMetrics sorted");

@@ -236,6 +236,10 @@ struct Metrics::Impl {
   Family<Gauge>& build_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kBuildInfo,
                                              "heapwatchd build information; value 1.", *registry);
 
+  Family<Gauge>& web_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kWebInfo,
+                                           "Base URL of heapwatchd's web pages; value 1.", *registry);
+  Gauge* web_url = nullptr;  // guarded by mu
+
   std::mutex mu;
   std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu
 
@@ -544,6 +548,13 @@ void Metrics::SetLiveSetGrowth(const AgentId& agent, double bytes_per_second) {
     a.live_growth = &impl_->heap_live_growth.Add(Labels{{"agent", agent.value}});
   }
   a.live_growth->Set(bytes_per_second);
+}
+
+void Metrics::SetWebUrl(const std::string& url) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->web_url != nullptr) impl_->web_info.Remove(impl_->web_url);
+  impl_->web_url = &impl_->web_info.Add({{"url", url}});
+  impl_->web_url->Set(1);
 }
 
 void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }

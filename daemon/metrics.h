@@ -65,6 +65,9 @@ class Metrics {
   // The current exposition in the Prometheus text format (what a scrape returns).
   std::string ExpositionText() const;
 
+  // Sets heapwatch_web_info{url} to 1 (replacing an earlier url): the base URL of the web pages.
+  void SetWebUrl(const std::string& url);
+
   // Starts the series of a newly watched agent: agent_info (1), agent_up (1) and collections_total
   // at 0 for every result. Calling it again replaces the info labels.
   void AddAgent(const AgentInfo& info);

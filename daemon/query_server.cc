@@ -183,6 +183,8 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   }
 
  private:
+  friend class InProcessQuery;  // the web pages call the Do* functions directly
+
   grpc::Status Count(std::string_view method, grpc::Status status) {
     metrics_->RecordGrpcRequest(
         method, absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
@@ -522,10 +524,47 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   const SuspectExplainer explainer_;  // may be null
 };
 
+// The web pages' view of the service: each call runs the RPC's own Do* function.
+class InProcessQuery final : public web::QuerySource {
+ public:
+  explicit InProcessQuery(QueryServiceImpl* service) : service_(service) {}
+  Status ListAgents(const v1::ListAgentsRequest& q, v1::ListAgentsResponse* r) override {
+    return FromGrpc(service_->DoListAgents(q, r));
+  }
+  Status ListLeaks(const v1::ListLeaksRequest& q, v1::ListLeaksResponse* r) override {
+    return FromGrpc(service_->DoListLeaks(q, r));
+  }
+  Status GetLiveSet(const v1::GetLiveSetRequest& q, v1::GetLiveSetResponse* r) override {
+    return FromGrpc(service_->DoGetLiveSet(q, r));
+  }
+  Status GetClassHistory(const v1::GetClassHistoryRequest& q,
+                         v1::GetClassHistoryResponse* r) override {
+    return FromGrpc(service_->DoGetClassHistory(q, r));
+  }
+  Status ListReports(const v1::ListReportsRequest& q, v1::ListReportsResponse* r) override {
+    return FromGrpc(service_->DoListReports(q, r));
+  }
+  Status GetReport(const v1::GetReportRequest& q, v1::GetReportResponse* r) override {
+    return FromGrpc(service_->DoGetReport(q, r));
+  }
+  Status DiffExtendedDumps(const v1::DiffExtendedDumpsRequest& q,
+                           v1::DiffExtendedDumpsResponse* r) override {
+    return FromGrpc(service_->DoDiffExtendedDumps(q, r));
+  }
+
+ private:
+  static Status FromGrpc(const grpc::Status& s) {
+    if (s.ok()) return absl::OkStatus();
+    return Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+  QueryServiceImpl* const service_;
+};
+
 }  // namespace
 
 struct QueryServer::Impl {
   std::unique_ptr<QueryServiceImpl> service;
+  std::unique_ptr<InProcessQuery> in_process;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   bool shut_down = false;
@@ -545,6 +584,7 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& lis
   auto impl = std::make_unique<Impl>();
   impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation,
                                                      std::move(explainer));
+  impl->in_process = std::make_unique<InProcessQuery>(impl->service.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -562,6 +602,8 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& lis
 }
 
 int QueryServer::port() const { return impl_->port; }
+
+web::QuerySource* QueryServer::query_source() const { return impl_->in_process.get(); }
 
 void QueryServer::Shutdown(absl::Duration grace) {
   if (impl_ == nullptr || impl_->shut_down || impl_->server == nullptr) return;

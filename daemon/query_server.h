@@ -28,6 +28,7 @@
 #include "daemon/metrics.h"
 #include "diff/leak_detector.h"
 #include "storage/snapshot_store.h"
+#include "web/query_source.h"
 
 namespace heapwatch::daemon {
 
@@ -62,6 +63,11 @@ class QueryServer {
   // Marks the health status NOT_SERVING, stops accepting calls, lets running calls finish for up to
   // `grace` and cancels the rest. Idempotent.
   void Shutdown(absl::Duration grace);
+
+  // The same answers in-process, for the web pages (web/query_source.h): the RPCs' own functions,
+  // not counted in heapwatch_grpc_requests_total. Valid while the QueryServer lives (also after
+  // Shutdown); safe to call concurrently.
+  web::QuerySource* query_source() const;
 
  private:
   struct Impl;

@@ -92,6 +92,24 @@ Status CheckOptions(const AnalyzeDumpOptions& options, std::vector<std::string>*
   return absl::OkStatus();
 }
 
+// The class of the top-level dominator above the first accumulation point (see DumpAnalysis);
+// climbs the dominator tree iteratively.
+std::string TopDominatorClass(const analysis::HeapGraph& graph, const analysis::DominatorTree& tree,
+                              const std::vector<analysis::AccumulationPointReport>& points) {
+  if (points.empty()) return "";
+  analysis::ObjectIndex v = graph.FindObject(points.front().object.object_id);
+  if (v == analysis::kNoObject || !tree.reachable(v)) return "";
+  for (;;) {
+    const analysis::ObjectIndex up = tree.immediate_dominator(v);
+    if (up == analysis::kNoObject || up == tree.super_root()) break;
+    v = up;
+  }
+  // Named as report.top_dominators_by_class names its rows (the instance's class).
+  const analysis::ClassId cls = graph.class_of(v);
+  if (!cls.valid() || cls.value >= graph.class_count()) return "<unknown class>";
+  return graph.class_info(cls).name;
+}
+
 // Everything after the read; fills all of DumpAnalysis but the dump file's fields, parse time,
 // total time and memory.
 StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDumpOptions& options,
@@ -151,6 +169,8 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
       suspect.leak_patterns =
           analysis::MatchesForSuspect(tree, result.report.leak_patterns, points);
     }
+    result.accumulation_point_top_classes.push_back(
+        TopDominatorClass(graph, tree, suspect.accumulation_points));
     result.suspects.push_back(std::move(suspect));
   }
 

@@ -103,6 +103,11 @@ struct DumpAnalysis {
   // request order, duplicates dropped. A class whose instances are all unreachable has one with
   // instances == 0.
   std::vector<analysis::SuspectReport> suspects;
+  // One per entry of `suspects`: the class of the top-level dominator (a child of the dominator
+  // tree's super root) that dominates the suspect's first accumulation point, the point itself when
+  // it is top-level; empty without an accumulation point. Marks the point's cell in the web report's
+  // treemap of report.top_dominators_by_class (docs/web.md). O(depth of the point) each.
+  std::vector<std::string> accumulation_point_top_classes;
   // Requested names that no class of the dump has, in request order.
   std::vector<std::string> missing_classes;
   // With AnalyzeDumpOptions::dump_summary.

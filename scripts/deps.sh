@@ -10,6 +10,8 @@ packages=(
   openjdk-17-jdk-headless prometheus
   jq curl systemd util-linux
   tomcat10 jetty9 wrk
+  # The web pages (web/): the HTTP server library, and a headless browser for their tests.
+  libcivetweb-dev chromium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -100,6 +100,7 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.SetCollectionPlan(AgentId("a1"), absl::Minutes(3), false);
   m.SetLiveSet(AgentId("a1"), LiveSetPoint{absl::Now(), LiveSetSource::kFullGc, 1 << 20, 2 << 20,
                                            4 << 20});
+  m.SetWebUrl("http://127.0.0.1:9750");
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
 }

@@ -238,6 +238,16 @@ echo "description: $description"
 grep -qF "$tmp/LeakyApp.jar" <<<"$description" || fail "description does not name the JVM's main class"
 grep -qE 'grows by [0-9.]+[kMGT]?i?B/s' <<<"$description" || fail "description has no humanized growth rate"
 
+# The alert links to the leak on heapwatchd's web pages (heapwatch_web_info{url}; no web.external_url here,
+# so the pages' own address), and the link resolves to a page that shows the leak.
+page_url=$(jq -r '.annotations.leak_page_url // empty' <<<"$firing_alert")
+firing_leak=$(jq -r .labels.leak <<<"$firing_alert")
+[[ $page_url == "http://127.0.0.1:$metrics_port/agents/$leaky_agent/leaks#$firing_leak" ]] ||
+  fail "leak_page_url is '$page_url'"
+page=$(curl -sf "$page_url") || fail "the alert's link $page_url does not resolve"
+grep -qF "id=\"$firing_leak\"" <<<"$page" || fail "the page at $page_url does not show leak $firing_leak"
+log "the alert's link $page_url resolves to the leak's page"
+
 ctl_json=$("$heapwatchctl" --server "127.0.0.1:$grpc_port" suspects --json) || fail "heapwatchctl suspects failed"
 jq -e --arg a "$leaky_agent" --arg c "$leak_class" \
   '[.. | objects | select(.agent? == $a and .class? == $c)] | length > 0' <<<"$ctl_json" >/dev/null ||

@@ -1,0 +1,191 @@
+// The web pages (web/pages.h) on a crafted heap dump whose class and field names are markup and
+// script: the dump is written with the HPROF test writer, analysed by the real pipeline
+// (pipeline/analyze_dump.h), converted into the report model as the daemon does
+// (proto/report_proto.h), and rendered. Every hostile name must come out as text. The rendered page
+// is also written to $HEAPWATCH_WEB_HOSTILE_PAGE (when set) for the headless-browser check in
+// hostile_page_chromium.sh.
+#include "web/pages.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/analyze_dump.h"
+#include "proto/report_proto.h"
+#include "tests/collectors/dumps/hprof_test_writer.h"
+#include "web/html.h"
+
+namespace heapwatch::web {
+namespace {
+
+// Java names as the reader gives them ('/' in an internal name becomes '.', so the markup that
+// needs a '/' is in the field name).
+constexpr char kHolder[] = "Evil<script>alert('holder')</script>";  // internal form, '/'->'.'
+constexpr char kLeaf[] = "Leak&<img src=x onerror=alert(1)>\"q\"";
+constexpr char kField[] = "</svg><script>alert(\"field\")</script>";
+
+std::string HostileDump() {
+  hprof::testing::HprofWriter w(8);
+  w.String(1, kField);
+  w.NamedClass(0x100, "java/lang/Object")
+      .NamedClass(0x110, kHolder)
+      .NamedClass(0x120, kLeaf)
+      .NamedClass(0x130, "[Ljava/lang/Object;");
+  w.Sub(w.ClassDump(0x100, 0, 0, 0, {}));
+  w.Sub(w.ClassDump(0x110, 0x100, 0, 0, {}, {{1, 2, 0x2000}}));
+  w.Sub(w.ClassDump(0x120, 0x100, 0, 16, {}));
+  w.Sub(w.ClassDump(0x130, 0x100, 0, 0, {}));
+  w.Sub(w.Root(0x05, 0x110));  // sticky class: the holder class keeps its static field alive
+  std::vector<uint64_t> leaves;
+  for (uint64_t i = 0; i < 200; ++i) leaves.push_back(0x3000 + 16 * i);
+  w.Sub(w.ObjectArray(0x2000, 0x130, leaves));
+  for (uint64_t id : leaves) w.Sub(w.Instance(id, 0x120, ""));
+  w.FlushHeapDump();
+  return w.take();
+}
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(WebPagesTest, HostileNamesFromADumpAreShownAsText) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / absl::StrCat("hw-hostile-", getpid(), ".hprof"))
+          .string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << HostileDump();
+  }
+  pipeline::AnalyzeDumpOptions options;
+  options.suspect_classes = {kLeaf};
+  auto analysis = pipeline::AnalyzeDump(path, options);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  ASSERT_EQ(analysis->suspects.size(), 1u);
+  ASSERT_FALSE(analysis->suspects[0].accumulation_points.empty());
+
+  v1::DrillDownReport report;
+  report.set_agent("host:1-2");
+  proto::FillDrillDownReport(analysis->suspects[0], analysis->report.top_objects, &report);
+  for (const auto& row : analysis->report.top_dominators_by_class) {
+    *report.add_top_dominators_by_class() = proto::ToProto(row);
+  }
+  report.set_accumulation_point_top_class(analysis->accumulation_point_top_classes[0]);
+  // The holder class's object is the top-level dominator above the array (the accumulation point);
+  // the dump has no java.lang.Class, so its class is unknown. It names one of the treemap's rows.
+  EXPECT_EQ(report.accumulation_point_top_class(), "<unknown class>");
+  bool named = false;
+  for (const v1::ClassRetained& row : report.top_dominators_by_class()) {
+    named |= row.class_name() == report.accumulation_point_top_class();
+  }
+  EXPECT_TRUE(named);
+  report.mutable_dump()->set_dump_id("20261124T000000.000000Z");
+  report.mutable_dump()->set_state(v1::EXTENDED_DUMP_STATE_DONE);
+  report.mutable_dump()->set_format(analysis->report.dump_format);
+
+  ReportPageData data;
+  data.agent = "host:1-2";
+  data.dump_id = report.dump().dump_id();
+  data.dump = report.dump();
+  data.reports.push_back(report);
+  v1::ExtendedDumpDiff diff;
+  diff.set_from_dump("a");
+  diff.set_to_dump(data.dump_id);
+  v1::ExtendedDumpClassDelta* c = diff.add_classes();
+  c->set_class_name(kLeaf);
+  c->set_delta_retained_bytes(3200);
+  v1::OwnerDelta* owner = diff.add_owners();
+  owner->set_class_name(kHolder);
+  owner->add_path(absl::StrCat("static ", kField));
+  data.diff = diff;
+  v1::Leak leak;
+  leak.set_leak("L000000000001");
+  leak.set_main_class(kLeaf);
+  leak.add_classes()->set_class_name(kLeaf);
+  data.leaks.push_back(leak);
+  const std::string html = RenderReportPage(data, {});
+
+  // No hostile markup survives; every svg the page opens it closes itself.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("onerror=alert(1)>"), std::string::npos);
+  EXPECT_EQ(Count(html, "<svg"), Count(html, "</svg>"));
+  // The names are there, as text.
+  EXPECT_NE(html.find(EscapeHtml("Leak&<img src=x onerror=alert(1)>\"q\"")), std::string::npos);
+  EXPECT_NE(html.find(EscapeHtml(kField)), std::string::npos) << "the path's field name";
+  EXPECT_NE(html.find("Evil&lt;script&gt;alert(&#39;holder&#39;)&lt;.script&gt;"),
+            std::string::npos);
+  // The treemap has a cell per first-level class and marks the accumulation point's.
+  EXPECT_NE(html.find("class=\"treemap\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"highlight\""), std::string::npos);
+
+  if (const char* out = std::getenv("HEAPWATCH_WEB_HOSTILE_PAGE")) {
+    std::ofstream(out) << html;
+  }
+}
+
+TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
+  AgentsPageData agents;
+  v1::Agent* a = agents.agents.add_agents();
+  a->set_agent("h:1-2");
+  a->set_main_class("<script>x</script>");
+  a->set_host("\"><b>");
+  a->set_state(v1::AGENT_STATE_UP);
+  a->set_last_error("<i>err</i>");
+  v1::GetLiveSetResponse live;
+  for (int i = 0; i < 12; ++i) {
+    v1::LiveSetPoint* p = live.add_points();
+    p->mutable_time()->set_seconds(1000 + 10 * i);
+    p->set_live_bytes(1000000 + 1000 * i);
+  }
+  agents.live_sets["h:1-2"] = live;
+  PageOptions options;
+  options.external_url = "https://hw.example";
+  options.now = absl::FromUnixSeconds(2000);
+  const std::string page = RenderAgentsPage(agents, options);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("<b>"), std::string::npos);
+  EXPECT_EQ(page.find("<i>"), std::string::npos);
+  EXPECT_NE(page.find("data-points=\"12\""), std::string::npos) << "the live-set sparkline";
+  EXPECT_NE(page.find("href=\"https://hw.example/agents/h%3A1-2/leaks\""), std::string::npos);
+
+  LeaksPageData leaks;
+  leaks.agent = "h:1-2";
+  leaks.range_name = "15m";
+  leaks.from = options.now - absl::Minutes(15);
+  v1::Leak* l = leaks.leaks.add_leaks();
+  l->set_leak("L1");
+  l->set_main_class("a<b");
+  l->add_classes()->set_class_name("a<b");
+  l->set_dump_id("d1");
+  v1::GetClassHistoryResponse h;
+  for (int i = 0; i < 5; ++i) {
+    v1::ClassSample* s = h.add_samples();
+    s->mutable_time()->set_seconds(1100 + i);
+    s->set_bytes(100 * i);
+  }
+  leaks.histories["a<b"] = h;
+  v1::ExtendedDump* d = leaks.reports.add_dumps();
+  d->set_dump_id("d1");
+  d->set_state(v1::EXTENDED_DUMP_STATE_DONE);
+  const std::string lp = RenderLeaksPage(leaks, options);
+  EXPECT_EQ(lp.find("a<b"), std::string::npos);
+  EXPECT_NE(lp.find("data-points=\"5\""), std::string::npos);
+  EXPECT_NE(lp.find("href=\"https://hw.example/agents/h%3A1-2/reports/d1\""), std::string::npos);
+  EXPECT_NE(lp.find("report ready"), std::string::npos);
+}
+
+TEST(WebPagesTest, RangesAreTheFiveOffered) {
+  EXPECT_EQ(ParseRange("15m"), absl::Minutes(15));
+  EXPECT_EQ(ParseRange("7d"), absl::Hours(168));
+  EXPECT_FALSE(ParseRange("2h").has_value());
+  EXPECT_FALSE(ParseRange("").has_value());
+}
+
+}  // namespace
+}  // namespace heapwatch::web
