@@ -310,6 +310,7 @@ FieldMap TopLevelFields(Config* c) {
            {"exclude_patterns", StringListField(&c->escalation.exclude_patterns)},
            {"top_objects", IntField(&c->escalation.top_objects, 1, 1000)},
        })},
+      {"auth", Section({{"tokens_file", StringField(&c->auth.tokens_file)}})},
   };
 }
 
@@ -498,6 +499,10 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "dump_timeout" << YAML::Value << dur(e.dump_timeout);
   out << YAML::Key << "exclude_patterns" << YAML::Value << YAML::Flow << e.exclude_patterns;
   out << YAML::Key << "top_objects" << YAML::Value << e.top_objects;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "tokens_file" << YAML::Value << c.auth.tokens_file;
   out << YAML::EndMap;
 
   out << YAML::EndMap;

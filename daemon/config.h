@@ -136,6 +136,13 @@ struct EscalationConfig {
   int top_objects = 20;
 };
 
+// Credentials of the gRPC query service (auth/, docs/security.md).
+struct AuthConfig {
+  // Tokens file (auth/tokens.h: `ROLE NAME SHA256HEX` per line). Empty: no credentials, and then
+  // grpc_listen must be a loopback address (the daemon refuses to start otherwise).
+  std::string tokens_file;
+};
+
 struct Config {
   // Where the LMDB store lives; relative paths are relative to the daemon's working directory.
   std::string data_dir = "./data";
@@ -159,6 +166,7 @@ struct Config {
   diff::LeakOptions trend;
   RetentionConfig retention;
   EscalationConfig escalation;
+  AuthConfig auth;  // YAML section `auth`
 };
 
 // Parses a duration written as in Go / absl::ParseDuration: a sequence of decimal numbers with

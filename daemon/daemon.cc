@@ -27,12 +27,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "auth/grpc_auth.h"
 #include "collectors/agent_identity.h"
 #include "collectors/attach.h"
 #include "collectors/class_histogram.h"
 #include "collectors/gc_counters.h"
 #include "collectors/local_jvm.h"
 #include "daemon/agent_table.h"
+#include "daemon/auth_setup.h"
 #include "daemon/escalation.h"
 #include "daemon/flags.h"
 #include "daemon/metrics.h"
@@ -879,13 +881,16 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   });
   impl->escalation->SetReportListener(
       [raw = impl.get()](const AnalysedDump& dump) { raw->OnReport(dump); });
+  HW_ASSIGN_OR_RETURN(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
+                      MakeQueryAuthorizer(config.auth, config.grpc_listen, &impl->metrics));
   HW_ASSIGN_OR_RETURN(
       impl->grpc,
       QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents, &impl->metrics,
                          impl->escalation.get(),
                          [raw = impl.get()](const AgentId& id, std::string_view class_name) {
                            return raw->Explain(id, class_name);
-                         }));
+                         },
+                         std::move(authorizer)));
   spdlog::info("heapwatchd: data in {}, gRPC on {} (port {}), metrics on {} (port {}), interval {}",
                config.data_dir, config.grpc_listen, impl->grpc->port(), config.metrics_listen,
                impl->metrics_port, FormatDurationText(config.collection.interval));

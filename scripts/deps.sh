@@ -9,6 +9,7 @@ packages=(
   clang libclang-rt-14-dev
   openjdk-17-jdk-headless prometheus
   jq curl
+  libssl-dev
   tomcat10 jetty9 wrk
 )
 missing=()
