@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 TEST(TokenFile, FirstLineTrimmed) {
   EXPECT_EQ(*ParseTokenFileText("  s3cr3t \r\nsecond line\n", "f"), "s3cr3t");
   EXPECT_EQ(*ParseTokenFileText("abc", "f"), "abc");
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string(""), std::string("\nabc\n"), std::string(" \t\n"), std::string("a b\n"),
         std::string("ab\x01"
                     "c"),
