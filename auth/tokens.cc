@@ -225,11 +225,14 @@ StatusOr<TokenSet> TokenSet::Load(const std::string& path) {
 const TokenEntry* TokenSet::Match(std::string_view secret) const {
   if (secret.empty() || secret.size() > kMaxSecretBytes) return nullptr;
   const Sha256Digest digest = Sha256(secret);
+  // `openssl rand -hex 32 | tee secret | sha256sum` hashes the secret with the newline `tee` wrote.
+  const Sha256Digest with_newline = Sha256(std::string(secret) + "\n");
   const TokenEntry* found = nullptr;
   for (const TokenEntry& e : entries_) {
-    // No early exit: every entry is compared.
+    // No early exit: every entry is compared with both digests.
     const bool equal = ConstantTimeEqual(e.sha256, digest);
-    if (equal) found = &e;
+    const bool equal_nl = ConstantTimeEqual(e.sha256, with_newline);
+    if (equal || equal_nl) found = &e;
   }
   return found;
 }

@@ -7,8 +7,9 @@
 //
 //   ROLE       `agent`, `read` or `admin` (lower case)
 //   NAME       1..64 characters of [A-Za-z0-9._@-]; unique in the file; names the client in logs
-//   SHA256HEX  the SHA-256 (FIPS 180-4) of the secret, 64 hex digits (either case); unique in the
-//   file
+//   SHA256HEX  the SHA-256 (FIPS 180-4) of the secret, or of the secret followed by one newline
+//              (what `openssl rand -hex 32 | tee secret | sha256sum` prints), 64 hex digits (either
+//              case); unique in the file
 //
 // Fields are separated by blanks (spaces or tabs); lines end in LF or CRLF. A client presents the
 // secret itself (`authorization: Bearer SECRET`); the file holds only its hash, so a leaked tokens
@@ -90,9 +91,10 @@ class TokenSet {
   // it cannot be read; otherwise as Parse.
   static StatusOr<TokenSet> Load(const std::string& path);
 
-  // The entry whose hash is SHA-256(`secret`), or null. Compares against every entry in constant
-  // time per entry (no early exit), so the time depends on the number of tokens, not on the secret.
-  // Secrets that are empty or longer than kMaxSecretBytes never match. O(len(secret) + tokens).
+  // The entry whose hash is SHA-256(`secret`) or SHA-256(`secret` + "\n"), or null. Compares
+  // against every entry in constant time per entry (no early exit), so the time depends on the
+  // number of tokens, not on the secret. Secrets that are empty or longer than kMaxSecretBytes
+  // never match. O(len(secret) + tokens).
   const TokenEntry* Match(std::string_view secret) const;
 
   const std::vector<TokenEntry>& entries() const { return entries_; }

@@ -68,6 +68,16 @@ TEST(TokenSet, ParsesCommentsBlanksTabsAndCrlf) {
   EXPECT_EQ(set->Match(HashOf("s1")), nullptr);  // the hash is not the secret
 }
 
+// `openssl rand -hex 32 | tee secret | sha256sum` hashes the secret and the newline tee wrote; the
+// client sends the secret without it.
+TEST(TokenSet, MatchesTheHashOfTheSecretWithItsNewline) {
+  auto set = TokenSet::Parse(absl::StrCat("read a ", HashOf("abc\n")), "t.txt");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_NE(set->Match("abc"), nullptr);
+  EXPECT_EQ(set->Match("abc\n\n"), nullptr);
+  EXPECT_EQ(set->Match("ab"), nullptr);
+}
+
 struct BadCase {
   std::string name;
   std::string text;

@@ -3,7 +3,9 @@
 // daemon/auth_setup.h).
 #include "ctl/token_file.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -34,6 +36,31 @@ TEST(TokenFile, FirstLineTrimmed) {
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(t.status().message()), HasSubstr("token file f"));
   }
+}
+
+// The recipe of docs/security.md, run for real: `openssl rand -hex 32 | tee secret | sha256sum`
+// gives the tokens file's hash, and the secret heapwatchctl reads from `secret` matches it.
+TEST(TokenFile, DocumentedRecipeMatches) {
+  const std::string dir = ::testing::TempDir() + "/heapwatch-recipe-" + std::to_string(getpid());
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  const std::string command =
+      "cd " + dir + " && openssl rand -hex 32 | tee secret | sha256sum | cut -d' ' -f1";
+  FILE* p = popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[128] = {};
+  ASSERT_NE(fgets(buf, sizeof(buf), p), nullptr);
+  ASSERT_EQ(pclose(p), 0);
+  std::string hash(buf);
+  while (!hash.empty() && hash.back() == '\n') hash.pop_back();
+  auto tokens = auth::TokenSet::Parse("admin me " + hash + "\n", "tokens");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  GlobalOptions global;
+  global.token_file = dir + "/secret";
+  ASSERT_TRUE(LoadToken(&global).ok());
+  EXPECT_EQ(global.token.size(), 64u);
+  ASSERT_NE(tokens->Match(global.token), nullptr);
+  EXPECT_EQ(tokens->Match(global.token)->name, "me");
+  EXPECT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
 class CtlTokenTest : public heapwatch::testing::QueryFixture {
