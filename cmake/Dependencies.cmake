@@ -10,6 +10,8 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
+# SHA-256 and constant-time comparison of API tokens (auth/); Debian libssl-dev.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 if(HEAPWATCH_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   # Boost.Graph is a test-only oracle (Lengauer-Tarjan dominators).

@@ -27,6 +27,10 @@ struct GlobalOptions {
   bool json = false;                           // --json: machine-readable output
   absl::Duration timeout = absl::Seconds(10);  // deadline of each RPC (--timeout)
   absl::Time now;  // the time relative arguments (-10m) are relative to: the start of the command
+  // --token-file / HEAPWATCH_TOKEN_FILE: the file's first line (blanks trimmed) is sent as
+  // `authorization: Bearer SECRET` on every call; empty: no credential (ctl/token_file.h).
+  std::string token_file;
+  std::string token;  // the secret read from token_file
 };
 
 struct Subcommand {

@@ -9,6 +9,7 @@
 #include "ctl/command.h"
 #include "ctl/query_commands.h"
 #include "ctl/report_commands.h"
+#include "ctl/token_file.h"
 #include "ctl/trend_command.h"
 
 namespace heapwatch::ctl {
@@ -24,6 +25,9 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->capture_default_str();
   app.add_flag("--json", global.json, "Machine-readable JSON output");
   app.add_option("--timeout", timeout, "Deadline of each request, e.g. 10s")->capture_default_str();
+  app.add_option("--token-file", global.token_file,
+                 "File whose first line is the API secret, sent as 'authorization: Bearer SECRET' "
+                 "(default: $HEAPWATCH_TOKEN_FILE)");
 
   // Subcommands. Others (e.g. `analyze`) are added here with their own Add*Command function.
   std::vector<Subcommand> commands = AddQueryCommands(app);
@@ -43,6 +47,10 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     return kExitUsage;
   }
   global.timeout = d;
+  if (Status s = LoadToken(&global); !s.ok()) {
+    err << "heapwatchctl: " << s.message() << "\n";
+    return kExitError;
+  }
   global.now = absl::Now();
   for (const Subcommand& c : commands) {
     if (c.app->parsed()) return c.run(global, out, err);

@@ -19,7 +19,8 @@
 namespace heapwatch::ctl {
 
 // A heapwatch.v1.QueryService client on `global.server` (plaintext; heapwatchd listens on loopback
-// by default). Creating it does not connect; each Call does, with `global.timeout` as its deadline.
+// by default). Creating it does not connect; each Call does, with `global.timeout` as its deadline
+// and, when `global.token` is set, `authorization: Bearer <token>` metadata.
 class RpcClient {
  public:
   explicit RpcClient(const GlobalOptions& global)
@@ -38,6 +39,7 @@ class RpcClient {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          absl::ToChronoMilliseconds(global_.timeout));
+    if (!global_.token.empty()) context.AddMetadata("authorization", "Bearer " + global_.token);
     return (stub_.get()->*method)(&context, request, response);
   }
 

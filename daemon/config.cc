@@ -315,6 +315,7 @@ FieldMap TopLevelFields(Config* c) {
            {"exclude_patterns", StringListField(&c->escalation.exclude_patterns)},
            {"top_objects", IntField(&c->escalation.top_objects, 1, 1000)},
        })},
+      {"auth", Section({{"tokens_file", StringField(&c->auth.tokens_file)}})},
   };
 }
 
@@ -513,6 +514,10 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "external_url" << YAML::Value << c.web.external_url;
   out << YAML::Key << "port_file" << YAML::Value << c.web.port_file;
   out << YAML::EndMap;
+  out << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "tokens_file" << YAML::Value << c.auth.tokens_file;
+  out << YAML::EndMap;
+
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

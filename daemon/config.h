@@ -147,6 +147,13 @@ struct WebConfig {
   std::string port_file;
 };
 
+// Credentials of the gRPC query service (auth/, docs/security.md).
+struct AuthConfig {
+  // Tokens file (auth/tokens.h: `ROLE NAME SHA256HEX` per line). Empty: no credentials, and then
+  // grpc_listen must be a loopback address (the daemon refuses to start otherwise).
+  std::string tokens_file;
+};
+
 struct Config {
   // Where the LMDB store lives; relative paths are relative to the daemon's working directory.
   std::string data_dir = "./data";
@@ -171,6 +178,7 @@ struct Config {
   RetentionConfig retention;
   EscalationConfig escalation;
   WebConfig web;
+  AuthConfig auth;  // YAML section `auth`
 };
 
 // Parses a duration written as in Go / absl::ParseDuration: a sequence of decimal numbers with

@@ -27,12 +27,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "auth/grpc_auth.h"
 #include "collectors/agent_identity.h"
 #include "collectors/attach.h"
 #include "collectors/class_histogram.h"
 #include "collectors/gc_counters.h"
 #include "collectors/local_jvm.h"
 #include "daemon/agent_table.h"
+#include "daemon/auth_setup.h"
 #include "daemon/escalation.h"
 #include "daemon/flags.h"
 #include "daemon/metrics.h"
@@ -895,18 +897,22 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   });
   impl->escalation->SetReportListener(
       [raw = impl.get()](const AnalysedDump& dump) { raw->OnReport(dump); });
+  HW_ASSIGN_OR_RETURN(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
+                      MakeQueryAuthorizer(config.auth, config.grpc_listen, &impl->metrics));
   HW_ASSIGN_OR_RETURN(
       impl->grpc,
       QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents, &impl->metrics,
                          impl->escalation.get(),
                          [raw = impl.get()](const AgentId& id, std::string_view class_name) {
                            return raw->Explain(id, class_name);
-                         }));
+                         },
+                         authorizer));
   {
     web::WebServerOptions web_options;
     web_options.listen = config.metrics_listen;
     web_options.pages_listen = config.web.listen;
     web_options.external_url = config.web.external_url;
+    web_options.gate = MakeWebGate(authorizer, &impl->metrics);  // the gRPC API's credentials
     auto web = web::WebServer::Start(web_options, impl->metrics.collectable(),
                                      impl->grpc->query_source());
     if (!web.ok()) {

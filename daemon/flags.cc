@@ -51,6 +51,10 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   app.add_option(
       "--log-level", log_level,
       "trace, debug, info, warn, error, critical or off (default: " + defaults.log_level + ")");
+  std::string auth_tokens;
+  app.add_option("--auth-tokens", auth_tokens,
+                 "Tokens file of the gRPC API's credentials (ROLE NAME SHA256HEX per line, see "
+                 "docs/security.md); required to listen on a non-loopback address");
   app.add_flag("--print-config", result.print_config,
                "Print the effective configuration as YAML and exit");
 
@@ -82,6 +86,7 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   if (app.count("--web-listen")) config.web.listen = web_listen;
   if (app.count("--concurrency")) config.collection.concurrency = concurrency;
   if (app.count("--top-classes")) config.exporter.top_classes = top_classes;
+  if (app.count("--auth-tokens")) config.auth.tokens_file = auth_tokens;
   if (app.count("--interval")) {
     auto d = ParseDurationText(interval);
     if (!d.ok()) return usage_error("--interval: " + std::string(d.status().message()));

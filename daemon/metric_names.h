@@ -52,6 +52,10 @@ inline constexpr std::string_view kStoreSize = "heapwatch_store_size_bytes";
 inline constexpr std::string_view kRetentionRuns = "heapwatch_retention_runs_total";
 // gRPC requests served, by method (e.g. ListSuspects) and status code name (OK, NOT_FOUND, ...).
 inline constexpr std::string_view kGrpcRequests = "heapwatch_grpc_requests_total";
+// gRPC calls refused by the credential check (auth/grpc_auth.h), by reason: missing_credential,
+// malformed_credential, unknown_credential (UNAUTHENTICATED), wrong_role, unknown_method
+// (PERMISSION_DENIED). Exported only when a tokens file is configured, every reason from 0.
+inline constexpr std::string_view kAuthFailures = "heapwatch_auth_failures_total";
 // Extended dumps (escalation, daemon/escalation.h).
 // Per (agent, result): extended dumps that ended. result = ok (analysed, reports stored) | error (the
 // dump or its analysis failed) | refused (a budget refused it). Created at 0 with the agent; when
@@ -108,6 +112,7 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kAgentLastSnapshot,
     metric_names::kAgentUp,
     metric_names::kAgents,
+    metric_names::kAuthFailures,
     metric_names::kBuildInfo,
     metric_names::kClassBytes,
     metric_names::kClassGrowthBytes,

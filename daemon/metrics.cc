@@ -174,6 +174,9 @@ struct Metrics::Impl {
   Family<Counter>& grpc_requests =
       RegisterFamily(prometheus::BuildCounter(), metric_names::kGrpcRequests,
                      "gRPC requests served by method and status code.", *registry);
+  Family<Counter>& auth_failures =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kAuthFailures,
+                     "gRPC calls refused by the credential check, by reason.", *registry);
   Family<Counter>& extended_dumps = RegisterFamily(
       prometheus::BuildCounter(), metric_names::kExtendedDumps,
       "Extended dumps that ended, by agent and result (ok, error, refused).", *registry);
@@ -566,6 +569,14 @@ void Metrics::RecordRetentionRun(bool ok) {
 void Metrics::RecordGrpcRequest(std::string_view method, std::string_view code) {
   impl_->grpc_requests.Add({{"method", std::string(method)}, {"code", std::string(code)}})
       .Increment();
+}
+
+void Metrics::DeclareAuthFailureReason(std::string_view reason) {
+  impl_->auth_failures.Add({{"reason", std::string(reason)}});
+}
+
+void Metrics::RecordAuthFailure(std::string_view reason) {
+  impl_->auth_failures.Add({{"reason", std::string(reason)}}).Increment();
 }
 
 }  // namespace heapwatch::daemon

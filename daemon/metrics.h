@@ -131,6 +131,10 @@ class Metrics {
   // heapwatch_grpc_requests_total{method, code}; `code` is the canonical status name ("OK",
   // "NOT_FOUND").
   void RecordGrpcRequest(std::string_view method, std::string_view code);
+  // heapwatch_auth_failures_total{reason}: creates the series of `reason` at 0 (Declare) or counts
+  // one refused call (Record). `reason` is auth::RefusalReasonName's text.
+  void DeclareAuthFailureReason(std::string_view reason);
+  void RecordAuthFailure(std::string_view reason);
 
  private:
   struct Impl;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "auth/grpc_auth.h"
 #include "diff/snapshot_diff.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -129,61 +130,89 @@ StatusOr<std::pair<absl::Time, absl::Time>> TimeRange(const Request& request) {
 class QueryServiceImpl final : public v1::QueryService::Service {
  public:
   QueryServiceImpl(storage::SnapshotStore* store, const AgentTable* agents, Metrics* metrics,
-                   Escalation* escalation, SuspectExplainer explainer)
+                   Escalation* escalation, SuspectExplainer explainer,
+                   std::shared_ptr<const auth::GrpcAuthorizer> authorizer)
       : store_(store),
         agents_(agents),
         metrics_(metrics),
         escalation_(escalation),
-        explainer_(std::move(explainer)) {}
+        explainer_(std::move(explainer)),
+        authorizer_(std::move(authorizer)) {}
 
-  grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest* request,
+  grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "ListAgents"); !s.ok()) return Count("ListAgents", s);
     return Count("ListAgents", DoListAgents(*request, response));
   }
-  grpc::Status ListSuspects(grpc::ServerContext*, const v1::ListSuspectsRequest* request,
+  grpc::Status ListSuspects(grpc::ServerContext* context, const v1::ListSuspectsRequest* request,
                             v1::ListSuspectsResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "ListSuspects"); !s.ok())
+      return Count("ListSuspects", s);
     return Count("ListSuspects", DoListSuspects(*request, response));
   }
-  grpc::Status ListLeaks(grpc::ServerContext*, const v1::ListLeaksRequest* request,
+  grpc::Status ListLeaks(grpc::ServerContext* context, const v1::ListLeaksRequest* request,
                          v1::ListLeaksResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "ListLeaks"); !s.ok()) return Count("ListLeaks", s);
     return Count("ListLeaks", DoListLeaks(*request, response));
   }
-  grpc::Status ExplainSuspect(grpc::ServerContext*, const v1::ExplainSuspectRequest* request,
+  grpc::Status ExplainSuspect(grpc::ServerContext* context,
+                              const v1::ExplainSuspectRequest* request,
                               v1::ExplainSuspectResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "ExplainSuspect"); !s.ok())
+      return Count("ExplainSuspect", s);
     return Count("ExplainSuspect", DoExplainSuspect(*request, response));
   }
-  grpc::Status GetClassHistory(grpc::ServerContext*, const v1::GetClassHistoryRequest* request,
+  grpc::Status GetClassHistory(grpc::ServerContext* context,
+                               const v1::GetClassHistoryRequest* request,
                                v1::GetClassHistoryResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "GetClassHistory"); !s.ok())
+      return Count("GetClassHistory", s);
     return Count("GetClassHistory", DoGetClassHistory(*request, response));
   }
-  grpc::Status DiffSnapshots(grpc::ServerContext*, const v1::DiffSnapshotsRequest* request,
+  grpc::Status DiffSnapshots(grpc::ServerContext* context, const v1::DiffSnapshotsRequest* request,
                              v1::DiffSnapshotsResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "DiffSnapshots"); !s.ok())
+      return Count("DiffSnapshots", s);
     return Count("DiffSnapshots", DoDiffSnapshots(*request, response));
   }
-  grpc::Status GetReport(grpc::ServerContext*, const v1::GetReportRequest* request,
+  grpc::Status GetReport(grpc::ServerContext* context, const v1::GetReportRequest* request,
                          v1::GetReportResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "GetReport"); !s.ok()) return Count("GetReport", s);
     return Count("GetReport", DoGetReport(*request, response));
   }
-  grpc::Status ListReports(grpc::ServerContext*, const v1::ListReportsRequest* request,
+  grpc::Status ListReports(grpc::ServerContext* context, const v1::ListReportsRequest* request,
                            v1::ListReportsResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "ListReports"); !s.ok())
+      return Count("ListReports", s);
     return Count("ListReports", DoListReports(*request, response));
   }
-  grpc::Status TriggerExtendedDump(grpc::ServerContext*,
+  grpc::Status TriggerExtendedDump(grpc::ServerContext* context,
                                    const v1::TriggerExtendedDumpRequest* request,
                                    v1::TriggerExtendedDumpResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "TriggerExtendedDump"); !s.ok())
+      return Count("TriggerExtendedDump", s);
     return Count("TriggerExtendedDump", DoTriggerExtendedDump(*request, response));
   }
-  grpc::Status DiffExtendedDumps(grpc::ServerContext*, const v1::DiffExtendedDumpsRequest* request,
+  grpc::Status DiffExtendedDumps(grpc::ServerContext* context,
+                                 const v1::DiffExtendedDumpsRequest* request,
                                  v1::DiffExtendedDumpsResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "DiffExtendedDumps"); !s.ok())
+      return Count("DiffExtendedDumps", s);
     return Count("DiffExtendedDumps", DoDiffExtendedDumps(*request, response));
   }
-  grpc::Status GetLiveSet(grpc::ServerContext*, const v1::GetLiveSetRequest* request,
+  grpc::Status GetLiveSet(grpc::ServerContext* context, const v1::GetLiveSetRequest* request,
                           v1::GetLiveSetResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "GetLiveSet"); !s.ok()) return Count("GetLiveSet", s);
     return Count("GetLiveSet", DoGetLiveSet(*request, response));
   }
 
  private:
   friend class InProcessQuery;  // the web pages call the Do* functions directly
+  // The credential check (auth/grpc_auth.h) of `method`, OK when no authorizer is configured.
+  grpc::Status Authorize(const grpc::ServerContext& context, std::string_view method) const {
+    if (authorizer_ == nullptr) return grpc::Status::OK;
+    return authorizer_->Check(context, absl::StrCat("/", kServiceName, "/", std::string(method)));
+  }
 
   grpc::Status Count(std::string_view method, grpc::Status status) {
     metrics_->RecordGrpcRequest(
@@ -522,6 +551,7 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   Metrics* const metrics_;
   Escalation* const escalation_;  // may be null
   const SuspectExplainer explainer_;  // may be null
+  const std::shared_ptr<const auth::GrpcAuthorizer> authorizer_;  // may be null: no check
 };
 
 // The web pages' view of the service: each call runs the RPC's own Do* function.
@@ -574,16 +604,14 @@ QueryServer::QueryServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 QueryServer::~QueryServer() { Shutdown(absl::ZeroDuration()); }
 
-StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(const std::string& listen,
-                                                          storage::SnapshotStore* store,
-                                                          const AgentTable* agents,
-                                                          Metrics* metrics,
-                                                          Escalation* escalation,
-                                                          SuspectExplainer explainer) {
+StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
+    const std::string& listen, storage::SnapshotStore* store, const AgentTable* agents,
+    Metrics* metrics, Escalation* escalation, SuspectExplainer explainer,
+    std::shared_ptr<const auth::GrpcAuthorizer> authorizer) {
   if (listen.empty()) return absl::InvalidArgumentError("empty gRPC listen address");
   auto impl = std::make_unique<Impl>();
   impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation,
-                                                     std::move(explainer));
+                                                     std::move(explainer), std::move(authorizer));
   impl->in_process = std::make_unique<InProcessQuery>(impl->service.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

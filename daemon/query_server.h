@@ -30,6 +30,10 @@
 #include "storage/snapshot_store.h"
 #include "web/query_source.h"
 
+namespace heapwatch::auth {
+class GrpcAuthorizer;  // auth/grpc_auth.h
+}  // namespace heapwatch::auth
+
 namespace heapwatch::daemon {
 
 // Explains one class of a live agent with its trend detector (diff::LeakDetector::Explain);
@@ -44,16 +48,19 @@ class QueryServer {
   // `metrics` and `escalation` are not owned and must outlive the server. `escalation` serves
   // GetReport, ListReports, TriggerExtendedDump and DiffExtendedDumps; when null they fail with
   // FAILED_PRECONDITION (after the agent check: INVALID_ARGUMENT / NOT_FOUND come first).
-  // ListLeaks answers from the AgentTable's leaks. `explainer` serves ExplainSuspect: INVALID_ARGUMENT
-  // for an empty agent or class, NOT_FOUND for an agent that is neither live nor stored and for one
-  // that is down (no detector), FAILED_PRECONDITION when `explainer` is null.
+  // ListLeaks answers from the AgentTable's leaks. `explainer` serves ExplainSuspect:
+  // INVALID_ARGUMENT for an empty agent or class, NOT_FOUND for an agent that is neither live nor
+  // stored and for one that is down (no detector), FAILED_PRECONDITION when `explainer` is null.
   // Errors: Unavailable when the address cannot be bound (in use, bad host), InvalidArgument when
   // empty.
-  static StatusOr<std::unique_ptr<QueryServer>> Start(const std::string& listen,
-                                                      storage::SnapshotStore* store,
-                                                      const AgentTable* agents, Metrics* metrics,
-                                                      Escalation* escalation = nullptr,
-                                                      SuspectExplainer explainer = nullptr);
+  // `authorizer` (auth/grpc_auth.h): when set, every QueryService call is checked first (the
+  // credential and the method's role); a refused call returns UNAUTHENTICATED or PERMISSION_DENIED
+  // and is counted in heapwatch_grpc_requests_total with that code. Null: no check (loopback only,
+  // enforced by the daemon, daemon/auth_setup.h).
+  static StatusOr<std::unique_ptr<QueryServer>> Start(
+      const std::string& listen, storage::SnapshotStore* store, const AgentTable* agents,
+      Metrics* metrics, Escalation* escalation = nullptr, SuspectExplainer explainer = nullptr,
+      std::shared_ptr<const auth::GrpcAuthorizer> authorizer = nullptr);
   ~QueryServer();  // Shutdown(absl::ZeroDuration()) if still running.
   QueryServer(const QueryServer&) = delete;
   QueryServer& operator=(const QueryServer&) = delete;

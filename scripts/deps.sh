@@ -9,6 +9,7 @@ packages=(
   clang libclang-rt-14-dev
   openjdk-17-jdk-headless prometheus
   jq curl systemd util-linux
+  libssl-dev
   tomcat10 jetty9 wrk
   # The web pages (web/): the HTTP server library, and a headless browser for their tests.
   libcivetweb-dev chromium

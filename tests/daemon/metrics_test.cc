@@ -89,6 +89,7 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.SetStoreSize(4096);
   m.RecordRetentionRun(true);
   m.RecordGrpcRequest("ListAgents", "OK");
+  m.RecordAuthFailure("wrong_role");
   m.SetCollectionsInFlight(1);
   m.RecordExtendedDump(AgentId("a1"), ExtendedDumpResult::kOk);
   m.ObserveExtendedDumpPause(absl::Milliseconds(400));

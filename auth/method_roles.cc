@@ -1,0 +1,39 @@
+#include "auth/method_roles.h"
+
+namespace heapwatch::auth {
+namespace {
+
+constexpr MethodAccess kQueryListener[] = {
+    // heapwatch.v1.QueryService (proto/heapwatch/v1/heapwatch.proto)
+    {"/heapwatch.v1.QueryService/ListAgents", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/ListSuspects", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/ListLeaks", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/ExplainSuspect", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/GetClassHistory", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/DiffSnapshots", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/GetReport", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/ListReports", false, Role::kRead},
+    // Pauses the JVM for the dump and writes its heap (with its secrets) to disk.
+    {"/heapwatch.v1.QueryService/TriggerExtendedDump", false, Role::kAdmin},
+    {"/heapwatch.v1.QueryService/DiffExtendedDumps", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/GetLiveSet", false, Role::kRead},
+    // Standard services on the same listener: they reveal whether the daemon serves and the public
+    // schema, no data.
+    {"/grpc.health.v1.Health/Check", true, Role::kRead},
+    {"/grpc.health.v1.Health/Watch", true, Role::kRead},
+    {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", true, Role::kRead},
+};
+
+}  // namespace
+
+std::span<const MethodAccess> QueryListenerAccessTable() { return kQueryListener; }
+
+std::optional<MethodAccess> FindMethodAccess(std::span<const MethodAccess> table,
+                                             std::string_view full_method) {
+  for (const MethodAccess& m : table) {
+    if (m.method == full_method) return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace heapwatch::auth
