@@ -207,7 +207,7 @@ class RecordRetentionTest : public ::testing::Test {
 };
 
 TEST_F(RecordRetentionTest, MonthsOfHistoryStayUnderMaxBytesWithEveryKindAndTheLiveLeakReport) {
-  constexpr uint64_t kMaxBytes = uint64_t{400} << 10;
+  constexpr uint64_t kMaxBytes = uint64_t{256} << 10;
   OpenStore(kMaxBytes);
   EscalationConfig config;
   config.enabled = false;
