@@ -216,14 +216,17 @@ struct Escalation::Impl {
   // (in_flight_disk) and `extra` bytes exceed max_dump_disk_bytes; their records say the raw dump
   // is no longer kept. A dump in progress is never in kept_raw. REQUIRES: mu held.
   void EvictKeptRawDumps(uint64_t extra) {
-    while (!kept_raw.empty() && in_flight_disk + kept_raw_bytes + extra > config.max_dump_disk_bytes) {
+    while (!kept_raw.empty() &&
+           in_flight_disk + kept_raw_bytes + extra > config.max_dump_disk_bytes) {
       auto it = kept_raw.begin();
       const KeptRaw k = it->second;
       kept_raw_bytes -= k.bytes;
       kept_raw.erase(it);
       std::error_code ec;
       fs::remove(k.path, ec);
-      if (ec) spdlog::error("escalation: cannot delete the kept raw dump {}: {}", k.path, ec.message());
+      if (ec) {
+        spdlog::error("escalation: cannot delete the kept raw dump {}: {}", k.path, ec.message());
+      }
       spdlog::info(
           "escalation: deleted the kept raw dump {} ({}) of agent {}: kept raw dumps are over "
           "escalation.max_dump_disk_bytes ({})",
@@ -946,6 +949,8 @@ uint64_t Escalation::KeptRawDumpBytes() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->kept_raw_bytes;
 }
+
+uint64_t Escalation::MaxDumpDiskBytes() const { return impl_->config.max_dump_disk_bytes; }
 
 void Escalation::SetDumpPauseListener(
     std::function<void(const AgentId&, absl::Duration)> listener) {

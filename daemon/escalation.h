@@ -143,6 +143,8 @@ class Escalation {
   // Bytes of the raw dumps kept on disk now (keep_raw_dumps), which count against
   // max_dump_disk_bytes together with the dumps being written or analysed.
   uint64_t KeptRawDumpBytes() const;
+  // escalation.max_dump_disk_bytes.
+  uint64_t MaxDumpDiskBytes() const;
 
   // Requests an extended dump of a live agent now (TriggerExtendedDump). Returns the dump record:
   // a new QUEUED one, or the agent's dump that is already queued or being taken.

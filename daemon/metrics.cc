@@ -238,6 +238,13 @@ struct Metrics::Impl {
 
   std::mutex mu;
   std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu
+  // The store's use per kind (SetStoreUsage).
+  Family<Gauge>& store_bytes =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreBytes,
+                     "Bytes (LMDB pages) of the store's live data per kind of data.", *registry);
+  Family<Gauge>& store_records =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreRecords,
+                     "Entries in the store per kind of data.", *registry);
 
   Impl() {
     build_info.Add({{"version", HEAPWATCH_VERSION}}).Set(1);
@@ -555,6 +562,13 @@ void Metrics::RecordRetentionRun(bool ok) {
 void Metrics::RecordGrpcRequest(std::string_view method, std::string_view code) {
   impl_->grpc_requests.Add({{"method", std::string(method)}, {"code", std::string(code)}})
       .Increment();
+}
+
+void Metrics::SetStoreUsage(const std::vector<storage::KindUsage>& usage) {
+  for (const storage::KindUsage& u : usage) {
+    impl_->store_bytes.Add({{"kind", u.kind}}).Set(static_cast<double>(u.bytes));
+    impl_->store_records.Add({{"kind", u.kind}}).Set(static_cast<double>(u.records));
+  }
 }
 
 }  // namespace heapwatch::daemon

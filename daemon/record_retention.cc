@@ -32,8 +32,8 @@ absl::Time ParseDumpId(std::string_view id) {
     return true;
   };
   int64_t y, mo, d, h, mi, sec, us;
-  if (!num(0, 4, &y) || !num(4, 2, &mo) || !num(6, 2, &d) || !num(9, 2, &h) ||
-      !num(11, 2, &mi) || !num(13, 2, &sec) || !num(16, 6, &us)) {
+  if (!num(0, 4, &y) || !num(4, 2, &mo) || !num(6, 2, &d) || !num(9, 2, &h) || !num(11, 2, &mi) ||
+      !num(13, 2, &sec) || !num(16, 6, &us)) {
     return absl::InfinitePast();
   }
   return absl::FromCivil(absl::CivilSecond(y, mo, d, h, mi, sec), absl::UTCTimeZone()) +
@@ -80,8 +80,8 @@ StatusOr<std::vector<DumpRecordGroup>> LoadDumpRecordGroups(const storage::Snaps
   for (const auto& [key, value] : dumps) {
     const size_t slash = key.find('/');
     if (slash == std::string::npos) continue;
-    DumpRecordGroup& g = group(std::string_view(key).substr(0, slash),
-                               std::string_view(key).substr(slash + 1));
+    DumpRecordGroup& g =
+        group(std::string_view(key).substr(0, slash), std::string_view(key).substr(slash + 1));
     g.has_dump_record = true;
     g.dump_bytes += 1 + kDumpRecordTable.size() + key.size() + 4 + value.size() + kNodeHeaderBytes;
     if (!g.record.ParseFromString(value)) g.record.Clear();
@@ -90,8 +90,8 @@ StatusOr<std::vector<DumpRecordGroup>> LoadDumpRecordGroups(const storage::Snaps
   for (const auto& [key, value] : reports) {
     const size_t first = key.find('/'), last = key.rfind('/');
     if (first == std::string::npos || first == last) continue;
-    DumpRecordGroup& g = group(std::string_view(key).substr(0, first),
-                               std::string_view(key).substr(last + 1));
+    DumpRecordGroup& g =
+        group(std::string_view(key).substr(0, first), std::string_view(key).substr(last + 1));
     g.report_keys.push_back(key);
     g.report_classes.push_back(key.substr(first + 1, last - first - 1));
     g.report_bytes +=
@@ -101,8 +101,8 @@ StatusOr<std::vector<DumpRecordGroup>> LoadDumpRecordGroups(const storage::Snaps
   for (const auto& [key, value] : summaries) {
     const size_t slash = key.find('/');
     if (slash == std::string::npos) continue;
-    DumpRecordGroup& g = group(std::string_view(key).substr(0, slash),
-                               std::string_view(key).substr(slash + 1));
+    DumpRecordGroup& g =
+        group(std::string_view(key).substr(0, slash), std::string_view(key).substr(slash + 1));
     g.has_summary = true;
     g.summary_bytes +=
         1 + kSummaryRecordTable.size() + key.size() + 4 + value.size() + kNodeHeaderBytes;
@@ -248,10 +248,35 @@ StatusOr<RecordRetentionResult> ApplyRecordRetention(
         "record retention deleted {} extended dumps ({} aged out with their agent's snapshots, {} "
         "over a record kind's share of retention.max_bytes; {} records), kept {} newest reports "
         "of live leaks",
-        result.dumps_deleted, plan.aged_out.size(), plan.over_share.size(),
-        result.records_deleted, result.kept_for_live_leak);
+        result.dumps_deleted, plan.aged_out.size(), plan.over_share.size(), result.records_deleted,
+        result.kept_for_live_leak);
   }
   return result;
+}
+
+StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStore& store) {
+  HW_ASSIGN_OR_RETURN(std::vector<storage::KindUsage> raw, store.UsageByKind());
+  std::vector<storage::KindUsage> out;
+  for (const char* kind : {"snapshots", "dictionary", "live_set", "agents", "dump_records",
+                           "reports", "summaries", "other_records"}) {
+    out.push_back({kind, 0, 0});
+  }
+  auto slot = [&](std::string_view kind) -> storage::KindUsage& {
+    if (kind == "snapshots") return out[0];
+    if (kind == "dictionary") return out[1];
+    if (kind == "live_set") return out[2];
+    if (kind == "agents") return out[3];
+    if (kind == absl::StrCat("records/", AV(kDumpRecordTable))) return out[4];
+    if (kind == absl::StrCat("records/", AV(kReportRecordTable))) return out[5];
+    if (kind == absl::StrCat("records/", AV(kSummaryRecordTable))) return out[6];
+    return out[7];
+  };
+  for (const storage::KindUsage& u : raw) {
+    storage::KindUsage& s = slot(u.kind);
+    s.records += u.records;
+    s.bytes += u.bytes;
+  }
+  return out;
 }
 
 }  // namespace heapwatch::daemon

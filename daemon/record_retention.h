@@ -57,11 +57,11 @@ struct RecordRetentionPolicy {
 // The records of one extended dump of an agent.
 struct DumpRecordGroup {
   AgentId agent;
-  std::string dump_id;        // "%Y%m%dT%H%M%E6SZ" of the request time (docs/escalation.md)
-  absl::Time requested;       // parsed from dump_id (InfinitePast when it does not parse)
+  std::string dump_id;   // "%Y%m%dT%H%M%E6SZ" of the request time (docs/escalation.md)
+  absl::Time requested;  // parsed from dump_id (InfinitePast when it does not parse)
   bool has_dump_record = false;
-  v1::ExtendedDump record;                // valid when has_dump_record (and it parsed)
-  std::vector<std::string> report_keys;   // "xreport" keys "<agent>/<class>/<dump_id>"
+  v1::ExtendedDump record;                  // valid when has_dump_record (and it parsed)
+  std::vector<std::string> report_keys;     // "xreport" keys "<agent>/<class>/<dump_id>"
   std::vector<std::string> report_classes;  // the class of each report key
   bool has_summary = false;
   // Bytes of the group's entries per kind: key + value + 8 (as storage's KindUsage counts them).
@@ -79,8 +79,8 @@ StatusOr<std::vector<DumpRecordGroup>> LoadDumpRecordGroups(const storage::Snaps
 
 // What a pass decides, as indices into the groups.
 struct RecordRetentionPlan {
-  std::set<size_t> aged_out;      // rule 2
-  std::set<size_t> over_share;    // rule 3
+  std::set<size_t> aged_out;            // rule 2
+  std::set<size_t> over_share;          // rule 3
   std::set<size_t> kept_for_live_leak;  // rule 1, live-leak part (for logs and tests)
 };
 
@@ -99,10 +99,10 @@ RecordRetentionPlan PlanRecordRetention(const RecordRetentionInput& input,
                                         const RecordRetentionPolicy& policy);
 
 struct RecordRetentionResult {
-  size_t dumps_deleted = 0;     // groups
-  size_t aged_out = 0;          // of which by rule 2
-  size_t over_share = 0;        // of which by rule 3
-  size_t records_deleted = 0;   // entries
+  size_t dumps_deleted = 0;    // groups
+  size_t aged_out = 0;         // of which by rule 2
+  size_t over_share = 0;       // of which by rule 3
+  size_t records_deleted = 0;  // entries
   size_t kept_for_live_leak = 0;
   // Deleted dumps whose raw dump was kept (keep_raw_dumps): the caller deletes the files.
   std::vector<std::string> kept_raw_dumps;
@@ -115,6 +115,13 @@ struct RecordRetentionResult {
 StatusOr<RecordRetentionResult> ApplyRecordRetention(
     storage::SnapshotStore* store, const std::map<AgentId, std::set<std::string>>& live_suspects,
     const RecordRetentionPolicy& policy);
+
+// The store's use per kind of data as heapwatch names it (GetStoreStats, heapwatch_store_bytes):
+// "snapshots", "dictionary", "live_set", "agents" (storage::KindUsage), "dump_records" (xdump),
+// "reports" (xreport), "summaries" (xsummary), "other_records" (any other record table); always
+// these eight, in this order; bytes sum to the store's UsedBytes. Errors: the store's.
+// O(tables + records).
+StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStore& store);
 
 }  // namespace heapwatch::daemon
 

@@ -245,6 +245,9 @@ class SnapshotStore {
   // agent), InvalidArgument (malformed id). O(log n).
   StatusOr<std::optional<absl::Time>> OldestSnapshotTime(const AgentId& agent) const;
 
+  // The options the store was opened with (retention_bytes: what size retention bounds).
+  const StoreOptions& options() const;
+
   // The store's use per kind of data (see KindUsage), in one read transaction; the kinds are
   // listed in the order of KindUsage::kind's comment, record tables by name. Cost: O(tables +
   // records) (it reads every record's key and size, not the snapshots).

@@ -52,6 +52,8 @@ StatusOr<std::optional<absl::Time>> SnapshotStore::OldestSnapshotTime(const Agen
   return std::optional<absl::Time>(absl::FromUnixMicros(*first));
 }
 
+const StoreOptions& SnapshotStore::options() const { return impl_->options; }
+
 StatusOr<std::vector<KindUsage>> SnapshotStore::UsageByKind() const {
   const Impl& s = *impl_;
   HW_ASSIGN_OR_RETURN(LmdbTxn txn, s.BeginRead());
@@ -72,7 +74,8 @@ StatusOr<std::vector<KindUsage>> SnapshotStore::UsageByKind() const {
     if (int rc = mdb_env_stat(s.env.get(), &main); rc != 0) {
       return detail::LmdbStatus(rc, "env stat");
     }
-    out.push_back({"agents", agents.ms_entries, PageBytes(agents) + PageBytes(meta) + PageBytes(main)});
+    out.push_back(
+        {"agents", agents.ms_entries, PageBytes(agents) + PageBytes(meta) + PageBytes(main)});
   }
   // Record tables: count entries and their bytes per table, then split the pages of the records
   // table in proportion.
