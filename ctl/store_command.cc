@@ -14,7 +14,7 @@ std::string Percent(uint64_t part, uint64_t whole) {
 }
 
 int RunStore(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
-  Client client(global);
+  RpcClient client(global);
   v1::GetStoreStatsRequest request;
   v1::GetStoreStatsResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::GetStoreStats, request, &response);
