@@ -1,5 +1,6 @@
 // heapwatchctl store against a real QueryServer and store over gRPC loopback
 // (tests/daemon/query_fixture.h): the store's use per kind of data (GetStoreStats).
+#include <iostream>
 #include <sstream>
 
 #include "ctl/ctl.h"
@@ -68,6 +69,7 @@ TEST_F(StoreCommandTest, ShowsEveryKindWithItsRecordsAndBytes) {
 
   r = Run({"store"});
   ASSERT_EQ(r.code, 0) << r.err;
+  std::cout << r.out;
   EXPECT_THAT(r.out, HasSubstr("of 1.0 GiB (retention.max_bytes"));
   EXPECT_THAT(r.out, MatchesRegex("(.|\n)*\nreports +3 +[0-9.]+ KiB +[0-9.]+%\n(.|\n)*"));
   EXPECT_THAT(r.out, MatchesRegex("(.|\n)*\nsnapshots +5 +(.|\n)*"));
