@@ -17,6 +17,7 @@ constexpr MethodAccess kQueryListener[] = {
     {"/heapwatch.v1.QueryService/TriggerExtendedDump", false, Role::kAdmin},
     {"/heapwatch.v1.QueryService/DiffExtendedDumps", false, Role::kRead},
     {"/heapwatch.v1.QueryService/GetLiveSet", false, Role::kRead},
+    {"/heapwatch.v1.QueryService/GetStoreStats", false, Role::kRead},
     // Standard services on the same listener: they reveal whether the daemon serves and the public
     // schema, no data.
     {"/grpc.health.v1.Health/Check", true, Role::kRead},

@@ -10,6 +10,7 @@
 #include "ctl/query_commands.h"
 #include "ctl/report_commands.h"
 #include "ctl/token_file.h"
+#include "ctl/store_command.h"
 #include "ctl/trend_command.h"
 
 namespace heapwatch::ctl {
@@ -34,6 +35,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   commands.push_back(AddAnalyzeCommand(app));
   commands.push_back(AddTrendCommand(app));
   for (Subcommand& c : AddReportCommands(app)) commands.push_back(std::move(c));
+  commands.push_back(AddStoreCommand(app));
 
   try {
     app.parse(argc, argv);

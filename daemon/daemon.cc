@@ -41,6 +41,7 @@
 #include "daemon/agent_cost.h"
 #include "daemon/pause_budget.h"
 #include "daemon/query_server.h"
+#include "daemon/record_retention.h"
 #include "daemon/scheduler.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
@@ -173,6 +174,21 @@ struct Daemon::Impl {
     attach.max_reply_bytes = c.collection.max_reply_bytes;
   }
 
+  // ---- retention of every record kind (daemon/record_retention.h) ----
+
+  // Records over their shares go first (so they do not push out snapshots), then the store's
+  // snapshot retention, then the records whose snapshots it just deleted; then the per-kind
+  // metrics.
+  Status EnforceAllRetention() {
+    RecordRetentionPolicy policy;
+    policy.max_bytes = config.retention.max_bytes;
+    Status s = escalation->EnforceRecordRetention(policy).status();
+    if (s.ok()) s = store->EnforceRetention();
+    if (s.ok()) s = escalation->EnforceRecordRetention(policy).status();
+    if (auto usage = StoreUsage(*store); usage.ok()) metrics.SetStoreUsage(*usage);
+    return s;
+  }
+
   // ---- discovery thread ----
 
   void DiscoveryLoop() {
@@ -184,7 +200,7 @@ struct Daemon::Impl {
       if (bytes.ok()) metrics.SetStoreSize(*bytes);
       if (absl::Now() >= next_retention) {
         next_retention = absl::Now() + config.retention.check_interval;
-        Status s = store->EnforceRetention();
+        Status s = EnforceAllRetention();
         metrics.RecordRetentionRun(s.ok());
         if (!s.ok() && !retention_failing) {
           spdlog::error("store retention failed, will retry every {}: {}",
@@ -936,6 +952,7 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   HW_RETURN_IF_ERROR(WritePortFile(config.grpc_port_file, impl->grpc->port()));
   HW_RETURN_IF_ERROR(WritePortFile(config.metrics_port_file, impl->metrics_port));
   if (auto bytes = impl->store->DiskBytes(); bytes.ok()) impl->metrics.SetStoreSize(*bytes);
+  if (auto usage = StoreUsage(*impl->store); usage.ok()) impl->metrics.SetStoreUsage(*usage);
 
   Impl* raw = impl.get();
   raw->live_workers = config.collection.concurrency;

@@ -154,6 +154,15 @@ struct Escalation::Impl {
   absl::Time last_id_time = absl::InfinitePast();    // guarded by mu: keeps dump ids unique
   std::map<std::string, std::string> unsaved;        // guarded by mu: records to write again
   std::set<std::string> raw_files;                   // guarded by mu: raw dumps on disk now
+  // Raw dumps kept after their analysis (keep_raw_dumps), oldest first: key "<dump_id>|<agent>".
+  struct KeptRaw {
+    AgentId agent;
+    std::string dump_id;
+    std::string path;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, KeptRaw> kept_raw;  // guarded by mu
+  uint64_t kept_raw_bytes = 0;              // guarded by mu: sum over kept_raw
   std::vector<std::thread> threads;
 
   // ---- records ----
@@ -190,6 +199,48 @@ struct Escalation::Impl {
     std::error_code ec;
     fs::remove(path, ec);
     if (ec) spdlog::error("escalation: cannot delete the raw dump {}: {}", path, ec.message());
+  }
+
+  // Counts a kept raw dump against max_dump_disk_bytes. REQUIRES: mu held.
+  void AddKeptRaw(const AgentId& agent, const std::string& dump_id, const std::string& path) {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(path, ec);
+    if (ec) return;  // gone: nothing to count
+    const std::string key = absl::StrCat(dump_id, "|", agent.value);
+    if (kept_raw.count(key)) return;
+    kept_raw[key] = KeptRaw{agent, dump_id, path, static_cast<uint64_t>(size)};
+    kept_raw_bytes += size;
+  }
+
+  // Deletes the oldest kept raw dumps while the kept ones, the raw dumps being written or analysed
+  // (in_flight_disk) and `extra` bytes exceed max_dump_disk_bytes; their records say the raw dump
+  // is no longer kept. A dump in progress is never in kept_raw. REQUIRES: mu held.
+  void EvictKeptRawDumps(uint64_t extra) {
+    while (!kept_raw.empty() &&
+           in_flight_disk + kept_raw_bytes + extra > config.max_dump_disk_bytes) {
+      auto it = kept_raw.begin();
+      const KeptRaw k = it->second;
+      kept_raw_bytes -= k.bytes;
+      kept_raw.erase(it);
+      std::error_code ec;
+      fs::remove(k.path, ec);
+      if (ec) {
+        spdlog::error("escalation: cannot delete the kept raw dump {}: {}", k.path, ec.message());
+      }
+      spdlog::info(
+          "escalation: deleted the kept raw dump {} ({}) of agent {}: kept raw dumps are over "
+          "escalation.max_dump_disk_bytes ({})",
+          k.path, Bytes(k.bytes), k.agent.value, Bytes(config.max_dump_disk_bytes));
+      const std::string key = DumpKey(k.agent, k.dump_id);
+      auto stored = store->GetRecord(kDumpTable, key);
+      v1::ExtendedDump d;
+      if (stored.ok() && d.ParseFromString(*stored)) {
+        d.set_raw_dump_kept(false);
+        d.clear_raw_dump_path();
+        Status put = store->PutRecord(kDumpTable, key, d.SerializeAsString());
+        if (!put.ok()) unsaved[key] = d.SerializeAsString();
+      }
+    }
   }
 
   void PublishQueueGauges() {  // REQUIRES: mu held
@@ -344,6 +395,8 @@ struct Escalation::Impl {
       if (in_flight_disk > 0 && in_flight_disk + job->estimate > config.max_dump_disk_bytes) {
         continue;  // waits for raw dumps to be analysed and deleted
       }
+      // Kept raw dumps count too: the oldest make room for this one.
+      EvictKeptRawDumps(job->estimate);
       dump_queue.erase(it);
       PublishQueueGauges();
       return job;
@@ -455,6 +508,7 @@ struct Escalation::Impl {
       --analyses_in_flight;
       memory_in_flight -= job->estimate;
       in_flight_disk -= job->estimate;
+      EvictKeptRawDumps(0);  // a raw dump kept by this analysis may exceed the budget
       PublishQueueGauges();
       cv.notify_all();
     }
@@ -534,6 +588,9 @@ struct Escalation::Impl {
 
     lock.lock();
     DeleteRaw(path);  // as soon as the reports are stored (or the analysis failed)
+    if (config.keep_raw_dumps) {
+      AddKeptRaw(id, j.record.dump_id(), path);  // over budget: evicted by AnalysisLoop
+    }
     if (!stored.ok()) {
       proto::ToDuration(took, j.record.mutable_analysis_duration());
       Fail(j, absl::StrCat("analysis failed: ", stored.ToString()), ExtendedDumpResult::kError);
@@ -678,7 +735,10 @@ struct Escalation::Impl {
         continue;
       }
       if (!Active(d.state())) {
-        if (d.raw_dump_kept()) kept_files.insert(d.raw_dump_path());
+        if (d.raw_dump_kept()) {
+          kept_files.insert(d.raw_dump_path());
+          AddKeptRaw(AgentId(d.agent()), d.dump_id(), d.raw_dump_path());
+        }
         continue;
       }
       d.set_state(v1::EXTENDED_DUMP_STATE_FAILED);
@@ -722,6 +782,8 @@ struct Escalation::Impl {
         spdlog::info("escalation: deleted a raw dump left by an earlier run: {}", p);
       }
     }
+    std::lock_guard<std::mutex> lock(mu);
+    EvictKeptRawDumps(0);
     return absl::OkStatus();
   }
 };
@@ -864,6 +926,40 @@ void Escalation::OnCollection(const EscalationTarget& target,
   }
   d.Enqueue(job, a);
 }
+
+StatusOr<RecordRetentionResult> Escalation::EnforceRecordRetention(
+    const RecordRetentionPolicy& policy) {
+  Impl& d = *impl_;
+  // Under mu: every dump record is written under it (Persist), so a dump seen as finished here
+  // stays finished while its records are deleted.
+  std::lock_guard<std::mutex> lock(d.mu);
+  std::map<AgentId, std::set<std::string>> live_suspects;
+  for (const auto& [id, a] : d.agents) {
+    if (!a.live) continue;
+    for (const diff::Suspect& s : a.suspects) live_suspects[id].insert(s.class_name);
+  }
+  HW_ASSIGN_OR_RETURN(RecordRetentionResult result,
+                      ApplyRecordRetention(d.store, live_suspects, policy));
+  for (const std::string& key : result.deleted_dump_keys) d.unsaved.erase(key);
+  for (const std::string& path : result.kept_raw_dumps) {
+    for (auto it = d.kept_raw.begin(); it != d.kept_raw.end(); ++it) {
+      if (it->second.path != path) continue;
+      d.kept_raw_bytes -= it->second.bytes;
+      d.kept_raw.erase(it);
+      break;
+    }
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+  return result;
+}
+
+uint64_t Escalation::KeptRawDumpBytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->kept_raw_bytes;
+}
+
+uint64_t Escalation::MaxDumpDiskBytes() const { return impl_->config.max_dump_disk_bytes; }
 
 void Escalation::SetDumpPauseListener(
     std::function<void(const AgentId&, absl::Duration)> listener) {

@@ -50,6 +50,7 @@
 #include "common/status.h"
 #include "daemon/config.h"
 #include "daemon/metrics.h"
+#include "daemon/record_retention.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
 #include "heapwatch/v1/heapwatch.pb.h"
@@ -131,6 +132,19 @@ class Escalation {
   // Set once, before any dump; the daemon does not set it.
   void SetAnalysisStartListener(
       std::function<void(const AgentId&, std::string_view dump_id)> listener);
+
+  // Record retention (daemon/record_retention.h): deletes the dump records, reports and summaries
+  // that aged out with their agent's snapshots or that exceed their kind's share of
+  // policy.max_bytes, keeping dumps in progress and the newest report (and covering dump) of every
+  // class that a live agent flags as a suspect now. The raw dumps kept for deleted dumps are
+  // deleted too. Serialized with the escalation's own record writes. Errors: the store's.
+  StatusOr<RecordRetentionResult> EnforceRecordRetention(const RecordRetentionPolicy& policy);
+
+  // Bytes of the raw dumps kept on disk now (keep_raw_dumps), which count against
+  // max_dump_disk_bytes together with the dumps being written or analysed.
+  uint64_t KeptRawDumpBytes() const;
+  // escalation.max_dump_disk_bytes.
+  uint64_t MaxDumpDiskBytes() const;
 
   // Requests an extended dump of a live agent now (TriggerExtendedDump). Returns the dump record:
   // a new QUEUED one, or the agent's dump that is already queued or being taken.

@@ -48,6 +48,11 @@ inline constexpr std::string_view kCollectionsInFlight = "heapwatch_collections_
 inline constexpr std::string_view kAgents = "heapwatch_agents";
 // Size of the LMDB store on disk in bytes.
 inline constexpr std::string_view kStoreSize = "heapwatch_store_size_bytes";
+// The store's use per kind of data (daemon/record_retention.h StoreUsage): kind = snapshots |
+// dictionary | live_set | agents | dump_records | reports | summaries | other_records. Bytes are
+// LMDB pages (they sum to the live data that retention.max_bytes bounds); records are entries.
+inline constexpr std::string_view kStoreBytes = "heapwatch_store_bytes";
+inline constexpr std::string_view kStoreRecords = "heapwatch_store_records";
 // Background retention runs by result (ok | error).
 inline constexpr std::string_view kRetentionRuns = "heapwatch_retention_runs_total";
 // gRPC requests served, by method (e.g. ListSuspects) and status code name (OK, NOT_FOUND, ...).
@@ -140,6 +145,8 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kLeaks,
     metric_names::kPauseBudgetExceeded,
     metric_names::kRetentionRuns,
+    metric_names::kStoreBytes,
+    metric_names::kStoreRecords,
     metric_names::kStoreSize,
     metric_names::kSuspectRetained,
     metric_names::kWebInfo,

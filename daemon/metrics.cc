@@ -245,6 +245,13 @@ struct Metrics::Impl {
 
   std::mutex mu;
   std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu
+  // The store's use per kind (SetStoreUsage).
+  Family<Gauge>& store_bytes =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreBytes,
+                     "Bytes (LMDB pages) of the store's live data per kind of data.", *registry);
+  Family<Gauge>& store_records =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreRecords,
+                     "Entries in the store per kind of data.", *registry);
 
   Impl() {
     build_info.Add({{"version", HEAPWATCH_VERSION}}).Set(1);
@@ -577,6 +584,13 @@ void Metrics::DeclareAuthFailureReason(std::string_view reason) {
 
 void Metrics::RecordAuthFailure(std::string_view reason) {
   impl_->auth_failures.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::SetStoreUsage(const std::vector<storage::KindUsage>& usage) {
+  for (const storage::KindUsage& u : usage) {
+    impl_->store_bytes.Add({{"kind", u.kind}}).Set(static_cast<double>(u.bytes));
+    impl_->store_records.Add({{"kind", u.kind}}).Set(static_cast<double>(u.records));
+  }
 }
 
 }  // namespace heapwatch::daemon

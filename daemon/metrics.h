@@ -23,6 +23,7 @@
 #include "common/histogram.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
+#include "storage/snapshot_store.h"
 
 namespace prometheus {
 class Collectable;
@@ -126,6 +127,9 @@ class Metrics {
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);
+  // heapwatch_store_bytes{kind} and heapwatch_store_records{kind}, one series per entry (kinds as
+  // daemon/record_retention.h StoreUsage names them).
+  void SetStoreUsage(const std::vector<storage::KindUsage>& usage);
   // heapwatch_retention_runs_total{result="ok"|"error"}.
   void RecordRetentionRun(bool ok);
   // heapwatch_grpc_requests_total{method, code}; `code` is the canonical status name ("OK",

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "auth/grpc_auth.h"
+#include "daemon/record_retention.h"
 #include "diff/snapshot_diff.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -205,6 +206,13 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     if (grpc::Status s = Authorize(*context, "GetLiveSet"); !s.ok()) return Count("GetLiveSet", s);
     return Count("GetLiveSet", DoGetLiveSet(*request, response));
   }
+  grpc::Status GetStoreStats(grpc::ServerContext* context, const v1::GetStoreStatsRequest*,
+                             v1::GetStoreStatsResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "GetStoreStats"); !s.ok()) {
+      return Count("GetStoreStats", s);
+    }
+    return Count("GetStoreStats", DoGetStoreStats(response));
+  }
 
  private:
   friend class InProcessQuery;  // the web pages call the Do* functions directly
@@ -368,6 +376,28 @@ class QueryServiceImpl final : public v1::QueryService::Service {
       out->set_instances(s.instances);
       out->set_mode(ToProto(s.cost.mode));
       if (s.cost.mode != HistogramMode::kUnknown) proto::ToDuration(s.cost.pause, out->mutable_pause());
+    }
+    return grpc::Status::OK;
+  }
+
+  // The store's use per kind (daemon/record_retention.h StoreUsage), one read transaction.
+  grpc::Status DoGetStoreStats(v1::GetStoreStatsResponse* response) {
+    auto usage = StoreUsage(*store_);
+    if (!usage.ok()) return ToGrpc(usage.status());
+    uint64_t used = 0;
+    for (const storage::KindUsage& u : *usage) {
+      v1::StoreKindUsage* k = response->add_kinds();
+      k->set_kind(u.kind);
+      k->set_records(u.records);
+      k->set_bytes(u.bytes);
+      used += u.bytes;
+    }
+    response->set_used_bytes(used);
+    response->set_max_bytes(store_->options().retention_bytes);
+    if (auto disk = store_->DiskBytes(); disk.ok()) response->set_disk_bytes(*disk);
+    if (escalation_ != nullptr) {
+      response->set_kept_raw_dump_bytes(escalation_->KeptRawDumpBytes());
+      response->set_max_dump_disk_bytes(escalation_->MaxDumpDiskBytes());
     }
     return grpc::Status::OK;
   }

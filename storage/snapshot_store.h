@@ -129,6 +129,19 @@ struct StoreStats {
   uint64_t map_bytes = 0;         // MapBytes()
 };
 
+// The store's use by one kind of data (docs/storage-format.md, "Use per kind").
+struct KindUsage {
+  // "snapshots" (snapshots + costs tables), "dictionary" (classes + class_names), "live_set",
+  // "agents" (agents + meta + LMDB's table of tables), or "records/<table>" for each record table.
+  std::string kind;
+  uint64_t records = 0;  // entries (a record, a snapshot, a dictionary entry, ...)
+  // Pages of the kind's tables times the page size. The record tables share one LMDB table: its
+  // pages are apportioned to each record table by the bytes of its entries (key + value + 8 bytes
+  // of node header), so the kinds always sum to UsedBytes().
+  uint64_t bytes = 0;
+  friend bool operator==(const KindUsage&, const KindUsage&) = default;
+};
+
 // Sorts rows by bytes descending, then class name, then module, then instances (the order reads
 // return). Complexity O(n log n).
 void SortRowsCanonically(std::vector<ClassHistogramRow>* rows);
@@ -221,6 +234,24 @@ class SnapshotStore {
       std::string_view table, std::string_view key_prefix) const;
   // Errors: NotFound (absent), InvalidArgument. O(log n).
   Status DeleteRecord(std::string_view table, std::string_view key);
+
+  // Deletes every listed (table, key) record in ONE write transaction: a reader sees all of them
+  // or none of them (used to delete an extended dump's record with its reports and summary).
+  // Absent records are skipped. Returns how many existed. Durable on OK; on error nothing is
+  // deleted. Errors: InvalidArgument (a malformed table or key; nothing is deleted). O(n log N).
+  StatusOr<size_t> DeleteRecords(const std::vector<std::pair<std::string, std::string>>& refs);
+
+  // The time of the agent's oldest snapshot, nullopt when it has none. Errors: NotFound (unknown
+  // agent), InvalidArgument (malformed id). O(log n).
+  StatusOr<std::optional<absl::Time>> OldestSnapshotTime(const AgentId& agent) const;
+
+  // The options the store was opened with (retention_bytes: what size retention bounds).
+  const StoreOptions& options() const;
+
+  // The store's use per kind of data (see KindUsage), in one read transaction; the kinds are
+  // listed in the order of KindUsage::kind's comment, record tables by name. Cost: O(tables +
+  // records) (it reads every record's key and size, not the snapshots).
+  StatusOr<std::vector<KindUsage>> UsageByKind() const;
 
   // Applies retention now (see the file comment); also runs in the background every
   // retention_interval. Deletes in transactions of at most a few thousand snapshots, each durable.

@@ -102,6 +102,7 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.SetLiveSet(AgentId("a1"), LiveSetPoint{absl::Now(), LiveSetSource::kFullGc, 1 << 20, 2 << 20,
                                            4 << 20});
   m.SetWebUrl("http://127.0.0.1:9750");
+  m.SetStoreUsage({{"snapshots", 3, 4096}, {"reports", 1, 8192}});
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
 }
@@ -143,6 +144,20 @@ TEST(Metrics, CostOfWatchingSeriesLiveAndDieWithTheAgent) {
   // The per-mode histogram is not per agent: it stays.
   EXPECT_NE(after.find(R"(heapwatch_collection_pause_seconds_count{mode="live"} 1)"),
             std::string::npos);
+}
+
+// The store's use per kind: one series per kind in both families.
+TEST(Metrics, StoreUsagePerKind) {
+  Metrics m;
+  m.SetStoreUsage({{"snapshots", 3, 4096}, {"reports", 2, 8192}});
+  m.SetStoreUsage({{"snapshots", 5, 12288}, {"reports", 2, 8192}});
+  const std::string text = m.ExpositionText();
+  for (const char* series : {R"(heapwatch_store_bytes{kind="snapshots"} 12288)",
+                             R"(heapwatch_store_bytes{kind="reports"} 8192)",
+                             R"(heapwatch_store_records{kind="snapshots"} 5)",
+                             R"(heapwatch_store_records{kind="reports"} 2)"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
 }
 
 TEST(Metrics, NamesFollowPrometheusConventions) {
