@@ -28,8 +28,9 @@ namespace {
 namespace v1 = ::heapwatch::v1;
 using ::testing::HasSubstr;
 
-// GET http://127.0.0.1:<port>/metrics, the whole response (headers and body).
-std::string ScrapeMetrics(int port) {
+// GET http://127.0.0.1:<port><path>, the whole response (headers and body); `authorization` is the
+// Authorization header's value, none when empty.
+std::string HttpGet(int port, const std::string& path, const std::string& authorization = "") {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";
   sockaddr_in addr{};
@@ -38,8 +39,9 @@ std::string ScrapeMetrics(int port) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request =
-        "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
+    request += "\r\n";
     if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
       char buf[65536];
       for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;)
@@ -79,7 +81,8 @@ class DaemonAuthTest : public ::testing::Test {
 TEST_F(DaemonAuthTest, TokensFileGuardsTheQueryService) {
   config_.auth.tokens_file =
       WriteTokens(absl::StrCat("read grafana ", auth::DigestHex(auth::Sha256("r-0123")), "\n",
-                               "admin oncall ", auth::DigestHex(auth::Sha256("a-0123")), "\n"));
+                               "admin oncall ", auth::DigestHex(auth::Sha256("a-0123")), "\n",
+                               "agent jvm1 ", auth::DigestHex(auth::Sha256("j-0123")), "\n"));
   auto d = daemon::Daemon::Start(config_);
   ASSERT_TRUE(d.ok()) << d.status();
   auto stub = v1::QueryService::NewStub(grpc::CreateChannel(
@@ -105,10 +108,17 @@ TEST_F(DaemonAuthTest, TokensFileGuardsTheQueryService) {
   // Accepted by the check; the escalation then answers for the unknown agent.
   EXPECT_EQ(trigger("Bearer a-0123").error_code(), grpc::StatusCode::NOT_FOUND);
 
-  const std::string scrape = ScrapeMetrics((*d)->metrics_port());
-  for (const char* series : {R"(heapwatch_auth_failures_total{reason="missing_credential"} 1)",
+  // The web pages and /metrics take the same tokens (read role): refused without one (counted
+  // too), with an agent's; served with a read token.
+  const int port = (*d)->metrics_port();
+  EXPECT_THAT(HttpGet(port, "/metrics"), HasSubstr("HTTP/1.1 401"));
+  EXPECT_THAT(HttpGet(port, "/", "Bearer j-0123"), HasSubstr("HTTP/1.1 403"));
+  EXPECT_THAT(HttpGet(port, "/", "Bearer r-0123"), HasSubstr("HTTP/1.1 200"));
+  const std::string scrape = HttpGet(port, "/metrics", "Bearer r-0123");
+  EXPECT_THAT(scrape, HasSubstr("HTTP/1.1 200"));
+  for (const char* series : {R"(heapwatch_auth_failures_total{reason="missing_credential"} 2)",
                              R"(heapwatch_auth_failures_total{reason="unknown_credential"} 1)",
-                             R"(heapwatch_auth_failures_total{reason="wrong_role"} 1)"}) {
+                             R"(heapwatch_auth_failures_total{reason="wrong_role"} 2)"}) {
     EXPECT_NE(scrape.find(series), std::string::npos) << series << "\n" << scrape;
   }
   EXPECT_EQ(scrape.find("a-0123"), std::string::npos);
