@@ -11,6 +11,14 @@
 namespace heapwatch::analysis {
 namespace {
 
+// The JDK defines every generated reflection accessor in a loader of its own (one
+// DelegatingClassLoader per GeneratedMethodAccessorN); under their stable names they would look
+// like one class defined by many loaders.
+bool IsOneClassPerLoader(std::string_view loader_class) {
+  return loader_class == "jdk.internal.reflect.DelegatingClassLoader" ||
+         loader_class == "sun.reflect.DelegatingClassLoader";
+}
+
 bool IsPlatformName(std::string_view name) {
   for (std::string_view prefix : {"java.", "javax.", "jdk.", "sun.", "com.sun."}) {
     if (name.substr(0, prefix.size()) == prefix) return true;
@@ -57,7 +65,6 @@ ClassLoaderSummary SummarizeClassLoaders(const HeapGraph& graph,
     std::sort(loaders.begin(), loaders.end());
     loaders.erase(std::unique(loaders.begin(), loaders.end()), loaders.end());
     if (loaders.size() < 2) continue;
-    ++out.duplicated_class_names;
     std::map<std::string_view, uint32_t> by_class;
     for (ObjectIndex l : loaders) ++by_class[rows[l.value].loader_class];
     std::string_view loader_class;
@@ -68,6 +75,8 @@ ClassLoaderSummary SummarizeClassLoaders(const HeapGraph& graph,
         loader_class = cls;
       }
     }
+    if (IsOneClassPerLoader(loader_class)) continue;
+    ++out.duplicated_class_names;
     const auto key =
         std::make_pair(std::string(loader_class), static_cast<uint32_t>(loaders.size()));
     DuplicateClassGroup& g = groups[key];
@@ -86,10 +95,12 @@ ClassLoaderSummary SummarizeClassLoaders(const HeapGraph& graph,
   }
   std::sort(out.duplicates.begin(), out.duplicates.end(),
             [](const DuplicateClassGroup& a, const DuplicateClassGroup& b) {
-              return std::make_tuple(-static_cast<int64_t>(a.loaders),
-                                     -static_cast<int64_t>(a.class_names), a.loader_class) <
-                     std::make_tuple(-static_cast<int64_t>(b.loaders),
-                                     -static_cast<int64_t>(b.class_names), b.loader_class);
+              // Most extra copies first: (loaders - 1) x class names.
+              const uint64_t ea = uint64_t{a.loaders - 1} * a.class_names;
+              const uint64_t eb = uint64_t{b.loaders - 1} * b.class_names;
+              if (ea != eb) return ea > eb;
+              if (a.loaders != b.loaders) return a.loaders > b.loaders;
+              return a.loader_class < b.loader_class;
             });
   if (out.duplicates.size() > options.max_groups) out.duplicates.resize(options.max_groups);
 

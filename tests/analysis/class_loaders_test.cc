@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "analysis/heap_graph.h"
 #include "collectors/dumps/heap_dump_reader.h"
 #include "gmock/gmock.h"
@@ -121,6 +122,52 @@ TEST(ClassLoadersTest, LambdasOfOneLoaderAreNotDuplicates) {
   EXPECT_EQ(s.loaders[0].classes, 5u);
 }
 
+TEST(ClassLoadersTest, ReflectionAccessorLoadersAreNotDuplicates) {
+  HeapGraphBuilder b{DumpInfo{}};
+  b.AddClass(Instance("java.lang.Object", {}, 16), 0x10);
+  const ClassId delegating =
+      b.AddClass(Instance("jdk.internal.reflect.DelegatingClassLoader", {}, 64), 0x20);
+  for (uint64_t i = 0; i < 5; ++i) {
+    b.AddInstance(0x8000 + 0x10 * i, delegating, {});
+    b.AddClass(Instance("jdk.internal.reflect.GeneratedMethodAccessor", {}, 16), 0x100 + 0x10 * i,
+               0x8000 + 0x10 * i);
+  }
+  auto g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ClassLoaderSummary s = SummarizeClassLoaders(*g);
+  EXPECT_EQ(s.loader_objects, 5u);
+  EXPECT_EQ(s.duplicated_class_names, 0u);
+  EXPECT_TRUE(s.duplicates.empty());
+}
+
+TEST(ClassLoadersTest, GroupsWithMoreExtraCopiesComeFirst) {
+  // 3 loaders x 3 names (6 extra copies) before 2 loaders x 1 name of another loader class.
+  HeapGraphBuilder b{DumpInfo{}};
+  b.AddClass(Instance("java.lang.Object", {}, 16), 0x10);
+  const ClassId webapp = b.AddClass(Instance(kWebappLoader, {}, 64), 0x20);
+  const ClassId other = b.AddClass(Instance("com.acme.PluginLoader", {}, 64), 0x30);
+  uint64_t next = 0x1000;
+  for (uint64_t i = 0; i < 3; ++i) {
+    b.AddInstance(0x8000 + 0x10 * i, webapp, {});
+    for (const char* name : {"a.A", "a.B", "a.C"}) {
+      b.AddClass(Instance(name, {}, 16), next, 0x8000 + 0x10 * i);
+      next += 0x10;
+    }
+  }
+  for (uint64_t i = 0; i < 2; ++i) {
+    b.AddInstance(0x9000 + 0x10 * i, other, {});
+    b.AddClass(Instance("p.Plugin", {}, 16), next, 0x9000 + 0x10 * i);
+    next += 0x10;
+  }
+  auto g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ClassLoaderSummary s = SummarizeClassLoaders(*g);
+  ASSERT_EQ(s.duplicates.size(), 2u);
+  EXPECT_EQ(s.duplicates[0].loader_class, kWebappLoader);
+  EXPECT_EQ(s.duplicates[1].loader_class, "com.acme.PluginLoader");
+  EXPECT_EQ(s.duplicated_class_names, 4u);
+}
+
 TEST(ClassLoadersTest, LimitsCutTheLists) {
   auto g = Redeployed(7);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -157,6 +204,14 @@ void ExpectMatchesBruteForce(const HeapGraph& g) {
   std::map<uint32_t, uint32_t> classes_per_loader;
   std::map<uint32_t, uint32_t> names_per_count;  // loaders -> names defined by that many
   for (const auto& [name, loaders] : brute) {
+    // (The random heaps and corpus dumps have no DelegatingClassLoader-only names but the
+    // JDK 8 corpus dump's accessors, which the summary leaves out on purpose.)
+    bool delegating = true;
+    for (uint32_t l : loaders) {
+      delegating &=
+          absl::StrContains(g.class_info(g.class_of(ObjectIndex(l))).name, "DelegatingClassLoader");
+    }
+    if (loaders.size() >= 2 && delegating) continue;
     if (loaders.size() >= 2) {
       ++duplicated;
       ++names_per_count[loaders.size()];

@@ -26,13 +26,6 @@ const ClassHistogramRow* FindRow(const ClassHistogram& h, std::string_view name)
   return nullptr;
 }
 
-const ClassHistogramRow* FindRowWithPrefix(const ClassHistogram& h, std::string_view prefix) {
-  for (const ClassHistogramRow& r : h.rows) {
-    if (r.class_name.rfind(prefix, 0) == 0) return &r;
-  }
-  return nullptr;
-}
-
 // Invariants of every successfully parsed real histogram.
 void ExpectWellFormed(const ClassHistogram& h) {
   uint64_t instances = 0, bytes = 0;

@@ -189,3 +189,4 @@ if grep -q 'class loaders: [0-9]* instances of org.apache.catalina.loader.Parall
   fail "clean: several webapp loaders define the application's classes"
 fi
 log "PASS: leaky dump: $loaders ParallelWebappClassLoaders define the application's classes; clean: one"
+ok=1
