@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <string>
 
+#include "ctl/report_render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/analyze_dump.h"
+#include "proto/report_proto.h"
 #include "tests/daemon/test_jvm.h"
 
 namespace heapwatch::pipeline {
@@ -54,6 +56,14 @@ TEST(ClassLoadersJvmTest, PinnedLoadersDefineTheSameClasses) {
   }
   EXPECT_EQ(url_loaders, 6);
   EXPECT_GT(s.boot_classes, 400u);
+
+  // What `heapwatchctl analyze` prints of it.
+  v1::DumpReport report = proto::ToDumpReport(a->report, a->suspects);
+  *report.mutable_class_loaders() = proto::ToProto(s);
+  const std::string text = ctl::RenderDumpReport(report);
+  EXPECT_THAT(text, ::testing::HasSubstr("class loaders: 6 instances of java.net.URLClassLoader "
+                                         "define HwLoaderLeak$Helper, HwLoaderLeak$Plugin\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("class names are defined by more than one loader"));
 }
 
 TEST(ClassLoadersJvmTest, ReleasedLoadersAreGone) {
