@@ -19,8 +19,10 @@ public class HwLoaderLeak {
   public static class Helper {}
 
   public static void main(String[] args) throws Exception {
-    final int n = Integer.parseInt(args[0]);
-    final boolean pinned = args.length < 2 || args[1].equals("pinned");
+    // One argument "<n> <mode>" (tests/daemon/test_jvm.h passes one) or two.
+    final String[] a = String.join(" ", args).trim().split("\\s+");
+    final int n = Integer.parseInt(a[0]);
+    final boolean pinned = a.length < 2 || a[1].equals("pinned");
     final URL here = HwLoaderLeak.class.getProtectionDomain().getCodeSource().getLocation();
     for (int i = 0; i < n; i++) {
       URLClassLoader loader = new URLClassLoader(new URL[] {here}, null);
