@@ -1,8 +1,12 @@
 #include "collectors/class_histogram.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -10,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "collectors/absl_compat.h"
+#include "common/stable_class_name.h"
 
 namespace heapwatch::collectors {
 namespace {
@@ -64,6 +69,34 @@ bool IsModuleName(absl::string_view m) {
 
 bool AddOverflows(uint64_t a, uint64_t b, uint64_t* sum) {
   return __builtin_add_overflow(a, b, sum);
+}
+
+// Sums rows whose (stable) class name and module are equal: several lambda classes of one host
+// class, or the proxies of several interfaces, become one row (common/stable_class_name.h). The
+// rows stay in descending bytes order (stable, so equal sizes keep the JVM's order). O(rows).
+void MergeRowsOfEqualName(ClassHistogram* h) {
+  absl::flat_hash_map<std::pair<std::string, std::string>, size_t> index;
+  std::vector<ClassHistogramRow> merged;
+  merged.reserve(h->rows.size());
+  for (ClassHistogramRow& row : h->rows) {
+    auto [it, inserted] =
+        index.try_emplace(std::make_pair(row.class_name, row.module), merged.size());
+    if (inserted) {
+      merged.push_back(std::move(row));
+    } else {
+      // The sums cannot overflow: the parser checked that the sum over all rows fits.
+      merged[it->second].instances += row.instances;
+      merged[it->second].bytes += row.bytes;
+    }
+  }
+  if (merged.size() == h->rows.size()) {
+    h->rows = std::move(merged);
+    return;
+  }
+  std::stable_sort(
+      merged.begin(), merged.end(),
+      [](const ClassHistogramRow& a, const ClassHistogramRow& b) { return a.bytes > b.bytes; });
+  h->rows = std::move(merged);
 }
 
 }  // namespace
@@ -198,7 +231,7 @@ StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text_in) {
       return absl::InvalidArgumentError(
           absl::StrCat("class histogram: row without a class name at line ", i + 1));
     }
-    row.class_name = NormalizeClassName(Sv(name));
+    row.class_name = StableClassName(NormalizeClassName(Sv(name)));
     row.instances = instances;
     row.bytes = bytes;
     if (AddOverflows(sum_instances, instances, &sum_instances) ||
@@ -216,6 +249,7 @@ StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text_in) {
         "class histogram: Total line (", h.total_instances, " instances, ", h.total_bytes,
         " bytes) does not match the rows (", sum_instances, " instances, ", sum_bytes, " bytes)"));
   }
+  MergeRowsOfEqualName(&h);
   return h;
 }
 

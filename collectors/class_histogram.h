@@ -20,7 +20,9 @@
 // "[[I", "[Ljava.lang.String;") on every JDK checked (17 and 25). heapwatch stores the source form
 // defined in common/histogram.h: "[B" -> "byte[]", "[[I" -> "int[][]", "[Ljava.lang.String;" ->
 // "java.lang.String[]". Other names are kept verbatim, including '$' of nested classes and the
-// "/0x..." suffix of hidden classes (lambdas), which differs between runs of the same program.
+// "/0x..." suffix of hidden classes (lambdas), which differs between runs of the same program: the
+// parser then makes it stable (common/stable_class_name.h StableClassName: "Foo$$Lambda$14/0x..."
+// -> "Foo$$Lambda") and sums the rows that get the same name and module.
 #ifndef HEAPWATCH_COLLECTORS_CLASS_HISTOGRAM_H_
 #define HEAPWATCH_COLLECTORS_CLASS_HISTOGRAM_H_
 
@@ -43,8 +45,9 @@ namespace heapwatch::collectors {
 // quoted, e.g. "java.lang.IllegalArgumentException: Unknown diagnostic command" or "Exception in
 // thread ..."), a malformed row (the line number and text are quoted), or numbers out of range;
 // DataLoss for a histogram that ends before its "Total" line (truncated reply) or whose totals do
-// not match the rows. Complexity: O(text size) time; one string per row. Thread-safety: pure
-// function.
+// not match the rows. Rows are then renamed with StableClassName and rows of equal (name,
+// module) summed, in descending bytes order. Complexity: O(text size) time; one string per row.
+// Thread-safety: pure function.
 StatusOr<ClassHistogram> ParseClassHistogram(std::string_view text);
 
 // The source-form name of a class as printed by HotSpot: array descriptors become element type +

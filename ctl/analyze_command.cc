@@ -131,6 +131,7 @@ int RunReport(const AnalyzeArgs& args, pipeline::AnalyzeDumpOptions options,
   }
   v1::DumpReport report = proto::ToDumpReport(analysis->report, analysis->suspects);
   if (analysis->by_dynamic) *report.mutable_by_dynamic() = proto::ToProto(*analysis->by_dynamic);
+  *report.mutable_class_loaders() = proto::ToProto(analysis->class_loaders);
   if (global.json) {
     out << DumpReportToJson(report) << "\n";
   } else {

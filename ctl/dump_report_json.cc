@@ -1,7 +1,9 @@
 #include "ctl/dump_report_json.h"
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "proto/time_util.h"
@@ -178,6 +180,30 @@ std::string DumpReportToJson(const v1::DumpReport& report) {
   if (report.suspects_size() > 0) j["suspect"] = SuspectJson(report.suspects(0));
   j["leak_patterns"] = LeakPatternsJson(report.leak_patterns());
   if (report.has_by_dynamic()) j["by_dynamic"] = RankingJson(report.by_dynamic());
+  if (report.has_class_loaders()) {
+    // docs/class-loaders.md: loaders by classes defined, and the class names several define.
+    const v1::ClassLoaderReport& cl = report.class_loaders();
+    json loaders = json::array();
+    for (const v1::ClassLoaderRow& l : cl.loaders()) {
+      loaders.push_back({{"loader_id", l.loader_id()},
+                         {"loader_class", l.loader_class()},
+                         {"classes", l.classes()},
+                         {"instances", l.instances()}});
+    }
+    json duplicates = json::array();
+    for (const v1::DuplicateClassGroup& g : cl.duplicates()) {
+      duplicates.push_back(
+          {{"loader_class", g.loader_class()},
+           {"loaders", g.loaders()},
+           {"class_names", g.class_names()},
+           {"examples", std::vector<std::string>(g.examples().begin(), g.examples().end())}});
+    }
+    j["class_loaders"] = {{"loader_objects", cl.loader_objects()},
+                          {"boot_classes", cl.boot_classes()},
+                          {"duplicated_class_names", cl.duplicated_class_names()},
+                          {"loaders", loaders},
+                          {"duplicates", duplicates}};
+  }
   const v1::AnalysisTimings& tm = report.timings();
   j["timings"] = {{"parse_seconds", Seconds(tm.parse_duration())},
                   {"dominators_seconds", Seconds(tm.dominators_duration())},

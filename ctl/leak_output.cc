@@ -106,6 +106,8 @@ json::Leak LeakToJson(const api::Leak& l) {
   if (!l.dump_id().empty()) o.set_dump_id(l.dump_id());
   SetScale(l.has_time_scale(), l.time_scale(), o.mutable_time_scale());
   if (l.has_last_snapshot_time()) *o.mutable_last_snapshot_time() = l.last_snapshot_time();
+  if (!l.kind().empty()) o.set_kind(l.kind());
+  if (!l.detail().empty()) o.set_detail(l.detail());
   return o;
 }
 
@@ -127,6 +129,7 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<json::Leak>& leaks,
                   absl::StrFormat("%.2f", l.score()), TimeScaleName(l.time_scale()),
                   ShortTime(TimeOf(l.has_first_seen(), l.first_seen())),
                   l.has_accumulation_point() ? l.accumulation_point() : "-"});
+    if (l.has_detail()) table.AddRow({"", "", "  " + l.detail(), "", "", "", "", "", "", ""});
     for (const json::LeakClass& c : l.class_growth()) {
       table.AddRow({"", "", "  " + c.class_(), HumanBytes(c.bytes()),
                     SignedHumanBytes(c.growth_bytes_per_second()),

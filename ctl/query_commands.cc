@@ -164,6 +164,14 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
         *o->mutable_live_set_time_scale() = a.live_set_time_scale();
         *o->mutable_live_set_growing_since_time() = a.live_set_growing_since_time();
       }
+      if (a.has_class_loading()) {
+        const v1::ClassLoading& c = a.class_loading();
+        o->set_classes_loaded(static_cast<double>(c.loaded_classes() >= c.unloaded_classes()
+                                                      ? c.loaded_classes() - c.unloaded_classes()
+                                                      : 0));
+        o->set_classes_unloaded(static_cast<double>(c.unloaded_classes()));
+        o->set_metaspace_used_bytes(static_cast<double>(c.metaspace_used_bytes()));
+      }
     }
     return EmitJson(root, out, err);
   }
@@ -184,6 +192,16 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
          a.has_live_set() ? HumanBytes(static_cast<double>(a.live_set().live_bytes())) : "-",
          a.last_error()});
     if (!down && !a.budget_note().empty()) notes.push_back(a.agent() + ": " + a.budget_note());
+    if (!down && a.has_class_loading()) {
+      const v1::ClassLoading& c = a.class_loading();
+      notes.push_back(absl::StrFormat(
+          "%s: classes loaded %d (unloaded %d), metaspace %s", a.agent(),
+          c.loaded_classes() >= c.unloaded_classes() ? c.loaded_classes() - c.unloaded_classes()
+                                                     : 0,
+          c.unloaded_classes(),
+          c.metaspace_used_bytes() > 0 ? HumanBytes(static_cast<double>(c.metaspace_used_bytes()))
+                                       : std::string("- (no GC yet)")));
+    }
     if (!down && a.has_live_set_growing_since_time()) {
       notes.push_back(absl::StrFormat(
           "%s: the live set keeps growing, %s/s since %s", a.agent(),

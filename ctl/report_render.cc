@@ -385,6 +385,36 @@ std::string GrowthText(const v1::DrillDownReport& report) {
       span);
 }
 
+// The class loaders of a dump (heapwatch.v1.ClassLoaderReport): a summary line, one line per
+// group of class names that several loaders define ("class loaders: 7 instances of
+// ParallelWebappClassLoader define com.example.App and 311 more classes"), and the loaders
+// defining the most classes.
+std::string ClassLoadersText(const v1::ClassLoaderReport& r, size_t max_loaders) {
+  std::string text = absl::StrFormat(
+      "Class loaders: %d loader objects define classes (%d boot classes); %d class names are "
+      "defined by more than one loader\n",
+      r.loader_objects(), r.boot_classes(), r.duplicated_class_names());
+  for (const v1::DuplicateClassGroup& g : r.duplicates()) {
+    std::string names = absl::StrJoin(g.examples(), ", ");
+    const int more = static_cast<int>(g.class_names()) - g.examples_size();
+    if (more > 0) absl::StrAppend(&names, absl::StrFormat(" and %d more", more));
+    absl::StrAppend(&text, absl::StrFormat("  class loaders: %d instances of %s define %s\n",
+                                           g.loaders(), g.loader_class(), names));
+  }
+  if (r.loaders_size() > 0) {
+    Table table({"LOADER", "LOADER CLASS", "CLASSES", "INSTANCES"}, {2, 3});
+    for (int i = 0; i < r.loaders_size() && static_cast<size_t>(i) < max_loaders; ++i) {
+      const v1::ClassLoaderRow& l = r.loaders(i);
+      table.AddRow({absl::StrFormat("0x%x", l.loader_id()), l.loader_class(),
+                    std::to_string(l.classes()), std::to_string(l.instances())});
+    }
+    std::ostringstream out;
+    table.Print(out);
+    absl::StrAppend(&text, out.str());
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string DumpStateName(v1::ExtendedDumpState state) { return StateNameImpl(state); }
@@ -500,6 +530,7 @@ std::string RenderReport(const v1::DrillDownReport& report) {
                         l.accumulation_point().empty()
                             ? ""
                             : absl::StrCat(", accumulates in ", l.accumulation_point())));
+    if (!l.detail().empty()) absl::StrAppend(&text, l.detail(), "\n");
     Table classes({"CLASS", "BYTES", "GROWTH/S", "GROWTH/H"}, {1, 2, 3});
     for (const v1::LeakClass& c : l.classes()) {
       classes.AddRow({c.class_name(), HumanBytes(D(c.bytes())),
@@ -524,6 +555,9 @@ std::string RenderReport(const v1::DrillDownReport& report) {
                                            SignedHumanBytes(s.growth_bytes_per_second()),
                                            SignedHumanBytes(s.growth_bytes_per_second() * 3600),
                                            s.instances(), HumanBytes(D(s.bytes()))));
+  }
+  if (report.has_class_loaders()) {
+    absl::StrAppend(&text, "\n", ClassLoadersText(report.class_loaders(), kReportRows));
   }
   absl::StrAppend(&text, "\n", RenderDrillDown(report, kReportRows), "\n",
                   RenderTopObjects(report.top_objects(), kReportRows));
@@ -566,6 +600,10 @@ std::string RenderDumpReport(const v1::DumpReport& report) {
     absl::StrAppend(&text, "\n", RenderTopObjects(report.top_objects(), 0));
     absl::StrAppend(&text, "\nDominator tree, first level grouped by class:\n",
                     ClassTable(report.top_dominators_by_class(), "OBJECTS"));
+  }
+
+  if (report.has_class_loaders()) {
+    absl::StrAppend(&text, "\n", ClassLoadersText(report.class_loaders(), 10));
   }
 
   for (const v1::DrillDownReport& s : report.suspects()) {

@@ -17,6 +17,7 @@
 
 #include "absl/time/time.h"
 #include "common/agent.h"
+#include "common/class_loading.h"
 #include "common/gc.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
@@ -50,6 +51,9 @@ struct AgentStatus {
   std::string budget_note;  // why the interval is stretched or the agent over budget
   bool over_budget = false;
   std::optional<LiveSetPoint> live_set;  // the newest live-set point
+  // The newest class-loading reading (daemon/class_loading_watch.h); a class loader leak, when
+  // there is one, is in `leaks` with kind "class_loader".
+  std::optional<ClassLoadingPoint> class_loading;
   // The live-set series as a trend suspect (class name kLiveSetSeries) while it grows.
   std::optional<diff::Suspect> live_set_growth;
 };

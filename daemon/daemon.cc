@@ -31,6 +31,7 @@
 #include "collectors/agent_identity.h"
 #include "collectors/attach.h"
 #include "collectors/class_histogram.h"
+#include "collectors/class_loading.h"
 #include "collectors/gc_counters.h"
 #include "collectors/local_jvm.h"
 #include "daemon/agent_table.h"
@@ -39,6 +40,7 @@
 #include "daemon/flags.h"
 #include "daemon/metrics.h"
 #include "daemon/agent_cost.h"
+#include "daemon/class_loading_watch.h"
 #include "daemon/pause_budget.h"
 #include "daemon/query_server.h"
 #include "daemon/record_retention.h"
@@ -122,6 +124,8 @@ struct Daemon::Impl {
 
     // Cost of watching and the live-set series (daemon/agent_cost.h); thread-safe on its own.
     std::unique_ptr<AgentCost> cost;
+    // Class-loading trend (class loader leaks from the JVM's counters); thread-safe on its own.
+    std::unique_ptr<ClassLoadingWatch> class_loading;
   };
 
   // Per discovered process: the agent it became, or why not.
@@ -297,6 +301,7 @@ struct Daemon::Impl {
     rt->all_objects = config.collection.all_objects.Matches(info->main_class);
     rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
     rt->live_set_detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
+    rt->class_loading = std::make_unique<ClassLoadingWatch>(config.trend, info->start_time);
     rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
                                            absl::Now());
     if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
@@ -673,6 +678,19 @@ struct Daemon::Impl {
     }
   }
 
+  // Reads the agent's class-loading counters (zero pause), feeds its class-loading trend and
+  // publishes the reading. Called once per collection, whether the histogram succeeded or not.
+  void OnClassLoading(const AgentId& id, Runtime& rt) {
+    auto point = collectors::ReadClassLoadingFile(rt.jvm.perfdata_path, absl::Now());
+    if (!point.ok()) return;  // the GC sampler already warns when the file cannot be read
+    const std::optional<diff::Leak> leak = rt.class_loading->Observe(*point);
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = runtimes.find(id);
+    if (it == runtimes.end() || it->second.get() != &rt) return;
+    metrics.SetClassLoading(id, *point, leak.has_value());
+    agents.Update(id, [&](AgentStatus& s) { s.class_loading = *point; });
+  }
+
   // An extended dump paused the agent's JVM: it counts against the budget's accounting.
   void OnDumpPause(const AgentId& id, absl::Duration pause) {
     std::shared_ptr<Runtime> rt;
@@ -756,6 +774,7 @@ struct Daemon::Impl {
       });
     }
     if (after.ok()) OnGcCounters(id, rt, *after, /*forced=*/true);
+    OnClassLoading(id, rt);
     if (!output.ok()) {
       return Failed(id, rt, ClassifyAttachError(output.status()), output.status(), start);
     }
@@ -784,6 +803,12 @@ struct Daemon::Impl {
       rt.detector->Observe(snapshot);
       suspects = rt.detector->Suspects();
       leaks = rt.detector->Leaks();
+      if (auto class_loader_leak = rt.class_loading->leak()) {
+        // Escalated like any leak: its series is a suspect of the collection (the dump's
+        // analysis reports it missing as a class and shows the dump's class loaders).
+        if (auto s = rt.class_loading->suspect()) suspects.push_back(*s);
+        leaks.push_back(*std::move(class_loader_leak));
+      }
       std::set<std::string> names;
       for (const diff::Suspect& s : suspects) {
         names.insert(s.class_name);

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collectors/heap_dump.h"
+#include "daemon/class_loading_watch.h"
 #include "daemon/query_server.h"
 #include "heapwatch/records/v1/records.pb.h"
 #include "pipeline/analyze_dump.h"
@@ -697,6 +698,9 @@ struct Escalation::Impl {
         proto::SuspectToProto(id, it->second, dump_time, report.mutable_suspect());
       }
       if (diff) *report.mutable_diff_from_previous() = *diff;
+      if (analysis.class_loaders.duplicated_class_names > 0) {
+        *report.mutable_class_loaders() = proto::ToProto(analysis.class_loaders);
+      }
       record->add_report_classes(s.class_name);
       *report.mutable_dump() = *record;
       report.mutable_dump()->set_state(v1::EXTENDED_DUMP_STATE_DONE);
@@ -714,6 +718,26 @@ struct Escalation::Impl {
       }
       written.emplace_back(kReportTable, ReportKey(id, s.class_name, record->dump_id()));
       retained.emplace_back(s.class_name, s.retained_bytes);
+    }
+    // A class loader leak (daemon/class_loading_watch.h) has no class of its own in the dump: its
+    // report is the dump's class loaders, under the series' name.
+    if (auto it = suspects.find(std::string(kClassLoadingSeries)); it != suspects.end()) {
+      v1::DrillDownReport report;
+      report.set_agent(id.value);
+      report.set_class_name(std::string(kClassLoadingSeries));
+      *report.mutable_class_loaders() = proto::ToProto(analysis.class_loaders);
+      proto::SuspectToProto(id, it->second, dump_time, report.mutable_suspect());
+      if (diff) *report.mutable_diff_from_previous() = *diff;
+      record->add_report_classes(std::string(kClassLoadingSeries));
+      *report.mutable_dump() = *record;
+      report.mutable_dump()->set_state(v1::EXTENDED_DUMP_STATE_DONE);
+      const std::string key = ReportKey(id, std::string(kClassLoadingSeries), record->dump_id());
+      Status put = store->PutRecord(kReportTable, key, report.SerializeAsString());
+      if (!put.ok()) {
+        undo();
+        return put;
+      }
+      written.emplace_back(kReportTable, key);
     }
     for (const auto& [name, bytes] : retained) metrics->SetSuspectRetained(id, name, bytes);
     for (const std::string& missing : analysis.missing_classes) {

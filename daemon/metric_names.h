@@ -101,6 +101,16 @@ inline constexpr std::string_view kHeapLiveGrowth = "heapwatch_heap_live_growth_
 // Per agent: committed heap and maximum heap (-Xmx), bytes.
 inline constexpr std::string_view kHeapCapacity = "heapwatch_heap_capacity_bytes";
 inline constexpr std::string_view kHeapMax = "heapwatch_heap_max_bytes";
+// Class loading and metaspace (from hsperfdata counters, no pause; docs/class-loaders.md). Per
+// agent: classes loaded now (loaded - unloaded since the JVM started), classes unloaded so far (a
+// counter), metaspace in use and committed, compressed class space in use (bytes), and 1 while the
+// class-loading trend reports a class loader leak (else 0).
+inline constexpr std::string_view kClassesLoaded = "heapwatch_classes_loaded";
+inline constexpr std::string_view kClassesUnloaded = "heapwatch_classes_unloaded_total";
+inline constexpr std::string_view kMetaspaceUsed = "heapwatch_metaspace_used_bytes";
+inline constexpr std::string_view kMetaspaceCapacity = "heapwatch_metaspace_capacity_bytes";
+inline constexpr std::string_view kClassSpaceUsed = "heapwatch_class_space_used_bytes";
+inline constexpr std::string_view kClassLoaderLeak = "heapwatch_class_loader_leak";
 // Build information. Labels: version. Value 1.
 inline constexpr std::string_view kBuildInfo = "heapwatch_build_info";
 // Where the daemon's web pages are (docs/web.md): web.external_url, else http://<bound pages
@@ -123,6 +133,10 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kClassGrowthBytes,
     metric_names::kClassGrowthInstances,
     metric_names::kClassInstances,
+    metric_names::kClassLoaderLeak,
+    metric_names::kClassSpaceUsed,
+    metric_names::kClassesLoaded,
+    metric_names::kClassesUnloaded,
     metric_names::kCollectionDuration,
     metric_names::kCollectionInterval,
     metric_names::kCollectionPauseHistogram,
@@ -143,6 +157,8 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kLeakSuspect,
     metric_names::kLeakSuspectScore,
     metric_names::kLeaks,
+    metric_names::kMetaspaceCapacity,
+    metric_names::kMetaspaceUsed,
     metric_names::kPauseBudgetExceeded,
     metric_names::kRetentionRuns,
     metric_names::kStoreBytes,

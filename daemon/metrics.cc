@@ -101,6 +101,14 @@ struct AgentSeries {
   Gauge* live_growth = nullptr;
   Gauge* capacity = nullptr;
   Gauge* max = nullptr;
+  // Class loading (SetClassLoading).
+  Gauge* classes_loaded = nullptr;
+  Counter* classes_unloaded = nullptr;
+  uint64_t unloaded_seen = 0;  // the JVM's counter at the last SetClassLoading
+  Gauge* metaspace_used = nullptr;
+  Gauge* metaspace_capacity = nullptr;
+  Gauge* class_space_used = nullptr;
+  Gauge* class_loader_leak = nullptr;
 };
 
 }  // namespace
@@ -231,6 +239,26 @@ struct Metrics::Impl {
       "Growth of the agent's live set in bytes/s while the trend detector flags it as growing, "
       "else 0.",
       *registry);
+  Family<Gauge>& classes_loaded = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kClassesLoaded,
+      "Classes the agent's JVM has loaded and not unloaded (java.cls.loadedClasses + "
+      "sharedLoadedClasses - unloaded).",
+      *registry);
+  Family<Counter>& classes_unloaded =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kClassesUnloaded,
+                     "Classes the agent's JVM unloaded while heapwatch watched it.", *registry);
+  Family<Gauge>& metaspace_used = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kMetaspaceUsed,
+      "Metaspace in use by the agent's JVM in bytes (updated by the JVM at GCs).", *registry);
+  Family<Gauge>& metaspace_capacity =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kMetaspaceCapacity,
+                     "Metaspace committed by the agent's JVM in bytes.", *registry);
+  Family<Gauge>& class_space_used =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kClassSpaceUsed,
+                     "Compressed class space in use by the agent's JVM in bytes.", *registry);
+  Family<Gauge>& class_loader_leak = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kClassLoaderLeak,
+      "1 while the agent's class-loading trend reports a class loader leak, else 0.", *registry);
   Family<Gauge>& heap_capacity =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kHeapCapacity,
                      "Committed heap of the agent in bytes.", *registry);
@@ -355,6 +383,12 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   RemoveIfSet(&impl_->heap_live_growth, a.live_growth);
   RemoveIfSet(&impl_->heap_capacity, a.capacity);
   RemoveIfSet(&impl_->heap_max, a.max);
+  RemoveIfSet(&impl_->classes_loaded, a.classes_loaded);
+  RemoveIfSet(&impl_->classes_unloaded, a.classes_unloaded);
+  RemoveIfSet(&impl_->metaspace_used, a.metaspace_used);
+  RemoveIfSet(&impl_->metaspace_capacity, a.metaspace_capacity);
+  RemoveIfSet(&impl_->class_space_used, a.class_space_used);
+  RemoveIfSet(&impl_->class_loader_leak, a.class_loader_leak);
   // Extended-dump counters stay when the agent had a dump (a failure must stay visible after the
   // JVM died); the zero series of agents never dumped go, so short-lived JVMs leave nothing.
   bool dumped = false;
@@ -565,6 +599,34 @@ void Metrics::SetWebUrl(const std::string& url) {
   if (impl_->web_url != nullptr) impl_->web_info.Remove(impl_->web_url);
   impl_->web_url = &impl_->web_info.Add({{"url", url}});
   impl_->web_url->Set(1);
+}
+
+void Metrics::SetClassLoading(const AgentId& agent, const ClassLoadingPoint& point, bool leak) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  const Labels labels{{"agent", agent.value}};
+  if (a.classes_loaded == nullptr) a.classes_loaded = &impl_->classes_loaded.Add(labels);
+  if (a.classes_unloaded == nullptr) {
+    a.classes_unloaded = &impl_->classes_unloaded.Add(labels);
+    a.unloaded_seen = point.unloaded_classes;
+  }
+  if (a.metaspace_used == nullptr) a.metaspace_used = &impl_->metaspace_used.Add(labels);
+  if (a.metaspace_capacity == nullptr) {
+    a.metaspace_capacity = &impl_->metaspace_capacity.Add(labels);
+  }
+  if (a.class_space_used == nullptr) a.class_space_used = &impl_->class_space_used.Add(labels);
+  if (a.class_loader_leak == nullptr) a.class_loader_leak = &impl_->class_loader_leak.Add(labels);
+  a.classes_loaded->Set(static_cast<double>(point.live_classes()));
+  if (point.unloaded_classes > a.unloaded_seen) {
+    a.classes_unloaded->Increment(static_cast<double>(point.unloaded_classes - a.unloaded_seen));
+  }
+  a.unloaded_seen = point.unloaded_classes;
+  a.metaspace_used->Set(static_cast<double>(point.metaspace_used_bytes));
+  a.metaspace_capacity->Set(static_cast<double>(point.metaspace_capacity_bytes));
+  a.class_space_used->Set(static_cast<double>(point.class_space_used_bytes));
+  a.class_loader_leak->Set(leak ? 1 : 0);
 }
 
 void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }

@@ -19,6 +19,7 @@
 
 #include "absl/time/time.h"
 #include "common/agent.h"
+#include "common/class_loading.h"
 #include "common/gc.h"
 #include "common/histogram.h"
 #include "diff/leak_detector.h"
@@ -124,6 +125,12 @@ class Metrics {
   // as growing, 0 otherwise (the series exists from the agent's first SetLiveSet, at 0). No effect
   // for an unknown agent.
   void SetLiveSetGrowth(const AgentId& agent, double bytes_per_second);
+
+  // heapwatch_classes_loaded, heapwatch_classes_unloaded_total (raised by the counter's growth
+  // since the previous call), heapwatch_metaspace_used_bytes / _capacity_bytes,
+  // heapwatch_class_space_used_bytes and heapwatch_class_loader_leak{agent} from one class-loading
+  // reading. No effect for an agent not added.
+  void SetClassLoading(const AgentId& agent, const ClassLoadingPoint& point, bool leak);
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);

@@ -249,6 +249,15 @@ class QueryServiceImpl final : public v1::QueryService::Service {
       a.set_budget_note(s.budget_note);
       a.set_over_budget(s.over_budget);
       if (s.live_set.has_value()) LiveSetToProto(*s.live_set, a.mutable_live_set());
+      if (s.class_loading.has_value()) {
+        v1::ClassLoading* c = a.mutable_class_loading();
+        proto::SetTimestamp(s.class_loading->time, c, &v1::ClassLoading::mutable_time);
+        c->set_loaded_classes(s.class_loading->loaded_classes);
+        c->set_unloaded_classes(s.class_loading->unloaded_classes);
+        c->set_metaspace_used_bytes(s.class_loading->metaspace_used_bytes);
+        c->set_metaspace_capacity_bytes(s.class_loading->metaspace_capacity_bytes);
+        c->set_class_space_used_bytes(s.class_loading->class_space_used_bytes);
+      }
       if (s.live_set_growth.has_value()) {
         a.set_live_set_growth_bytes_per_second(s.live_set_growth->growth_bytes_per_second);
         proto::ToDuration(s.live_set_growth->time_scale, a.mutable_live_set_time_scale());

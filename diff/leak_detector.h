@@ -137,6 +137,11 @@ struct Leak {
   // Class name of the object that retains the growth, once SetAccumulationPoints gave one for a
   // member (e.g. "java.util.concurrent.ConcurrentHashMap"), else empty.
   std::string accumulation_point;
+  // What kind of leak: empty for a group of classes of the class histograms (this detector);
+  // "class_loader" for the daemon's class-loading trend (daemon/class_loading_watch.h), whose
+  // `detail` then says what grew ("live classes 5120 (+840), metaspace ...").
+  std::string kind;
+  std::string detail;
   friend bool operator==(const Leak&, const Leak&) = default;
 };
 

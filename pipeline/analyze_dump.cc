@@ -174,6 +174,8 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
     result.suspects.push_back(std::move(suspect));
   }
 
+  result.class_loaders = analysis::SummarizeClassLoaders(graph);
+
   if (options.by_dynamic_rows > 0) {
     Progress(options, "dynamic size of every object", 0);
     analysis::DynamicRankingOptions ranking;

@@ -41,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/class_loaders.h"
 #include "analysis/dump_summary.h"
 #include "analysis/dynamic_ranking.h"
 #include "analysis/dynamic_size.h"
@@ -112,6 +113,10 @@ struct DumpAnalysis {
   std::vector<std::string> missing_classes;
   // With AnalyzeDumpOptions::dump_summary.
   std::optional<analysis::DumpSummary> summary;
+  // The dump's class loaders and the class names several of them define
+  // (analysis/class_loaders.h SummarizeClassLoaders, default options); always computed (O(n + C
+  // log C)).
+  analysis::ClassLoaderSummary class_loaders;
   // With AnalyzeDumpOptions::by_dynamic_rows > 0.
   std::optional<analysis::DynamicRanking> by_dynamic;
   // Growth of the process's peak resident set size (VmHWM) during the call, in bytes. The peak is

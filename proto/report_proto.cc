@@ -217,6 +217,28 @@ v1::AnalysisTimings ToProto(const analysis::ReportTimings& timings) {
   return out;
 }
 
+v1::ClassLoaderReport ToProto(const analysis::ClassLoaderSummary& summary) {
+  v1::ClassLoaderReport out;
+  out.set_loader_objects(summary.loader_objects);
+  out.set_boot_classes(summary.boot_classes);
+  out.set_duplicated_class_names(summary.duplicated_class_names);
+  for (const analysis::ClassLoaderRow& row : summary.loaders) {
+    v1::ClassLoaderRow* r = out.add_loaders();
+    r->set_loader_id(row.loader_id);
+    r->set_loader_class(row.loader_class);
+    r->set_classes(row.classes);
+    r->set_instances(row.instances);
+  }
+  for (const analysis::DuplicateClassGroup& g : summary.duplicates) {
+    v1::DuplicateClassGroup* d = out.add_duplicates();
+    d->set_loader_class(g.loader_class);
+    d->set_loaders(g.loaders);
+    d->set_class_names(g.class_names);
+    for (const std::string& e : g.examples) d->add_examples(e);
+  }
+  return out;
+}
+
 v1::DumpReport ToDumpReport(const analysis::Report& report,
                             std::span<const analysis::SuspectReport> suspects) {
   v1::DumpReport out;

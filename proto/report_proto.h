@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 
+#include "analysis/class_loaders.h"
 #include "analysis/dump_summary.h"
 #include "analysis/dynamic_ranking.h"
 #include "analysis/report.h"
@@ -42,6 +43,9 @@ void FillDrillDownReport(const analysis::SuspectReport& suspect,
 
 // The dynamic-size view (`heapwatchctl analyze --by dynamic`), every field.
 v1::DynamicRanking ToProto(const analysis::DynamicRanking& ranking);
+
+// The class loaders of a dump (analysis/class_loaders.h), every field.
+v1::ClassLoaderReport ToProto(const analysis::ClassLoaderSummary& summary);
 
 // A class histogram row (also a row of the dominator tree grouped by class).
 v1::ClassRetained ToProto(const analysis::ClassRow& row);

@@ -40,6 +40,8 @@ void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_s
   out->set_accumulation_point(leak.accumulation_point);
   if (!leak.accumulation_point.empty()) out->set_dump_id(std::string(analysed_dump_id));
   SetTimestamp(last_snapshot, out, &v1::Leak::mutable_last_snapshot_time);
+  out->set_kind(leak.kind);
+  out->set_detail(leak.detail);
 }
 
 namespace {

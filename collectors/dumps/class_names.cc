@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/stable_class_name.h"
+
 namespace heapwatch::dumps {
 namespace {
 
@@ -95,9 +97,10 @@ ClassName ParseClassName(std::string_view raw) {
       out.kind = ObjectKind::kObjectArray;
     }
     for (size_t i = 0; i < dims; ++i) out.source_name += "[]";
+    out.source_name = StableClassName(out.source_name);
     return out;
   }
-  out.source_name = Dotted(raw);
+  out.source_name = StableClassName(Dotted(raw));
   if (out.source_name.size() > 2 && out.source_name.ends_with("[]")) {
     std::string_view base = std::string_view(out.source_name).substr(0, out.source_name.size() - 2);
     FieldType prim;

@@ -19,7 +19,8 @@ struct ClassName {
 // Accepts every spelling seen in dumps: internal names ("java/lang/String", HotSpot), descriptors
 // of array classes ("[I", "[[Ljava/lang/Object;"), source names (Android: "java.lang.String[]",
 // "int[]"), and HotSpot hidden classes ("pkg/Foo$$Lambda$14+0x0000000800c03000", shown by the JVM
-// as "...$14/0x...").
+// as "...$14/0x..."). The source name is made stable across JVM runs (common/stable_class_name.h:
+// "pkg.Foo$$Lambda$14/0x0000000800c03000" -> "pkg.Foo$$Lambda").
 ClassName ParseClassName(std::string_view raw);
 
 }  // namespace heapwatch::dumps

@@ -103,6 +103,8 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
                                            4 << 20});
   m.SetWebUrl("http://127.0.0.1:9750");
   m.SetStoreUsage({{"snapshots", 3, 4096}, {"reports", 1, 8192}});
+  m.SetClassLoading(AgentId("a1"),
+                    ClassLoadingPoint{absl::Now(), 5000, 10, 30 << 20, 32 << 20, 4 << 20}, false);
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
 }
@@ -110,6 +112,24 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
 // The cost-of-watching series of an agent: the pause counter (at 0 from the start, so its first
 // increase is visible), its histogram by mode, the planned interval, the over-budget flag and the
 // live-set gauges; all removed when the JVM exits.
+TEST(Metrics, ClassLoadingSeries) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  m.SetClassLoading(AgentId("a1"),
+                    ClassLoadingPoint{absl::Now(), 5000, 10, 30 << 20, 32 << 20, 4 << 20}, false);
+  m.SetClassLoading(AgentId("a1"),
+                    ClassLoadingPoint{absl::Now(), 5400, 25, 31 << 20, 32 << 20, 4 << 20}, true);
+  const std::string text = m.ExpositionText();
+  EXPECT_THAT(text, ::testing::HasSubstr("heapwatch_classes_loaded{agent=\"a1\"} 5375"));
+  // The counter counts what was unloaded while watched: 25 - 10.
+  EXPECT_THAT(text, ::testing::HasSubstr("heapwatch_classes_unloaded_total{agent=\"a1\"} 15"));
+  EXPECT_THAT(text, ::testing::HasSubstr("heapwatch_metaspace_used_bytes{agent=\"a1\"} 32505856"));
+  EXPECT_THAT(text, ::testing::HasSubstr("heapwatch_class_loader_leak{agent=\"a1\"} 1"));
+  m.RemoveAgent(AgentId("a1"));
+  EXPECT_THAT(m.ExpositionText(),
+              ::testing::Not(::testing::HasSubstr("heapwatch_classes_loaded{")));
+}
+
 TEST(Metrics, CostOfWatchingSeriesLiveAndDieWithTheAgent) {
   Metrics m;
   m.AddAgent(Info("a1"));

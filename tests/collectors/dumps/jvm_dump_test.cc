@@ -29,6 +29,7 @@
 #include "analysis/heap_graph.h"
 #include "collectors/dumps/class_names.h"
 #include "collectors/dumps/hprof/hprof_reader.h"
+#include "common/stable_class_name.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectors/dumps/graph_compare.h"
@@ -74,7 +75,9 @@ Histogram ParseHistogram(const std::string& text) {
     Row r;
     if (!(ss >> num >> r.instances >> r.bytes >> name) || num.empty() || num.back() != ':')
       continue;
-    if (name[0] == '[') name = dumps::ParseClassName(name).source_name;
+    // The dump readers give hidden and lambda classes their stable names
+    // (common/stable_class_name.h); the JVM's histogram is compared under those names.
+    name = name[0] == '[' ? dumps::ParseClassName(name).source_name : StableClassName(name);
     Row& acc = h[name];
     acc.instances += r.instances;
     acc.bytes += r.bytes;

@@ -1,0 +1,133 @@
+// Class names that stay the same when the JVM restarts.
+//
+// The JVM names some classes it generates at run time with a counter or an address that differs
+// between two runs of the same program, so a class histogram of a restarted service would start a
+// new history for each of them and a leak of lambdas would look like many small, unrelated
+// classes. StableClassName() removes the run-specific part. It is applied where class names enter
+// heapwatch: the class histogram parser (collectors/class_histogram.h) and the dump readers'
+// shared name parser (collectors/dumps/class_names.h). docs/stable-class-names.md lists the forms.
+//
+// Forms (HotSpot: src/hotspot/share/classfile/classFileParser.cpp for hidden-class names ("+0x"
+// address suffix, printed as "/0x"); java.lang.invoke.InnerClassLambdaMetafactory for
+// "$$Lambda$N" (JDK 8-20) and "$$Lambda" (JDK 21+); jdk.internal.reflect.MethodAccessorGenerator
+// for Generated*AccessorN; java.lang.reflect.Proxy for "$ProxyN" and the dynamic modules
+// "jdk.proxyN" (JDK 16+); JDK 8 prints a hidden (anonymous) class with "/<identity hash>"):
+//
+//   com.acme.Foo$$Lambda$14/0x0000000801234567        -> com.acme.Foo$$Lambda
+//   com.acme.Foo$$Lambda/0x0000000801234567  (JDK 21+) -> com.acme.Foo$$Lambda
+//   com.acme.Foo$$Lambda$3/1283928880         (JDK 8)  -> com.acme.Foo$$Lambda
+//   java.lang.invoke.LambdaForm$MH/0x0000000800c04000  -> java.lang.invoke.LambdaForm$MH
+//   jdk.internal.reflect.GeneratedMethodAccessor12     ->
+//   jdk.internal.reflect.GeneratedMethodAccessor (also GeneratedConstructorAccessorN,
+//   GeneratedSerializationConstructorAccessorN, and the sun.reflect package of JDK 8)
+//   jdk.proxy2.$Proxy17, com.sun.proxy.$Proxy17       -> jdk.proxy.$Proxy, com.sun.proxy.$Proxy
+//   $Proxy17 (default package), com.acme.$Proxy3     -> $Proxy, com.acme.$Proxy
+//   any of these followed by "[]" (arrays)            -> the same with "[]"
+//
+// Every other name is returned unchanged. Different lambdas of one host class, and different
+// proxies, get the same stable name; JDK 21 already names them all "Host$$Lambda", so heapwatch
+// sums them on every JDK. The input is a source-form name (common/histogram.h); a name in
+// internal form ("a/b/C") is handled the same way up to its separators.
+//
+// Complexity: O(name length). Thread-safety: pure function. Never fails: a name that only looks
+// partly like one of the forms ("Foo$$Lambda$x", "$ProxyX") is left as it is.
+#ifndef HEAPWATCH_COMMON_STABLE_CLASS_NAME_H_
+#define HEAPWATCH_COMMON_STABLE_CLASS_NAME_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace heapwatch {
+
+namespace stable_class_name_internal {
+
+inline bool IsDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+inline bool IsHex(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+  }
+  return true;
+}
+
+// Turns a trailing "<prefix>$<digits>" of `s` into "<prefix>" when present.
+inline bool StripCounter(std::string& s, std::string_view prefix) {
+  const size_t at = s.rfind(prefix);
+  if (at == std::string::npos) return false;
+  const size_t dollar = at + prefix.size();
+  if (dollar >= s.size() || s[dollar] != '$') return false;
+  if (!IsDigits(std::string_view(s).substr(dollar + 1))) return false;
+  s.resize(dollar);
+  return true;
+}
+
+}  // namespace stable_class_name_internal
+
+inline std::string StableClassName(std::string_view name) {
+  namespace in = stable_class_name_internal;
+  // Array dimensions are kept aside and put back.
+  size_t dims = 0;
+  while (name.size() >= 2 * (dims + 1) && name.substr(name.size() - 2 * (dims + 1), 2) == "[]") {
+    ++dims;
+  }
+  std::string base(name.substr(0, name.size() - 2 * dims));
+
+  // Hidden class: "/0x<hex>" (JDK 15+), "+0x<hex>" (internal form in HPROF), "/<decimal>" (JDK 8
+  // anonymous classes: the identity hash).
+  const size_t slash = base.find_last_of("/+");
+  if (slash != std::string::npos && slash > 0) {
+    const std::string_view suffix = std::string_view(base).substr(slash + 1);
+    const bool address =
+        suffix.size() > 2 && suffix.substr(0, 2) == "0x" && in::IsHex(suffix.substr(2));
+    const bool hash =
+        base[slash] == '/' && in::IsDigits(suffix) && base.find("$$Lambda") != std::string::npos;
+    if (address || hash) base.resize(slash);
+  }
+
+  // Lambda proxy classes: "$$Lambda$N" -> "$$Lambda".
+  in::StripCounter(base, "$$Lambda");
+
+  // Last segment of the name (after the package).
+  const size_t dot = base.find_last_of("./");
+  const size_t simple_at = dot == std::string::npos ? 0 : dot + 1;
+  const std::string_view package = std::string_view(base).substr(0, simple_at);
+  const std::string_view simple = std::string_view(base).substr(simple_at);
+
+  // Reflection accessors generated by the JDK.
+  if (package == "jdk.internal.reflect." || package == "sun.reflect." ||
+      package == "jdk/internal/reflect/" || package == "sun/reflect/") {
+    for (std::string_view prefix : {"GeneratedSerializationConstructorAccessor",
+                                    "GeneratedConstructorAccessor", "GeneratedMethodAccessor"}) {
+      if (simple.size() > prefix.size() && simple.substr(0, prefix.size()) == prefix &&
+          in::IsDigits(simple.substr(prefix.size()))) {
+        base.resize(simple_at + prefix.size());
+        break;
+      }
+    }
+  }
+
+  // java.lang.reflect.Proxy classes: "$ProxyN", in "jdk.proxyN" on JDK 16+.
+  if (simple.size() > 6 && simple.substr(0, 6) == "$Proxy" && in::IsDigits(simple.substr(6))) {
+    base.resize(simple_at + 6);
+    const std::string_view pkg = std::string_view(base).substr(0, simple_at);
+    if (pkg.size() > 10 && pkg.substr(0, 9) == "jdk.proxy" &&
+        in::IsDigits(pkg.substr(9, pkg.size() - 10))) {
+      base = "jdk.proxy." + base.substr(simple_at);
+    }
+  }
+
+  for (size_t i = 0; i < dims; ++i) base += "[]";
+  return base;
+}
+
+}  // namespace heapwatch
+
+#endif  // HEAPWATCH_COMMON_STABLE_CLASS_NAME_H_
