@@ -147,6 +147,8 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
     result.report.timings.aggregation_seconds += SecondsSince(patterns_start);
   }
 
+  HW_ASSIGN_OR_RETURN(result.treemap, analysis::BuildDominatorTreemap(graph, tree, retained));
+
   std::set<std::string> seen;
   for (const std::string& name : options.suspect_classes) {
     if (!seen.insert(name).second) continue;
@@ -171,6 +173,13 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
     }
     result.accumulation_point_top_classes.push_back(
         TopDominatorClass(graph, tree, suspect.accumulation_points));
+    analysis::DominatorTreemap marked = result.treemap;
+    if (!suspect.accumulation_points.empty()) {
+      analysis::MarkAccumulationPoint(
+          graph, tree, graph.FindObject(suspect.accumulation_points.front().object.object_id),
+          &marked);
+    }
+    result.suspect_treemaps.push_back(std::move(marked));
     result.suspects.push_back(std::move(suspect));
   }
 

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "analysis/class_loaders.h"
+#include "analysis/dominator_treemap.h"
 #include "analysis/dump_summary.h"
 #include "analysis/dynamic_ranking.h"
 #include "analysis/dynamic_size.h"
@@ -109,6 +110,12 @@ struct DumpAnalysis {
   // it is top-level; empty without an accumulation point. Marks the point's cell in the web report's
   // treemap of report.top_dominators_by_class (docs/web.md). O(depth of the point) each.
   std::vector<std::string> accumulation_point_top_classes;
+  // The dump's dominator tree two levels deep, grouped by class (analysis/dominator_treemap.h,
+  // default bounds), for the web report's treemap; O(objects) once per dump.
+  analysis::DominatorTreemap treemap;
+  // One per entry of `suspects`: `treemap` with the cells above the suspect's first accumulation
+  // point marked (MarkAccumulationPoint); unmarked without an accumulation point.
+  std::vector<analysis::DominatorTreemap> suspect_treemaps;
   // Requested names that no class of the dump has, in request order.
   std::vector<std::string> missing_classes;
   // With AnalyzeDumpOptions::dump_summary.

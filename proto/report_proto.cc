@@ -201,6 +201,42 @@ v1::ClassRetained ToProto(const analysis::ClassRow& row) {
   return out;
 }
 
+namespace {
+void FillTreemapCell(const analysis::TreemapCell& cell, v1::TreemapCell* out) {
+  out->set_label(cell.label);
+  switch (cell.kind) {
+    case analysis::TreemapCell::Kind::kClass:
+      out->set_kind("class");
+      break;
+    case analysis::TreemapCell::Kind::kStatics:
+      out->set_kind("statics");
+      break;
+    case analysis::TreemapCell::Kind::kOther:
+      out->set_kind("other");
+      break;
+    case analysis::TreemapCell::Kind::kSelf:
+      out->set_kind("self");
+      break;
+  }
+  out->set_objects(cell.objects);
+  out->set_retained_bytes(cell.retained_bytes);
+  out->set_accumulation_point(cell.accumulation_point);
+}
+}  // namespace
+
+v1::DominatorTreemap ToProto(const analysis::DominatorTreemap& treemap) {
+  v1::DominatorTreemap out;
+  out.set_total_bytes(treemap.total_bytes);
+  out.set_total_objects(treemap.total_objects);
+  for (const analysis::TreemapCell& cell : treemap.cells) {  // two levels: no recursion needed
+    v1::TreemapCell* c = out.add_cells();
+    FillTreemapCell(cell, c);
+    for (const analysis::TreemapCell& child : cell.children)
+      FillTreemapCell(child, c->add_children());
+  }
+  return out;
+}
+
 v1::AnalysisTimings ToProto(const analysis::ReportTimings& timings) {
   v1::AnalysisTimings out;
   auto set = [](double seconds, google::protobuf::Duration* d) {

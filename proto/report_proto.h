@@ -15,6 +15,7 @@
 #include <span>
 
 #include "analysis/class_loaders.h"
+#include "analysis/dominator_treemap.h"
 #include "analysis/dump_summary.h"
 #include "analysis/dynamic_ranking.h"
 #include "analysis/report.h"
@@ -50,6 +51,10 @@ v1::ClassLoaderReport ToProto(const analysis::ClassLoaderSummary& summary);
 // A class histogram row (also a row of the dominator tree grouped by class).
 v1::ClassRetained ToProto(const analysis::ClassRow& row);
 v1::AnalysisTimings ToProto(const analysis::ReportTimings& timings);
+
+// The dominator treemap of the web report (analysis/dominator_treemap.h), every field; kinds are
+// "class", "statics", "other", "self".
+v1::DominatorTreemap ToProto(const analysis::DominatorTreemap& treemap);
 
 // The whole analysis of one dump as `heapwatchctl analyze` prints it: every field of `report`, and
 // one DrillDownReport per suspect (FillDrillDownReport without top objects: they are the
