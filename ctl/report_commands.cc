@@ -25,6 +25,7 @@ bool Finished(v1::ExtendedDumpState state) {
 struct ReportArgs {
   std::string agent;
   std::string class_name;  // or a leak id
+  std::string dump_id;     // --dump: that extended dump's report of the class (not with a leak id)
 };
 
 // A leak id as ListLeaks gives it: "L" and 12 lowercase hex digits. An argument of that form is
@@ -42,11 +43,12 @@ int RunReport(const ReportArgs& args, const GlobalOptions& global, std::ostream&
   RpcClient client(global);
   v1::GetReportRequest request;
   request.set_agent(args.agent);
-  if (IsLeakId(args.class_name)) {
+  if (IsLeakId(args.class_name) && args.dump_id.empty()) {
     request.set_leak(args.class_name);
   } else {
     request.set_class_name(args.class_name);
   }
+  request.set_dump_id(args.dump_id);
   v1::GetReportResponse response;
   grpc::Status status = client.Call(&v1::QueryService::Stub::GetReport, request, &response);
   if (!status.ok()) return ServerError(err, global, "GetReport", status);
@@ -220,6 +222,10 @@ std::vector<Subcommand> AddReportCommands(CLI::App& app) {
       ->add_option("class", report_args->class_name,
                    "Leak id (e.g. L1df5ce41a2b4) or class name (e.g. com.example.Cache$Entry)")
       ->required();
+  report->add_option(
+      "--dump", report_args->dump_id,
+      "The class's report from this extended dump (a dump id of `heapwatchctl "
+      "reports`), also when a newer dump superseded it; `class` is then a class name");
   commands.push_back(
       {report, [report_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
          return RunReport(*report_args, g, o, e);

@@ -684,6 +684,10 @@ struct Escalation::Impl {
           index < analysis.accumulation_point_top_classes.size()) {
         report.set_accumulation_point_top_class(analysis.accumulation_point_top_classes[index]);
       }
+      if (const size_t index = static_cast<size_t>(&s - analysis.suspects.data());
+          index < analysis.suspect_treemaps.size()) {
+        *report.mutable_dominator_treemap() = proto::ToProto(analysis.suspect_treemaps[index]);
+      }
       auto history = store->ClassHistory(id, s.class_name, absl::InfinitePast(), dump_time);
       if (history.ok()) {
         size_t first = history->size() > kMaxHistoryPoints ? history->size() - kMaxHistoryPoints : 0;
@@ -1116,6 +1120,36 @@ StatusOr<v1::DrillDownReport> Escalation::GetReport(const AgentId& agent,
   }
   return absl::NotFoundError(absl::StrCat("no drill-down report of class ", AV(class_name),
                                           " for agent ", agent.value));
+}
+
+StatusOr<v1::DrillDownReport> Escalation::GetReportOfDump(const AgentId& agent,
+                                                          std::string_view class_name,
+                                                          std::string_view dump_id) const {
+  if (agent.value.empty() || class_name.empty() || dump_id.empty()) {
+    return absl::InvalidArgumentError("agent, class name and dump id must not be empty");
+  }
+  const auto not_found = [&] {
+    return absl::NotFoundError(absl::StrCat("dump ", AV(dump_id), " of agent ", agent.value,
+                                            " has no drill-down report of class ", AV(class_name)));
+  };
+  auto dump = impl_->store->GetRecord(kDumpTable, DumpKey(agent, dump_id));
+  if (!dump.ok()) {
+    if (dump.status().code() == absl::StatusCode::kNotFound) return not_found();
+    return dump.status();
+  }
+  v1::ExtendedDump record;
+  if (!record.ParseFromString(*dump) || record.state() != v1::EXTENDED_DUMP_STATE_DONE) {
+    return not_found();
+  }
+  auto bytes = impl_->store->GetRecord(kReportTable, ReportKey(agent, class_name, dump_id));
+  if (!bytes.ok()) {
+    if (bytes.status().code() == absl::StatusCode::kNotFound) return not_found();
+    return bytes.status();
+  }
+  v1::DrillDownReport report;
+  if (!report.ParseFromString(*bytes) || report.class_name() != class_name) return not_found();
+  *report.mutable_dump() = record;
+  return report;
 }
 
 StatusOr<std::vector<v1::ExtendedDump>> Escalation::ListDumps(const AgentId& agent) const {

@@ -157,6 +157,11 @@ class Escalation {
   // The newest drill-down report of `class_name` from a DONE dump of the agent.
   // Errors: NotFound (no such report), InvalidArgument, the store's errors.
   StatusOr<v1::DrillDownReport> GetReport(const AgentId& agent, std::string_view class_name) const;
+  // The drill-down report of `class_name` from the agent's dump `dump_id` (also when a newer dump
+  // superseded it), with the dump's record. Errors: NotFound (no such dump, the dump is not DONE,
+  // or it has no report of the class), InvalidArgument (an empty argument), the store's errors.
+  StatusOr<v1::DrillDownReport> GetReportOfDump(const AgentId& agent, std::string_view class_name,
+                                                std::string_view dump_id) const;
   // Every dump record of the agent, newest first. Errors: the store's errors.
   StatusOr<std::vector<v1::ExtendedDump>> ListDumps(const AgentId& agent) const;
   // The difference between two DONE dumps of the agent (empty ids: the last two / the one before

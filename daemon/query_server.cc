@@ -508,7 +508,10 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     if (request.class_name().empty()) return InvalidArgument("class_name or leak is required");
     if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
     if (escalation_ == nullptr) return NoEscalation();
-    auto report = escalation_->GetReport(AgentId(request.agent()), request.class_name());
+    auto report = request.dump_id().empty()
+                      ? escalation_->GetReport(AgentId(request.agent()), request.class_name())
+                      : escalation_->GetReportOfDump(AgentId(request.agent()), request.class_name(),
+                                                     request.dump_id());
     if (!report.ok()) return ToGrpc(report.status());
     *response->mutable_report() = *std::move(report);
     return grpc::Status::OK;
@@ -518,6 +521,8 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   grpc::Status DoGetLeakReport(const v1::GetReportRequest& request,
                                v1::GetReportResponse* response) {
     if (!request.class_name().empty()) return InvalidArgument("set class_name or leak, not both");
+    if (!request.dump_id().empty())
+      return InvalidArgument("dump_id goes with class_name, not leak");
     if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
     if (escalation_ == nullptr) return NoEscalation();
     const AgentId id(request.agent());
