@@ -45,6 +45,13 @@ std::string FormatTime(const Timestamp& ts) {
 std::string FormatDuration(double seconds) {
   return absl::FormatDuration(absl::Trunc(absl::Seconds(seconds), absl::Milliseconds(1)));
 }
+// A leak's or suspect's time scale: 0 (or unset) means the trend tests ran on every snapshot
+// (TrendScale.time_scale in heapwatch.proto), not on buckets of some width.
+std::string FormatTimeScale(const Duration& d) {
+  const double seconds = Seconds(d);
+  if (seconds <= 0) return "every snapshot";
+  return absl::StrCat(FormatDuration(seconds), " buckets");
+}
 std::string FormatRate(double bytes_per_second) {
   return absl::StrCat(FormatBytes(bytes_per_second * 60), "/min");
 }
@@ -55,6 +62,9 @@ std::string LeaksUrl(const PageOptions& o, std::string_view agent, std::string_v
   std::string url = absl::StrCat(o.external_url, "/agents/", UrlEncode(agent), "/leaks");
   if (!range.empty()) absl::StrAppend(&url, "?range=", UrlEncode(range));
   return url;
+}
+std::string ReportsUrl(const PageOptions& o, std::string_view agent) {
+  return absl::StrCat(o.external_url, "/agents/", UrlEncode(agent), "/reports");
 }
 std::string ReportUrl(const PageOptions& o, std::string_view agent, std::string_view dump) {
   return absl::StrCat(o.external_url, "/agents/", UrlEncode(agent), "/reports/", UrlEncode(dump));
@@ -68,10 +78,17 @@ table{border-collapse:collapse;margin:.3em 0 1em}th,td{padding:3px 10px;border-b
 text-align:left;vertical-align:top}th{background:#f3f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,.cls{font-family:ui-monospace,monospace;word-break:break-all}
 nav{margin-bottom:1em;color:#555}a{color:#0b57d0}
-svg.plot polyline{stroke:#c2410c;stroke-width:1.5}svg.plot{background:#fafafa;border:1px solid #e5e7eb}
+svg.plot:not(.timeplot) polyline{stroke:#c2410c;stroke-width:1.5}svg.plot{background:#fafafa;border:1px solid #e5e7eb}
 svg.sparkline polyline{stroke:#0b57d0;stroke-width:1.2}
 svg.treemap rect{fill:#dbeafe;stroke:#fff;stroke-width:1}svg.treemap rect.highlight{fill:#f97316}
 svg.treemap text{font:11px ui-monospace,monospace;fill:#111;pointer-events:none}
+svg.timeplot{background:#fff;border:none}svg.timeplot text{font:10px system-ui,sans-serif;fill:#4b5563}
+svg.treemap rect.highlight{stroke:#9a3412;stroke-width:3}svg.treemap text.ap-label{font-weight:bold;fill:#7c2d12}
+svg.treemap text.label1{font-weight:bold}
+ul.legend{list-style:none;padding:0;margin:.2em 0 .8em;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
+ul.legend li{font:12px ui-monospace,monospace;word-break:break-all}ul.legend .swatch{display:inline-block;
+width:14px;height:4px;margin-right:5px;vertical-align:middle}
+.minmax{font-size:12px;color:#4b5563}tr.highlight td{background:#ffedd5}
 .state-up{color:#15803d}.state-down{color:#6b7280}.state-unreachable{color:#b91c1c}
 .muted{color:#6b7280}.warn{color:#b91c1c}ol.path li{margin:.15em 0}
 )css";
@@ -163,6 +180,41 @@ std::vector<PlotPoint> ClassPoints(const v1::GetClassHistoryResponse& h) {
   return points;
 }
 
+// All classes of leak `l` in one plot, one polyline per class with a legend, plus the leak's total
+// (the classes' bytes summed per snapshot time).
+std::string CombinedPlotHtml(const v1::Leak& l, const LeaksPageData& data,
+                             const PageOptions& options) {
+  std::vector<PlotSeries> series;
+  std::map<double, double> total;
+  for (int i = 0; i < l.classes_size(); ++i) {
+    const v1::LeakClass& c = l.classes(i);
+    auto it = data.histories.find(c.class_name());
+    if (it == data.histories.end()) continue;
+    PlotSeries s{c.class_name(), ClassPoints(it->second), SeriesColour(i), false};
+    for (const PlotPoint& p : s.points) total[p.x] += p.y;
+    series.push_back(std::move(s));
+  }
+  if (series.empty()) return "";
+  if (series.size() > 1) {
+    PlotSeries t{"total of the leak", {}, "#111827", true};
+    for (const auto& [x, y] : total) t.points.push_back({x, y});
+    series.push_back(std::move(t));
+  }
+  std::string out = absl::StrCat(
+      "<div class=\"combined\">",
+      SvgTimePlot(series, absl::ToUnixSeconds(data.from), absl::ToUnixSeconds(options.now), 900,
+                  240,
+                  absl::StrCat("leak ", l.leak(), ": bytes of every class over ", data.range_name)),
+      "<ul class=\"legend\">");
+  for (const PlotSeries& s : series) {
+    absl::StrAppend(&out, "<li", s.total ? " class=\"total\"" : "",
+                    "><span class=\"swatch\" style=\"background:", EscapeHtml(s.colour),
+                    "\"></span>", EscapeHtml(s.label), "</li>");
+  }
+  out += "</ul></div>";
+  return out;
+}
+
 }  // namespace
 
 std::optional<absl::Duration> ParseRange(std::string_view name) {
@@ -179,7 +231,7 @@ std::string RenderAgentsPage(const AgentsPageData& data, const PageOptions& opti
   if (data.agents.agents_size() == 0) out += "<p class=\"muted\">No JVM is watched yet.</p>";
   out +=
       "<table class=\"agents\"><tr><th>Agent</th><th>State</th><th>Kind</th><th>Main class</th>"
-      "<th>Live set (last hour)</th><th>Pause budget</th><th>Leaks</th></tr>\n";
+      "<th>Live set (last hour)</th><th>Pause budget</th><th>Leaks</th><th>Dumps</th></tr>\n";
   for (const v1::Agent& a : data.agents.agents()) {
     const char* state = StateName(a.state());
     std::string live = "<span class=\"muted\">—</span>";
@@ -192,7 +244,14 @@ std::string RenderAgentsPage(const AgentsPageData& data, const PageOptions& opti
         live = SvgLinePlot(points, 140, 28, "live set, last hour");
         live.replace(0, std::string_view("<svg class=\"plot\"").size(),
                      "<svg class=\"plot sparkline\"");
-        absl::StrAppend(&live, " ", FormatBytes(static_cast<double>(points.back().y)));
+        double lo = points[0].y, hi = points[0].y;
+        for (const PlotPoint& p : points) {
+          lo = std::min(lo, p.y);
+          hi = std::max(hi, p.y);
+        }
+        absl::StrAppend(&live, " ", FormatBytes(static_cast<double>(points.back().y)),
+                        "<br><span class=\"minmax\">min ", FormatBytes(lo), ", max ",
+                        FormatBytes(hi), " (", points.size(), " points)</span>");
       }
     }
     std::string budget = absl::StrCat(FormatDuration(Seconds(a.total_pause())), " paused");
@@ -217,7 +276,8 @@ std::string RenderAgentsPage(const AgentsPageData& data, const PageOptions& opti
                     "</td><td>", KindName(a.kind()), "</td><td class=\"cls\">",
                     EscapeHtml(a.main_class()), "</td><td>", live, "</td><td>", budget,
                     "</td><td class=\"num\">",
-                    Link(LeaksUrl(options, a.agent()), absl::StrCat(leaks)), "</td></tr>\n");
+                    Link(LeaksUrl(options, a.agent()), absl::StrCat(leaks)), "</td><td>",
+                    Link(ReportsUrl(options, a.agent()), "reports"), "</td></tr>\n");
   }
   out += "</table>";
   out += kFooter;
@@ -267,7 +327,7 @@ std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& option
         "class=\"num\">%s</td><th>Score</th><td class=\"num\">%.2f</td></tr><tr><th>First "
         "seen</th><td>%s</td><th>Time scale</th><td>%s</td><th>Escalation</th><td>",
         FormatBytes(static_cast<double>(l.bytes())), FormatRate(l.growth_bytes_per_second()),
-        l.score(), FormatTime(l.first_seen()), FormatDuration(Seconds(l.time_scale())));
+        l.score(), FormatTime(l.first_seen()), FormatTimeScale(l.time_scale()));
     // Escalation state: the newest dump taken for one of the leak's classes.
     const v1::ExtendedDump* dump = nullptr;
     for (const v1::ExtendedDump& d : data.reports.dumps()) {  // newest first
@@ -303,14 +363,19 @@ std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& option
       absl::StrAppend(&out, "<tr><th>Accumulation point</th><td colspan=\"5\" class=\"cls\">",
                       EscapeHtml(l.accumulation_point()), "</td></tr>");
     }
+    out += "</table>";
+    out += CombinedPlotHtml(l, data, options);
     out +=
-        "</table><table class=\"classes\"><tr><th>Class</th><th>Bytes</th><th>Growth</th>"
+        "<table class=\"classes\"><tr><th>Class</th><th>Bytes</th><th>Growth</th>"
         "<th>Bytes over the range</th></tr>";
-    for (const v1::LeakClass& c : l.classes()) {
+    for (int ci = 0; ci < l.classes_size(); ++ci) {
+      const v1::LeakClass& c = l.classes(ci);
       std::string plot = "<span class=\"muted\">—</span>";
       if (auto it = data.histories.find(c.class_name()); it != data.histories.end()) {
-        plot = SvgLinePlot(ClassPoints(it->second), 360, 60,
-                           absl::StrCat(c.class_name(), ": bytes over ", data.range_name));
+        plot = SvgTimePlot({PlotSeries{c.class_name(), ClassPoints(it->second),
+                                       SeriesColour(static_cast<size_t>(ci)), false}},
+                           absl::ToUnixSeconds(data.from), absl::ToUnixSeconds(options.now), 440,
+                           110, absl::StrCat(c.class_name(), ": bytes over ", data.range_name));
       }
       absl::StrAppend(&out, "<tr class=\"leak-class\" data-class=\"", EscapeHtml(c.class_name()),
                       "\"><td class=\"cls\">", EscapeHtml(c.class_name()),
@@ -344,7 +409,70 @@ std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& option
 
 namespace {
 
+std::string CellDetail(const v1::TreemapCell& c, uint64_t total) {
+  return absl::StrFormat("%s: %d objects, %s retained (%.1f%% of the reachable heap)",
+                         c.kind() == "self" ? "own shallow size" : c.kind(), c.objects(),
+                         FormatBytes(static_cast<double>(c.retained_bytes())),
+                         total == 0 ? 0.0 : 100.0 * c.retained_bytes() / total);
+}
+
+// The two-level treemap of the dominator tree (DrillDownReport.dominator_treemap).
+std::string NestedTreemapHtml(const v1::DominatorTreemap& t) {
+  std::vector<NestedTreemapItem> items;
+  std::string marked1, marked2;
+  for (const v1::TreemapCell& c : t.cells()) {
+    NestedTreemapItem item;
+    item.item = {c.label(), static_cast<double>(c.retained_bytes()), CellDetail(c, t.total_bytes()),
+                 c.accumulation_point()};
+    if (c.accumulation_point()) marked1 = c.label();
+    for (const v1::TreemapCell& k : c.children()) {
+      item.children.push_back({k.label(), static_cast<double>(k.retained_bytes()),
+                               CellDetail(k, t.total_bytes()), k.accumulation_point()});
+      if (c.accumulation_point() && k.accumulation_point()) marked2 = k.label();
+    }
+    items.push_back(std::move(item));
+  }
+  std::string out = absl::StrCat(
+      "<p class=\"muted\">Reachable heap ", FormatBytes(static_cast<double>(t.total_bytes())),
+      " in ", t.total_objects(),
+      " objects. Outer boxes: what the GC roots keep alive, grouped by class (class objects by "
+      "the class whose statics they hold); inner boxes: what those objects dominate, by class "
+      "(\"self\" = their own shallow size). Area = retained size.</p>");
+  out += SvgNestedTreemap(items, 1000, 480);
+  // The same cells as a table: legible however thin a box is.
+  out +=
+      "<table class=\"treemap-cells\"><tr><th>Box (outer / inner)</th><th>Objects</th>"
+      "<th>Retained</th><th>Share of the heap</th></tr>";
+  const auto row = [&](const v1::TreemapCell& c, bool inner) {
+    absl::StrAppendFormat(
+        &out,
+        "<tr%s><td class=\"cls\">%s%s%s</td><td class=\"num\">%d</td><td "
+        "class=\"num\">%s</td><td class=\"num\">%.1f%%</td></tr>",
+        c.accumulation_point() ? " class=\"highlight\"" : "", inner ? "&nbsp;&nbsp;└ " : "",
+        EscapeHtml(c.label()), c.accumulation_point() ? " ▶ accumulation point" : "", c.objects(),
+        FormatBytes(static_cast<double>(c.retained_bytes())),
+        t.total_bytes() == 0 ? 0.0 : 100.0 * c.retained_bytes() / t.total_bytes());
+  };
+  for (const v1::TreemapCell& c : t.cells()) {
+    row(c, false);
+    for (const v1::TreemapCell& k : c.children()) row(k, true);
+  }
+  out += "</table>";
+  if (!marked1.empty()) {
+    absl::StrAppend(&out, "<p class=\"ap-caption\">Accumulation point: inside <span class=\"cls\">",
+                    EscapeHtml(marked1), "</span>",
+                    marked2.empty()
+                        ? ""
+                        : absl::StrCat(", in <span class=\"cls\">", EscapeHtml(marked2), "</span>"),
+                    " (orange).</p>");
+  }
+  return out;
+}
+
 std::string TreemapHtml(const v1::DrillDownReport& r) {
+  if (r.has_dominator_treemap() && r.dominator_treemap().cells_size() > 0) {
+    return NestedTreemapHtml(r.dominator_treemap());
+  }
   std::string highlight = r.accumulation_point_top_class();
   std::vector<TreemapItem> items;
   bool any_highlight = false;
@@ -385,11 +513,13 @@ std::string DiffHtml(const v1::ExtendedDumpDiff& d) {
   for (const v1::ExtendedDumpClassDelta& c : d.classes()) {
     absl::StrAppendFormat(
         &out,
-        "<tr><td class=\"cls\">%s</td><td class=\"num\">%d</td><td "
-        "class=\"num\">%+d</td><td class=\"num\">%s</td><td class=\"num\">%s</td></tr>",
-        EscapeHtml(c.class_name()), c.after_instances(), c.delta_instances(),
-        FormatBytes(static_cast<double>(c.after_retained_bytes())),
-        FormatBytes(static_cast<double>(c.delta_retained_bytes())));
+        "<tr class=\"diff-class\" data-class=\"%s\"><td class=\"cls\">%s</td><td "
+        "class=\"num\">%d</td><td class=\"num\">%+d</td><td class=\"num\">%s</td><td "
+        "class=\"num\">%s</td></tr>",
+        EscapeHtml(c.class_name()), EscapeHtml(c.class_name()), c.after_instances(),
+        c.delta_instances(), FormatBytes(static_cast<double>(c.after_retained_bytes())),
+        absl::StrCat(c.delta_retained_bytes() > 0 ? "+" : "",
+                     FormatBytes(static_cast<double>(c.delta_retained_bytes()))));
   }
   out += "</table>";
   if (d.owners_size() > 0) {
@@ -439,7 +569,8 @@ std::string MetadataHtml(const v1::ExtendedDump& d) {
 std::string RenderReportPage(const ReportPageData& data, const PageOptions& options) {
   std::string out = Header(absl::StrCat("Report ", data.dump_id),
                            absl::StrCat(Link(AgentsUrl(options), "Agents"), " / ",
-                                        Link(LeaksUrl(options, data.agent), data.agent)));
+                                        Link(LeaksUrl(options, data.agent), data.agent), " / ",
+                                        Link(ReportsUrl(options, data.agent), "reports")));
   if (data.dump.has_value() &&
       static_cast<int>(data.reports.size()) < data.dump->report_classes_size()) {
     absl::StrAppend(
@@ -519,7 +650,7 @@ std::string RenderReportPage(const ReportPageData& data, const PageOptions& opti
     out += "</section>\n";
   }
   if (!data.reports.empty()) {
-    out += "<h2>Dominator tree (first level, by class)</h2>";
+    out += "<h2>Dominator tree (two levels, by class)</h2>";
     out += TreemapHtml(data.reports.front());
   }
   out += "<h2>Against the previous dump</h2>";
@@ -531,6 +662,38 @@ std::string RenderReportPage(const ReportPageData& data, const PageOptions& opti
   if (data.dump.has_value()) {
     out += "<h2>Dump</h2>" + MetadataHtml(*data.dump);
   }
+  out += kFooter;
+  return out;
+}
+
+std::string RenderReportsPage(std::string_view agent, const v1::ListReportsResponse& dumps,
+                              const PageOptions& options) {
+  std::string out = Header(absl::StrCat("Extended dumps of ", std::string(agent)),
+                           absl::StrCat(Link(AgentsUrl(options), "Agents"), " / ",
+                                        Link(LeaksUrl(options, agent), agent)));
+  if (dumps.dumps_size() == 0) out += "<p class=\"muted\">No extended dump of this agent yet.</p>";
+  out +=
+      "<table class=\"report-list\"><tr><th>Dump</th><th>State</th><th>Requested</th>"
+      "<th>Reports of</th><th>Analysis</th></tr>";
+  for (const v1::ExtendedDump& d : dumps.dumps()) {  // newest first, as ListReports gives them
+    std::string classes;
+    for (const std::string& c : d.report_classes()) {
+      absl::StrAppend(&classes, classes.empty() ? "" : ", ", EscapeHtml(c));
+    }
+    absl::StrAppend(&out, "<tr class=\"dump\" data-dump=\"", EscapeHtml(d.dump_id()), "\"><td>",
+                    d.state() == v1::EXTENDED_DUMP_STATE_DONE
+                        ? absl::StrCat("<a class=\"dump-link\" href=\"",
+                                       EscapeHtml(ReportUrl(options, agent, d.dump_id())), "\">",
+                                       EscapeHtml(d.dump_id()), "</a>")
+                        : EscapeHtml(d.dump_id()),
+                    "</td><td>", DumpStateName(d.state()), "</td><td>",
+                    FormatTime(d.requested_time()), "</td><td class=\"cls\">", classes, "</td><td>",
+                    d.state() == v1::EXTENDED_DUMP_STATE_DONE
+                        ? FormatDuration(Seconds(d.analysis_duration()))
+                        : EscapeHtml(d.error()),
+                    "</td></tr>");
+  }
+  out += "</table>";
   out += kFooter;
   return out;
 }
@@ -637,11 +800,13 @@ HttpResponse ServeReport(QuerySource& source, const std::string& agent, const st
   if (!data.dump.has_value()) {
     return Error(404, absl::StrCat("agent ", agent, " has no extended dump ", dump_id));
   }
-  // Each class's newest report; those of this dump are shown (a newer dump supersedes them).
+  // This dump's report of each of its classes (GetReport by dump id: also when a newer dump
+  // superseded it).
   for (const std::string& c : data.dump->report_classes()) {
     v1::GetReportRequest request;
     request.set_agent(agent);
     request.set_class_name(c);
+    request.set_dump_id(dump_id);
     v1::GetReportResponse r;
     if (source.GetReport(request, &r).ok() && r.report().dump().dump_id() == dump_id) {
       data.reports.push_back(std::move(*r.mutable_report()));
@@ -673,6 +838,15 @@ HttpResponse ServeReport(QuerySource& source, const std::string& agent, const st
   return {200, "text/html; charset=utf-8", RenderReportPage(data, options)};
 }
 
+HttpResponse ServeReports(QuerySource& source, const std::string& agent,
+                          const PageOptions& options) {
+  v1::ListReportsRequest list;
+  list.set_agent(agent);
+  v1::ListReportsResponse dumps;
+  if (Status s = source.ListReports(list, &dumps); !s.ok()) return FromStatus(s);
+  return {200, "text/html; charset=utf-8", RenderReportsPage(agent, dumps, options)};
+}
+
 }  // namespace
 
 HttpResponse ServePage(QuerySource& source, std::string_view path, std::string_view query,
@@ -686,6 +860,9 @@ HttpResponse ServePage(QuerySource& source, std::string_view path, std::string_v
   if (!parts.empty() && parts.back().empty()) parts.pop_back();  // trailing slash
   if (parts.size() == 3 && parts[0] == "agents" && parts[2] == "leaks" && !parts[1].empty()) {
     return ServeLeaks(source, parts[1], query, options);
+  }
+  if (parts.size() == 3 && parts[0] == "agents" && parts[2] == "reports" && !parts[1].empty()) {
+    return ServeReports(source, parts[1], options);
   }
   if (parts.size() == 4 && parts[0] == "agents" && parts[2] == "reports" && !parts[1].empty() &&
       !parts[3].empty()) {

@@ -4,6 +4,7 @@
 //   /agents/{agent}/leaks?range=R      the agent's leaks: classes, growth plots over R (15m, 1h,
 //   6h,
 //                                      1d, 7d; default 1h), score, first seen, escalation state
+//   /agents/{agent}/reports            every extended dump of the agent, newest first, linked
 //   /agents/{agent}/reports/{dump_id}  the dump's drill-down reports: accumulation point and its
 //   path
 //                                      from a GC root, kept alive by, retained / minimum retained /
@@ -75,6 +76,11 @@ struct ReportPageData {
   std::vector<v1::Leak> leaks;  // the agent's current leaks (to name the report's leak)
 };
 std::string RenderReportPage(const ReportPageData& data, const PageOptions& options);
+
+// /agents/{agent}/reports: every extended dump of the agent (ListReports), newest first, each DONE
+// one linking its stable report URL /agents/{agent}/reports/{dump_id}.
+std::string RenderReportsPage(std::string_view agent, const v1::ListReportsResponse& dumps,
+                              const PageOptions& options);
 
 // A page for an error (404, 400, 500...): `message` is escaped.
 std::string RenderErrorPage(int http_status, std::string_view message);

@@ -157,5 +157,121 @@ TEST(SvgTreemapTest, OneCellPerPositiveItemHighlightAndEscapedLabels) {
   EXPECT_NE(svg.find("class=\"highlight\""), std::string::npos);
 }
 
+TEST(NestedTreemapLayoutTest, ChildrenTileTheirParentsInnerBoxAndStayInside) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 1000; ++round) {
+    std::vector<NestedTreemapItem> items(1 + rng() % 12);
+    for (NestedTreemapItem& it : items) {
+      it.item.weight = 1 + rng() % 100000;
+      it.children.resize(rng() % 8);
+      for (TreemapItem& c : it.children) c.weight = rng() % 5 == 0 ? 0 : 1 + rng() % 1000;
+    }
+    const double width = 200 + rng() % 900, height = 100 + rng() % 500;
+    const std::vector<NestedTreemapRect> layout = NestedTreemapLayout(items, width, height);
+    ASSERT_EQ(layout.size(), items.size());
+    double level1 = 0;
+    for (const NestedTreemapRect& n : layout) {
+      level1 += Area(n.rect);
+      double positive = 0;
+      for (const TreemapItem& c : items[n.rect.item].children) positive += c.weight;
+      if (n.children.empty()) continue;
+      EXPECT_GE(n.rect.width, 40);
+      EXPECT_GE(n.rect.height, 40);
+      double sum = 0;
+      for (const TreemapRect& c : n.children) {
+        sum += Area(c);
+        const double share = items[n.rect.item].children[c.item].weight / positive;
+        EXPECT_NEAR(Area(c), share * Area(n.inner), 1e-6 * Area(n.inner));
+        // Inside the parent's inner box, which is inside the parent.
+        EXPECT_GE(c.x, n.inner.x - 1e-6);
+        EXPECT_GE(c.y, n.inner.y - 1e-6);
+        EXPECT_LE(c.x + c.width, n.inner.x + n.inner.width + 1e-6);
+        EXPECT_LE(c.y + c.height, n.inner.y + n.inner.height + 1e-6);
+      }
+      EXPECT_NEAR(sum, Area(n.inner), 1e-6 * Area(n.inner));
+      EXPECT_GE(n.inner.x, n.rect.x);
+      EXPECT_GE(n.inner.y, n.rect.y);
+      EXPECT_LE(n.inner.x + n.inner.width, n.rect.x + n.rect.width + 1e-9);
+      EXPECT_LE(n.inner.y + n.inner.height, n.rect.y + n.rect.height + 1e-9);
+    }
+    EXPECT_NEAR(level1, width * height, 1e-6 * width * height);
+  }
+}
+
+TEST(SvgNestedTreemapTest, HighlightedChildIsLabelledAndNamesAreEscaped) {
+  std::vector<NestedTreemapItem> items(2);
+  items[0].item = {"class <b>Holder</b> (statics)", 900, "x", true};
+  items[0].children = {{"java.util.concurrent.ConcurrentHashMap", 800, "y", true},
+                       {"self", 100, "z", false}};
+  items[1].item = {"java.lang.Thread", 300, "t", false};
+  items[1].children = {{"java.lang.Object[]", 300, "", false}};
+  const std::string svg = SvgNestedTreemap(items, 800, 400);
+  EXPECT_NE(svg.find("data-cells=\"2\""), std::string::npos);
+  EXPECT_NE(svg.find("data-children=\"3\""), std::string::npos);
+  EXPECT_EQ(svg.find("<b>"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;b&gt;Holder"), std::string::npos);
+  EXPECT_NE(svg.find("<g class=\"cell level2 highlight\""), std::string::npos);
+  EXPECT_NE(svg.find("▶ accumulation point"), std::string::npos);
+}
+
+TEST(PlotAxesTest, ByteTicksCoverTheRangeInRoundBinaryUnits) {
+  std::mt19937 rng(3);
+  for (int round = 0; round < 2000; ++round) {
+    const double lo = static_cast<double>(rng() % (1u << 30)) * (1 + rng() % 8);
+    const double hi = lo + static_cast<double>(rng() % (1u << 28)) * (rng() % 3);
+    const std::vector<double> t = ByteTicks(lo, hi, 5);
+    ASSERT_GE(t.size(), 2u) << lo << " " << hi;
+    EXPECT_LE(t.size(), 8u) << lo << " " << hi;
+    EXPECT_LE(t.front(), lo);
+    EXPECT_GE(t.back(), hi);
+    for (size_t i = 1; i < t.size(); ++i) EXPECT_GT(t[i], t[i - 1]);
+  }
+  EXPECT_EQ(ByteTicks(0, 4 << 20, 5), (std::vector<double>{0, 1 << 20, 2 << 20, 3 << 20, 4 << 20}));
+  EXPECT_EQ(FormatByteTick(0, 4 << 20), "0");
+  EXPECT_EQ(FormatByteTick(3 << 20, 4 << 20), "3 MiB");
+  EXPECT_EQ(FormatByteTick(1536 * 1024, 4 << 20), "1.5 MiB");
+  EXPECT_EQ(FormatByteTick(512, 1000), "512 B");
+}
+
+TEST(PlotAxesTest, TimeTicksAreRoundClockTimesInsideTheRange) {
+  const double now = 1795000000;  // 2026-11-18 11:06:40 UTC
+  for (double span : {60.0, 900.0, 3600.0, 21600.0, 86400.0, 604800.0}) {
+    const std::vector<double> t = TimeTicks(now - span, now, 6);
+    ASSERT_GE(t.size(), 2u) << span;
+    EXPECT_LE(t.size(), 6u) << span;
+    for (double x : t) {
+      EXPECT_GE(x, now - span);
+      EXPECT_LE(x, now);
+    }
+  }
+  const std::vector<double> quarter = TimeTicks(now - 900, now, 6);  // 15 min: every 5 min
+  EXPECT_EQ(quarter[1] - quarter[0], 300);
+  EXPECT_EQ(std::fmod(quarter[0], 300), 0);
+  EXPECT_EQ(FormatTimeTick(1795000200, 900), "11:10");
+  EXPECT_EQ(FormatTimeTick(1795000200, 604800), "11-18 11:10");
+}
+
+TEST(SvgTimePlotTest, AxesLabelsAndOnePolylinePerSeries) {
+  std::vector<PlotSeries> series(2);
+  series[0] = {"a<b", {}, SeriesColour(0), false};
+  for (int i = 0; i < 7; ++i) series[0].points.push_back({1000.0 + 60 * i, 1048576.0 * (1 + i)});
+  series[1] = {"total", {{1000, 5}, {1300, 9}}, SeriesColour(1), true};
+  const std::string svg = SvgTimePlot(series, 1000, 1000 + 900, 600, 200, "t<i>");
+  EXPECT_NE(svg.find("data-points=\"7\""), std::string::npos);
+  EXPECT_NE(svg.find("data-series=\"2\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"axis x-axis\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"axis y-axis\""), std::string::npos);
+  EXPECT_NE(svg.find(">8 MiB<"), std::string::npos) << svg;  // ticks 0, 2, .., 8 MiB
+  EXPECT_NE(svg.find(">00:20<"), std::string::npos) << "a clock tick (1970-01-01 00:20 UTC)";
+  EXPECT_EQ(svg.find("<i>"), std::string::npos);
+  EXPECT_EQ(svg.find("a<b"), std::string::npos);
+  size_t polylines = 0;
+  for (size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1))
+    ++polylines;
+  EXPECT_EQ(polylines, 2u);
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos) << "the total is dashed";
+  EXPECT_NE(SvgTimePlot({}, 0, 60, 300, 100, "x").find("no data"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace heapwatch::web

@@ -76,6 +76,15 @@ TEST(WebPagesTest, HostileNamesFromADumpAreShownAsText) {
     *report.add_top_dominators_by_class() = proto::ToProto(row);
   }
   report.set_accumulation_point_top_class(analysis->accumulation_point_top_classes[0]);
+  ASSERT_EQ(analysis->suspect_treemaps.size(), 1u);
+  *report.mutable_dominator_treemap() = proto::ToProto(analysis->suspect_treemaps[0]);
+  // The holder's class object is named by the class whose statics it holds (hostile name and all),
+  // and it is the marked cell: the accumulation point (the array) lies under its static field.
+  ASSERT_GT(report.dominator_treemap().cells_size(), 0);
+  const v1::TreemapCell& top = report.dominator_treemap().cells(0);
+  EXPECT_EQ(top.label(), "class Evil<script>alert('holder')<.script> (statics)");  // as read
+  EXPECT_EQ(top.kind(), "statics");
+  EXPECT_TRUE(top.accumulation_point());
   // The holder class's object is the top-level dominator above the array (the accumulation point);
   // the dump has no java.lang.Class, so its class is unknown. It names one of the treemap's rows.
   EXPECT_EQ(report.accumulation_point_top_class(), "<unknown class>");
@@ -120,9 +129,11 @@ TEST(WebPagesTest, HostileNamesFromADumpAreShownAsText) {
   EXPECT_NE(html.find(EscapeHtml(kField)), std::string::npos) << "the path's field name";
   EXPECT_NE(html.find("Evil&lt;script&gt;alert(&#39;holder&#39;)&lt;.script&gt;"),
             std::string::npos);
-  // The treemap has a cell per first-level class and marks the accumulation point's.
-  EXPECT_NE(html.find("class=\"treemap\""), std::string::npos);
-  EXPECT_NE(html.find("class=\"highlight\""), std::string::npos);
+  // The two-level treemap, with the accumulation point's cells marked and labelled.
+  EXPECT_NE(html.find("class=\"treemap nested\""), std::string::npos);
+  EXPECT_NE(html.find("<g class=\"cell level1 highlight\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"ap-caption\""), std::string::npos);
+  EXPECT_NE(html.find("(statics)"), std::string::npos);
 
   if (const char* out = std::getenv("HEAPWATCH_WEB_HOSTILE_PAGE")) {
     std::ofstream(out) << html;
@@ -163,6 +174,8 @@ TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
   l->set_main_class("a<b");
   l->add_classes()->set_class_name("a<b");
   l->set_dump_id("d1");
+  l->add_classes()->set_class_name("second\"<i>");
+  l->mutable_time_scale()->set_seconds(0);  // the trend tests ran on every snapshot
   v1::GetClassHistoryResponse h;
   for (int i = 0; i < 5; ++i) {
     v1::ClassSample* s = h.add_samples();
@@ -170,6 +183,8 @@ TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
     s->set_bytes(100 * i);
   }
   leaks.histories["a<b"] = h;
+  for (v1::ClassSample& s : *h.mutable_samples()) s.set_bytes(s.bytes() * 2);
+  leaks.histories["second\"<i>"] = h;
   v1::ExtendedDump* d = leaks.reports.add_dumps();
   d->set_dump_id("d1");
   d->set_state(v1::EXTENDED_DUMP_STATE_DONE);
@@ -178,6 +193,32 @@ TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
   EXPECT_NE(lp.find("data-points=\"5\""), std::string::npos);
   EXPECT_NE(lp.find("href=\"https://hw.example/agents/h%3A1-2/reports/d1\""), std::string::npos);
   EXPECT_NE(lp.find("report ready"), std::string::npos);
+  EXPECT_EQ(lp.find("<i>"), std::string::npos);
+  // The time scale 0 means "every snapshot", not a duration of 0.
+  EXPECT_NE(lp.find("<td>every snapshot</td>"), std::string::npos);
+  // The combined plot: one polyline per class plus the total, and a legend with escaped names.
+  EXPECT_NE(lp.find("data-series=\"3\""), std::string::npos);
+  EXPECT_NE(lp.find("<ul class=\"legend\">"), std::string::npos);
+  EXPECT_NE(lp.find("second&quot;&lt;i&gt;</li>"), std::string::npos);
+  EXPECT_NE(lp.find("total of the leak</li>"), std::string::npos);
+  // Every plot has a time and a bytes axis.
+  EXPECT_EQ(Count(lp, "class=\"axis x-axis\""), 3u);
+  EXPECT_EQ(Count(lp, "class=\"axis y-axis\""), 3u);
+  // The reports list: newest first, every analysed dump linked by its stable URL.
+  v1::ListReportsResponse dumps;
+  for (const char* id : {"d3", "d2", "d1"}) {
+    v1::ExtendedDump* x = dumps.add_dumps();
+    x->set_dump_id(id);
+    x->set_state(std::string(id) == "d2" ? v1::EXTENDED_DUMP_STATE_FAILED
+                                         : v1::EXTENDED_DUMP_STATE_DONE);
+  }
+  const std::string rp = RenderReportsPage("h:1-2", dumps, options);
+  const size_t d3 = rp.find("href=\"https://hw.example/agents/h%3A1-2/reports/d3\"");
+  const size_t d1 = rp.find("href=\"https://hw.example/agents/h%3A1-2/reports/d1\"");
+  ASSERT_NE(d3, std::string::npos);
+  ASSERT_NE(d1, std::string::npos);
+  EXPECT_LT(d3, d1);
+  EXPECT_EQ(rp.find("/reports/d2\""), std::string::npos) << "a failed dump has no report";
 }
 
 TEST(WebPagesTest, RangesAreTheFiveOffered) {

@@ -7,11 +7,19 @@
 #   /agents/A/leaks?range=15m      the leak's main class EventLeakApp$Event; its growth plot has as
 #                                  many polyline points as the gRPC API has samples of the class in
 #                                  the page's range (heapwatchctl history over the same range)
-#   /agents/A/reports/D            the accumulation point ConcurrentHashMap$Node[] with its path from
-#                                  the GC root (static EVENTS, then table), the treemap with its highlighted
-#                                  cell, the dump's metadata
-# /metrics is still served on the same listener. Screenshots of the three pages are saved in
-# OUT_DIR (agents.png, leaks.png, report.png).
+#   /agents/A/reports/D2           (a second dump D2, taken with `heapwatchctl dump --wait` after the
+#                                  first, D1, was analysed) the accumulation point ConcurrentHashMap$Node[]
+#                                  with its path from the GC root (static EVENTS, then table), the
+#                                  two-level treemap with the static holder's cell and the accumulation
+#                                  point's cell highlighted, the dump's metadata, and the diff against D1:
+#                                  EventLeakApp$Event grew, by exactly the instances `heapwatchctl
+#                                  dump-diff` reports
+#   /agents/A/reports              both dumps, newest first, linked
+#   /agents/A/reports/D1           the superseded first report is still there (GetReport by dump id;
+#                                  also `heapwatchctl report --dump D1`)
+# The agents page's live-set sparkline has several points and its pause budget a share of the time
+# watched. /metrics is still served on the same listener. Screenshots are saved in OUT_DIR
+# (agents.png, leaks.png, report.png, reports.png).
 #
 # Usage: web_browser_e2e.sh HEAPWATCHD HEAPWATCHCTL E2E_JARS_DIR OUT_DIR
 set -euo pipefail
@@ -43,7 +51,7 @@ trend:
 escalation:
   enabled: true
   auto: true
-  min_dump_interval: 1h
+  min_dump_interval: 2s
   join_window: 5s
   dump_dir: $tmp/dumps
 YAML
@@ -78,7 +86,16 @@ for _ in $(seq 480); do
   sleep 0.5
 done
 [[ -n $report_path ]] || fail "no report link on the leaks page within 240 s"
-log "report ready: $report_path"
+first_dump=${report_path##*/}
+log "first report ready: $report_path"
+
+# A second extended dump of the leaking JVM, so that the report page has a diff to show.
+ctl() { "$heapwatchctl" --server "127.0.0.1:$grpc_port" "$@"; }
+ctl dump "$agent" --wait --timeout 120s >"$tmp/dump2.log" 2>&1 || { cat "$tmp/dump2.log" >&2; fail "second dump"; }
+second_dump=$(ctl --json reports "$agent" | jq -r '[.dumps[] | select(.state == "EXTENDED_DUMP_STATE_DONE")][0].dump_id')
+[[ -n $second_dump && $second_dump != "$first_dump" ]] || fail "no second analysed dump ($second_dump)"
+report_path="/agents/$enc_agent/reports/$second_dump"
+log "second report ready: $report_path"
 
 # /metrics still there, same content type as prometheus-cpp's exposer.
 ctype=$(curl -sf -o "$tmp/metrics.txt" -w '%{content_type}' "$base/metrics")
@@ -101,6 +118,10 @@ dom "$base/" "$tmp/agents.html"
 grep -q "data-agent=\"$agent\"" "$tmp/agents.html" || fail "agents page: no row for $agent"
 grep -q "href=\"/agents/$enc_agent/leaks\"" "$tmp/agents.html" || fail "agents page: no link to the leaks page"
 grep -q 'class="state-up"' "$tmp/agents.html" || fail "agents page: agent not up"
+spark=$(grep -o '<svg class="plot sparkline"[^>]*data-points="[0-9]*"' "$tmp/agents.html" | grep -o 'data-points="[0-9]*"' | grep -o '[0-9]*')
+((${spark:-0} >= 3)) || fail "agents page: live-set sparkline has ${spark:-no} points"
+grep -q 'class="minmax">min [0-9.]* [KMG]iB, max' "$tmp/agents.html" || fail "agents page: sparkline without min/max"
+grep -qE 'paused \([0-9.]+% of ' "$tmp/agents.html" || fail "agents page: no pause-budget share"
 log "agents page: ok ($(grep -c '<svg' "$tmp/agents.html" || true) svg)"
 
 # ---- leaks page
@@ -119,6 +140,13 @@ expected=$("$heapwatchctl" --server "127.0.0.1:$grpc_port" --json history "$agen
 log "leaks page: plot of EventLeakApp\$Event has $plotted points (data-points $declared), the API has $expected samples in the range"
 ((expected >= 3)) || fail "too few samples ($expected) for a meaningful plot"
 [[ $plotted == "$expected" && $declared == "$expected" ]] || fail "plot points $plotted / $declared != $expected samples"
+grep -q 'class="axis x-axis"' <<<"$row" && grep -q 'class="axis y-axis"' <<<"$row" || fail "leaks page: plot without axes"
+! grep -q '<th>Time scale</th><td>0</td>' "$tmp/leaks.html" || fail "leaks page: time scale printed as 0"
+section=$(tr '\n' ' ' <"$tmp/leaks.html" | grep -o '<section class="leak".*' | sed 's#</section>.*##')
+classes=$(grep -o '<tr class="leak-class"' <<<"$section" | wc -l)
+series=$(grep -o '<div class="combined"><svg[^>]*data-series="[0-9]*"' <<<"$section" | grep -o 'data-series="[0-9]*"' | grep -o '[0-9]*')
+((classes > 1)) && want=$((classes + 1)) || want=$classes
+[[ $series == "$want" ]] || fail "leaks page: combined plot has ${series:-no} series, want $want ($classes classes + total)"
 
 # ---- report page
 dom "$base$report_path" "$tmp/report.html"
@@ -127,14 +155,41 @@ grep -q '<code class="ref">static EVENTS</code>' "$tmp/report.html" || fail "rep
 grep -q '<code class="ref">table</code>' "$tmp/report.html" || fail "report page: path lacks 'table'"
 cells=$(grep -o 'data-cells="[0-9]*"' "$tmp/report.html" | grep -o '[0-9]*')
 ((cells > 0)) || fail "report page: empty treemap"
-grep -q '<rect[^>]*class="highlight"' "$tmp/report.html" || fail "report page: no highlighted treemap cell"
+grep -q '<g class="cell level2 highlight" data-label="java.util.concurrent.ConcurrentHashMap"' "$tmp/report.html" ||
+  fail "report page: the map under the static holder is not the highlighted inner cell"
+grep -q '<g class="cell level1 highlight" data-label="class EventLeakApp (statics)"' "$tmp/report.html" ||
+  fail "report page: the highlighted outer cell is not EventLeakApp's statics"
+grep -q 'accumulation point</text>' "$tmp/report.html" || fail "report page: the highlighted cell is not labelled"
 grep -q '<table class="metadata">' "$tmp/report.html" || fail "report page: no dump metadata"
-log "report page: accumulation point and path shown, treemap with $cells cells"
+# The diff against the first dump, as `heapwatchctl dump-diff` computes it.
+grep -qF "From <code>$first_dump</code> to <code>$second_dump</code>" "$tmp/report.html" ||
+  fail "report page: no diff from $first_dump to $second_dump"
+grown=$(ctl --json dump-diff "$agent" "$first_dump" "$second_dump" |
+  jq -r '.diff.classes[] | select(.class_name == "EventLeakApp$Event") | .delta_instances')
+((${grown:-0} > 0)) || fail "dump-diff: EventLeakApp\$Event did not grow (${grown:-absent})"
+grep -qF "<tr class=\"diff-class\" data-class=\"EventLeakApp\$Event\"><td class=\"cls\">EventLeakApp\$Event</td><td class=\"num\">" "$tmp/report.html" ||
+  fail "report page: EventLeakApp\$Event not in the diff"
+tr '\n' ' ' <"$tmp/report.html" | grep -o '<tr class="diff-class" data-class="EventLeakApp$Event">[^/]*</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*' |
+  grep -qF ">+$grown" || fail "report page: the diff does not show +$grown instances of EventLeakApp\$Event"
+log "report page: accumulation point and path shown, treemap with $cells cells, diff +$grown EventLeakApp\$Event"
+
+# ---- the reports list and the superseded first report
+dom "$base/agents/$enc_agent/reports" "$tmp/reports.html"
+links=$(grep -o 'class="dump-link" href="[^"]*"' "$tmp/reports.html" | sed 's/.*href="//; s/"$//' | tr '\n' ' ')
+[[ $links == "/agents/$enc_agent/reports/$second_dump /agents/$enc_agent/reports/$first_dump "* ]] ||
+  fail "reports page: links not newest first: $links"
+dom "$base/agents/$enc_agent/reports/$first_dump" "$tmp/report-first.html"
+grep -q 'ConcurrentHashMap$Node\[\]' "$tmp/report-first.html" || fail "first report page: no accumulation point"
+! grep -q 'class="muted superseded"' "$tmp/report-first.html" || fail "first report page: reports missing"
+ctl --json report "$agent" 'EventLeakApp$Event' --dump "$first_dump" | jq -e --arg d "$first_dump" '.report.dump.dump_id == $d' >/dev/null ||
+  fail "heapwatchctl report --dump $first_dump"
+log "reports page: $links; the first report still shown"
 
 shot "$base/" "$out/agents.png"
 shot "$leaks_url" "$out/leaks.png"
 shot "$base$report_path" "$out/report.png" 5200  # the whole report, treemap included
-cp "$tmp/agents.html" "$tmp/leaks.html" "$tmp/report.html" "$out/"
+shot "$base/agents/$enc_agent/reports" "$out/reports.png" 600
+cp "$tmp/agents.html" "$tmp/leaks.html" "$tmp/report.html" "$tmp/reports.html" "$tmp/report-first.html" "$out/"
 log "screenshots in $out"
 ok=1
 echo "PASS: web pages in a browser ($(elapsed) s)"
