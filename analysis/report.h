@@ -85,6 +85,10 @@ struct ObjectSummary {
   // counts at least the object itself).
   uint64_t dynamic_bytes = 0;
   uint64_t dynamic_objects = 0;
+  // For a live thread: its name as a report may show it (analysis/thread_names.h; digit runs
+  // masked unless full names are enabled). Filled by the pipeline (pipeline/analyze_dump.h), empty
+  // otherwise.
+  std::string thread_name;
 };
 
 // One step of a path from a GC root: `object`, reached from the previous step through `reference`

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "analysis/aggregations.h"
+#include "analysis/thread_names.h"
 #include "collectors/dumps/heap_dump_reader.h"
 #include "ctl/dump_report_json.h"
 #include "ctl/from_roots.h"
@@ -33,6 +34,8 @@ struct AnalyzeArgs {
   double ratio = 0.7;
   std::string by = "retained";  // what the biggest objects and classes are ranked by
   bool all_references = false;  // dynamic sizes follow weak referents and class edges too
+  // --thread-names: masked (digit runs as '#'), full or off (analysis/thread_names.h).
+  std::string thread_names = "masked";
   // --from-roots: HeapRoots' dump from roots instead of the report (ctl/from_roots.h).
   bool from_roots = false;
   FromRootsOptions roots;
@@ -102,6 +105,12 @@ bool MakeOptions(const AnalyzeArgs& args, std::ostream& err,
     return false;
   }
   options->size_model = *model;
+  auto thread_names = analysis::ParseThreadNamePrivacy(args.thread_names);
+  if (!thread_names.ok()) {
+    err << "heapwatchctl analyze: --thread-names: " << thread_names.status().message() << "\n";
+    return false;
+  }
+  options->thread_names = *thread_names;
   if (args.by == "dynamic") {
     options->by_dynamic_rows = args.top > 0 ? args.top : 20;
   } else if (args.by != "retained") {
@@ -184,12 +193,17 @@ Subcommand AddAnalyzeCommand(CLI::App& app) {
                   "Rank the biggest objects and classes by retained size, or by dynamic size and "
                   "shared size (dynamic - retained; --top rows each)")
       ->capture_default_str();
+  cmd->add_option("--thread-names", args->thread_names,
+                  "Names of live threads in the report: masked (digit runs shown as #, "
+                  "pool-#-thread-#), full, or off (docs/leak-patterns.md)")
+      ->capture_default_str();
   cmd->add_flag("--all-references", args->all_references,
                 "Dynamic sizes follow every reference (weak/soft referents, an object's class), "
                 "as the dynaTrace thesis did; default: strong references only");
-  cmd->add_flag("--from-roots", args->from_roots,
-                "HeapRoots' dump from roots: the tree below each root (GC roots; inferred roots for "
-                "dumps without them and for garbage) with total size, descendants and max depth");
+  cmd->add_flag(
+      "--from-roots", args->from_roots,
+      "HeapRoots' dump from roots: the tree below each root (GC roots; inferred roots for "
+      "dumps without them and for garbage) with total size, descendants and max depth");
   cmd->add_option("--depth", args->roots.depth,
                   "With --from-roots: levels printed below each root (-1 = all)")
       ->capture_default_str();

@@ -20,6 +20,7 @@ json ObjectJson(const v1::HeapObject& o) {
             {"shallow_bytes", o.shallow_bytes()},
             {"retained_bytes", o.retained_bytes()}};
   if (!o.gc_root_kind().empty()) j["gc_root_kind"] = o.gc_root_kind();
+  if (!o.thread_name().empty()) j["thread_name"] = o.thread_name();
   if (o.dynamic_objects() > 0) {
     j["dynamic_bytes"] = o.dynamic_bytes();
     j["dynamic_objects"] = o.dynamic_objects();

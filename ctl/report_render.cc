@@ -420,7 +420,11 @@ std::string ClassLoadersText(const v1::ClassLoaderReport& r, size_t max_loaders)
 std::string DumpStateName(v1::ExtendedDumpState state) { return StateNameImpl(state); }
 
 std::string ObjectName(const v1::HeapObject& o) {
-  return absl::StrFormat("%s@0x%x", o.class_name().empty() ? "?" : o.class_name(), o.object_id());
+  std::string name =
+      absl::StrFormat("%s@0x%x", o.class_name().empty() ? "?" : o.class_name(), o.object_id());
+  // A live thread's name (already masked and sanitised by the analysis).
+  if (!o.thread_name().empty()) absl::StrAppend(&name, " \"", o.thread_name(), "\"");
+  return name;
 }
 
 std::string RenderDrillDown(const v1::DrillDownReport& report, size_t max_rows) {

@@ -9,11 +9,14 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/aggregations.h"
 #include "analysis/dominator_tree.h"
 #include "analysis/retained_size.h"
+#include "analysis/thread_names.h"
 #include "collectors/dumps/heap_dump_reader.h"
+#include "collectors/dumps/string_contents.h"
 
 namespace heapwatch::pipeline {
 namespace {
@@ -112,8 +115,64 @@ std::string TopDominatorClass(const analysis::HeapGraph& graph, const analysis::
 
 // Everything after the read; fills all of DumpAnalysis but the dump file's fields, parse time,
 // total time and memory.
+// The names of the live threads as reports may show them (analysis/thread_names.h), read from the
+// dump at `path` in one more pass (collectors/dumps/string_contents.h). Empty with
+// ThreadNamePrivacy::kOff, for dumps without string contents (IBM formats), and when the pass
+// fails (the file changed since it was read): names are a help, not a reason to fail an analysis.
+analysis::ThreadNames ReadThreadNames(const std::string& path, const analysis::HeapGraph& graph,
+                                      analysis::ThreadNamePrivacy privacy) {
+  analysis::ThreadNames names;
+  if (privacy == analysis::ThreadNamePrivacy::kOff) return names;
+  const std::vector<std::pair<analysis::ObjectIndex, analysis::ObjectIndex>> threads =
+      analysis::ThreadNameObjects(graph);
+  std::vector<analysis::ObjectIndex> name_objects;
+  for (const auto& [thread, name] : threads) name_objects.push_back(name);
+  auto contents = dumps::ReadStringContents(path, graph, name_objects);
+  if (!contents.ok()) return names;
+  for (const auto& [thread, name] : threads) {
+    auto it = contents->find(name.value);
+    if (it == contents->end()) continue;
+    std::string shown =
+        analysis::ThreadNameForReport(it->second.utf8, it->second.truncated, privacy);
+    if (!shown.empty()) names[thread.value] = std::move(shown);
+  }
+  return names;
+}
+
+// Sets ObjectSummary::thread_name on every object of `result` that is a named thread.
+void NameThreads(const analysis::HeapGraph& graph, const analysis::ThreadNames& names,
+                 DumpAnalysis* result) {
+  if (names.empty()) return;
+  absl::flat_hash_map<uint64_t, const std::string*> by_id;
+  for (const auto& [thread, name] : names) {
+    by_id[graph.object_id(analysis::ObjectIndex(thread))] = &name;
+  }
+  auto name = [&by_id](analysis::ObjectSummary& o) {
+    auto it = by_id.find(o.object_id);
+    if (it != by_id.end()) o.thread_name = *it->second;
+  };
+  auto name_path = [&name](analysis::GcRootPathReport& path) {
+    for (analysis::PathStepReport& step : path.steps) name(step.object);
+  };
+  auto name_matches = [&name_path](std::vector<analysis::LeakPatternMatch>& matches) {
+    for (analysis::LeakPatternMatch& m : matches) name_path(m.path);
+  };
+  for (analysis::ObjectSummary& o : result->report.top_objects) name(o);
+  name_matches(result->report.leak_patterns);
+  for (analysis::SuspectReport& s : result->suspects) {
+    for (analysis::AccumulationPointReport& p : s.accumulation_points) {
+      name(p.object);
+      name_path(p.path);
+    }
+    for (analysis::DominatorClassRow& row : s.kept_alive_by) name(row.biggest_dominator);
+    name_path(s.shortest_path);
+    name_matches(s.leak_patterns);
+  }
+}
+
 StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDumpOptions& options,
-                               const std::vector<std::string>& exclude) {
+                               const std::vector<std::string>& exclude,
+                               const analysis::ThreadNames* thread_names = nullptr) {
   const auto start = Clock::now();
   Progress(options, "dominator tree", 0);
   HW_ASSIGN_OR_RETURN(analysis::DominatorTree tree,
@@ -142,8 +201,9 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
   if (options.leak_patterns) {
     Progress(options, "leak patterns", 0);
     const auto patterns_start = Clock::now();
-    HW_ASSIGN_OR_RETURN(result.report.leak_patterns,
-                        analysis::RecognizeLeakPatterns(graph, tree, retained, options.patterns));
+    HW_ASSIGN_OR_RETURN(
+        result.report.leak_patterns,
+        analysis::RecognizeLeakPatterns(graph, tree, retained, options.patterns, thread_names));
     result.report.timings.aggregation_seconds += SecondsSince(patterns_start);
   }
 
@@ -203,6 +263,7 @@ StatusOr<DumpAnalysis> Analyze(const analysis::HeapGraph& graph, const AnalyzeDu
                         analysis::BuildDumpSummary(graph, tree, retained, options.summary));
     result.report.timings.aggregation_seconds += SecondsSince(summary_start);
   }
+  if (thread_names != nullptr) NameThreads(graph, *thread_names, &result);
   return result;
 }
 
@@ -230,8 +291,10 @@ StatusOr<DumpAnalysis> AnalyzeDump(const std::string& path, const AnalyzeDumpOpt
   DumpAnalysis result;
   {
     HW_ASSIGN_OR_RETURN(analysis::HeapGraph graph, ReadDumpGraph(path, options));
+    // The thread names' pass counts as reading the dump.
+    const analysis::ThreadNames thread_names = ReadThreadNames(path, graph, options.thread_names);
     const double parse_seconds = SecondsSince(start);
-    HW_ASSIGN_OR_RETURN(result, Analyze(graph, options, exclude));
+    HW_ASSIGN_OR_RETURN(result, Analyze(graph, options, exclude, &thread_names));
     result.report.timings.parse_seconds = parse_seconds;
     result.peak_memory_bytes = memory.Growth();
   }  // the graph is freed here

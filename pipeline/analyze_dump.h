@@ -19,8 +19,9 @@
 // returns; what it returns is small (a few KB per class, the histogram, at most
 // DumpSummaryOptions::max_owners owners).
 //
-// Secrets: the results hold class, field and GC-root-kind names, object ids, counts and sizes only;
-// never primitive values or string contents (the report model never reads them).
+// Secrets: the results hold class, field and GC-root-kind names, object ids, counts and sizes;
+// never primitive values, and no string contents but the names of live threads, masked by default
+// (AnalyzeDumpOptions::thread_names).
 //
 // Units: sizes in bytes, times in seconds. Memory: the graph (analysis/heap_graph.h) plus 20 bytes
 // per object for the dominator tree and retained sizes plus, with dump_summary, 8 bytes per object
@@ -49,6 +50,7 @@
 #include "analysis/heap_graph.h"
 #include "analysis/leak_patterns/leak_patterns.h"
 #include "analysis/report.h"
+#include "analysis/thread_names.h"
 #include "common/status.h"
 
 namespace heapwatch::pipeline {
@@ -86,6 +88,11 @@ struct AnalyzeDumpOptions {
   // references) more.
   bool leak_patterns = true;
   analysis::LeakPatternOptions patterns;
+  // Names of live threads in the reports (AnalyzeDump only; analysis/thread_names.h,
+  // docs/leak-patterns.md "Thread names and privacy"): kMasked (default) shows them with digit
+  // runs masked ("pool-#-thread-#"), kFull as they are, kOff not at all. Reading them is one more
+  // streaming pass over the dump (counted in timings.parse_seconds) that keeps only the names.
+  analysis::ThreadNamePrivacy thread_names = analysis::ThreadNamePrivacy::kMasked;
   // Also build the dump summary (class histogram by name and owners) that the daemon stores.
   bool dump_summary = false;
   analysis::DumpSummaryOptions summary;
@@ -107,8 +114,8 @@ struct DumpAnalysis {
   std::vector<analysis::SuspectReport> suspects;
   // One per entry of `suspects`: the class of the top-level dominator (a child of the dominator
   // tree's super root) that dominates the suspect's first accumulation point, the point itself when
-  // it is top-level; empty without an accumulation point. Marks the point's cell in the web report's
-  // treemap of report.top_dominators_by_class (docs/web.md). O(depth of the point) each.
+  // it is top-level; empty without an accumulation point. Marks the point's cell in the web
+  // report's treemap of report.top_dominators_by_class (docs/web.md). O(depth of the point) each.
   std::vector<std::string> accumulation_point_top_classes;
   // The dump's dominator tree two levels deep, grouped by class (analysis/dominator_treemap.h,
   // default bounds), for the web report's treemap; O(objects) once per dump.

@@ -36,6 +36,7 @@ v1::HeapObject ToProto(const analysis::ObjectSummary& object) {
   out.set_gc_root_kind(object.gc_root_kind);
   out.set_dynamic_bytes(object.dynamic_bytes);
   out.set_dynamic_objects(object.dynamic_objects);
+  out.set_thread_name(object.thread_name);
   return out;
 }
 

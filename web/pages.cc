@@ -146,8 +146,15 @@ const char* DumpStateName(v1::ExtendedDumpState s) {
 }
 
 std::string ObjectText(const v1::HeapObject& o) {
-  return absl::StrFormat("<span class=\"cls\">%s</span> <span class=\"muted\">@0x%x</span>",
-                         EscapeHtml(o.class_name()), o.object_id());
+  std::string text =
+      absl::StrFormat("<span class=\"cls\">%s</span> <span class=\"muted\">@0x%x</span>",
+                      EscapeHtml(o.class_name()), o.object_id());
+  // A live thread's name: text of the JVM, escaped like every other string of a page.
+  if (!o.thread_name().empty()) {
+    absl::StrAppend(&text, " <span class=\"thread\">&quot;", EscapeHtml(o.thread_name()),
+                    "&quot;</span>");
+  }
+  return text;
 }
 
 std::string PathHtml(const v1::GcRootPath& path) {

@@ -211,12 +211,13 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
         const ClassInfo& thread_class = graph.class_info(graph.class_of(from));
         if (reference == "contextClassLoader" ||
             reference == "java.lang.Thread.contextClassLoader") {
-          via = absl::StrCat("it is the context class loader of thread ", c.ObjectName(from));
+          via = absl::StrCat("it is the context class loader of thread ", c.ThreadObjectName(from));
         } else if (thread_class.class_loader == loader || to == thread_class.class_object) {
-          via = absl::StrCat("thread ", c.ObjectName(from),
+          via = absl::StrCat("thread ", c.ThreadObjectName(from),
                              ", started by the application, is still running");
         } else {
-          via = absl::StrCat("thread ", c.ObjectName(from), " references it through ", reference);
+          via = absl::StrCat("thread ", c.ThreadObjectName(from), " references it through ",
+                             reference);
         }
       } else if (graph.kind(from) == ObjectKind::kClass && graph.DescribedClass(from).valid() &&
                  registry[graph.DescribedClass(from).value] == 1) {
@@ -239,7 +240,7 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
         const bool own_code = graph.kind(chain.front()) != ObjectKind::kClass && held.valid() &&
                               graph.class_info(held).class_loader == loader;
         if (own_code && thread != thread_of_serial.end()) {
-          via = absl::StrCat("thread ", c.ObjectName(ObjectIndex(thread->second)),
+          via = absl::StrCat("thread ", c.ThreadObjectName(ObjectIndex(thread->second)),
                              " is still running the application's code (a ",
                              std::string(GcRootKindName(root->second.kind)), " root holds ",
                              c.ObjectName(chain.front()), ")");
@@ -248,7 +249,7 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
               "a ", std::string(GcRootKindName(root->second.kind)), " root",
               thread == thread_of_serial.end()
                   ? std::string()
-                  : absl::StrCat(" of thread ", c.ObjectName(ObjectIndex(thread->second))),
+                  : absl::StrCat(" of thread ", c.ThreadObjectName(ObjectIndex(thread->second))),
               " references it");
         }
       } else {
@@ -258,7 +259,7 @@ Status RecognizePinnedClassLoaders(const PatternContext& c, const LeakPatternOpt
     // A timer: the path runs through java.util.TimerThread.
     for (ObjectIndex v : chain) {
       if (c.ClassName(v) == "java.util.TimerThread") {
-        via = absl::StrCat("a java.util.Timer's thread ", c.ObjectName(v),
+        via = absl::StrCat("a java.util.Timer's thread ", c.ThreadObjectName(v),
                            " still runs a task of the application");
         break;
       }

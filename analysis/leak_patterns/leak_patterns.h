@@ -10,14 +10,15 @@
 //                             (class_loader_pinned.cc)
 //   static-collection         a large collection in a static field (static_collection.cc)
 //   finalizer-backlog         objects waiting for finalization (finalizer_backlog.cc)
+//   cleaner-backlog           Cleaner registrations never cleaned (cleaner_backlog.cc)
 //
 // A match names the culprits (the thread, the ThreadLocal and the static field declaring it, the
 // registering class, the pinning path) and carries the path through the field that holds the
 // leaked objects. Matches hold class, field and GC-root-kind names, object ids and sizes only:
-// never primitive values or string contents (thread names are string contents, and the graph does
-// not keep them; a thread is named by its class, id and GC-root kind, see
-// docs/leak-patterns.md "Privacy"). Units: bytes. Thread-safety: reentrant; reads its inputs only.
-// No recogniser recurses over the graph.
+// never primitive values or string contents, with one exception: the names of live threads, which
+// the caller reads from the dump and passes in already masked and sanitised
+// (analysis/thread_names.h, docs/leak-patterns.md "Thread names and privacy"). Units: bytes.
+// Thread-safety: reentrant; reads its inputs only. No recogniser recurses over the graph.
 #ifndef HEAPWATCH_ANALYSIS_LEAK_PATTERNS_LEAK_PATTERNS_H_
 #define HEAPWATCH_ANALYSIS_LEAK_PATTERNS_LEAK_PATTERNS_H_
 
@@ -31,6 +32,7 @@
 #include "analysis/heap_graph.h"
 #include "analysis/report.h"
 #include "analysis/retained_size.h"
+#include "analysis/thread_names.h"
 #include "common/status.h"
 
 namespace heapwatch::analysis {
@@ -60,6 +62,11 @@ struct LeakPatternOptions {
   uint32_t static_collection_min_elements = 1000;
   // finalizer-backlog: matches when at least this many objects wait for finalization.
   uint32_t finalizer_min_pending = 10000;
+  // cleaner-backlog: matches when at least this many objects registered with a Cleaner are kept
+  // reachable by their own cleaning action...
+  uint32_t cleaner_min_captured = 100;
+  // ...or at least this many registrations wait for the cleaner thread.
+  uint32_t cleaner_min_pending = 10000;
 };
 
 // Every pattern the library knows, in a fixed order.
@@ -70,11 +77,13 @@ std::span<const LeakPatternInfo> LeakPatterns();
 // LeakPatterns() order. Cost: O(objects + references) for the class-loader recogniser's two
 // searches (only when the dump has a class loader outside the JDK), O(objects) for the others,
 // plus the shortest path searches of analysis/gc_root_paths.h for at most a few matches per
-// pattern. Memory: a bitmap and a 4-byte parent per object for the class-loader searches. Errors:
+// pattern. Memory: a bitmap and a 4-byte parent per object for the class-loader searches.
+// `thread_names` (may be null): the names of live threads as reports may show them, by thread
+// object (ThreadNameForReport output); threads are then named by them too. Errors:
 // InvalidArgument when `tree` or `retained` do not belong to `graph`.
 StatusOr<std::vector<LeakPatternMatch>> RecognizeLeakPatterns(
     const HeapGraph& graph, const DominatorTree& tree, const RetainedSizes& retained,
-    const LeakPatternOptions& options = {});
+    const LeakPatternOptions& options = {}, const ThreadNames* thread_names = nullptr);
 
 // The matches that concern a suspect: those with an anchor that is, in the dominator tree, an
 // ancestor or a descendant of (or equal to) one of `points` (the suspect's accumulation points,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/leak_patterns/pattern_context.h"
+#include "common/stable_class_name.h"
 
 namespace heapwatch::analysis::leak_patterns {
 namespace {
@@ -46,7 +47,7 @@ bool ListenerLike(const HeapGraph& graph, ClassId cls, std::vector<uint8_t>* cac
 // lambda class.
 std::string LambdaHost(std::string_view name) {
   const size_t at = name.find("$$Lambda");
-  return at == std::string_view::npos ? std::string() : std::string(name.substr(0, at));
+  return at == std::string_view::npos ? std::string() : StableClassName(name.substr(0, at));
 }
 
 }  // namespace
@@ -107,16 +108,30 @@ Status RecognizeListeners(const PatternContext& c, const LeakPatternOptions& opt
       // Who registered them: the class a lambda was declared in, and what each captures.
       const std::string host = LambdaHost(listener_class);
       std::map<std::string, uint64_t> captured;
+      std::map<std::string, uint64_t> receivers;  // class of arg$1: a method reference's receiver
       for (size_t k = 0; k < listeners.size(); ++k) {
         const ObjectIndex l = listeners[k];
         for (uint64_t e = g.first_edge(l); e < g.first_edge(ObjectIndex(l.value + 1)); ++e) {
           const ReferenceSlot slot = graph.ResolveReference(l, e);
           if (slot.kind != ReferenceSlot::Kind::kField) continue;
-          ++captured[absl::StrCat(c.ClassName(g.targets[e]), " (field ",
-                                  graph.DescribeSlot(l, slot), ")")];
+          const std::string field = graph.DescribeSlot(l, slot);
+          ++captured[absl::StrCat(c.ClassName(g.targets[e]), " (field ", field, ")")];
+          if (!host.empty() && field == "arg$1") ++receivers[c.ClassName(g.targets[e])];
         }
       }
-      std::string registrant = host.empty() ? listener_class : host;
+      // A lambda's host class registered it; the object a method reference (this::on) or a
+      // capturing lambda was made on is its first captured argument, arg$1. The method it calls
+      // is not in the dump (HPROF has no code): docs/leak-patterns.md.
+      std::string registrant = listener_class;
+      if (!host.empty()) {
+        std::string receiver;
+        for (const auto& [name, count] : receivers) {
+          if (2 * count > listeners.size()) receiver = name;  // most listeners capture one
+        }
+        registrant =
+            absl::StrCat(host, " (lambda",
+                         receiver.empty() ? "" : absl::StrCat(", capturing a ", receiver), ")");
+      }
       match.culprits.push_back(host.empty() ? absl::StrCat("listener class ", listener_class)
                                             : absl::StrCat("lambda or method reference ",
                                                            listener_class, ", declared in ", host));

@@ -14,8 +14,8 @@ bool IsJdkClassName(std::string_view name) {
 }
 
 PatternContext::PatternContext(const HeapGraph& graph, const DominatorTree& tree,
-                               const RetainedSizes& retained)
-    : graph_(graph), tree_(tree), retained_(retained) {
+                               const RetainedSizes& retained, const ThreadNames* thread_names)
+    : graph_(graph), tree_(tree), retained_(retained), thread_names_(thread_names) {
   for (const GcRoot& root : graph.gc_roots()) {
     root_kind_.try_emplace(root.object.value, root.kind);
     if (root.kind == GcRootKind::kThreadObject) thread_roots_.insert(root.object.value);
@@ -82,6 +82,17 @@ std::string PatternContext::RootKind(ObjectIndex v) const {
 }
 
 bool PatternContext::IsThreadRoot(ObjectIndex v) const { return thread_roots_.contains(v.value); }
+
+std::string PatternContext::ThreadName(ObjectIndex v) const {
+  if (thread_names_ == nullptr) return "";
+  auto it = thread_names_->find(v.value);
+  return it == thread_names_->end() ? std::string() : it->second;
+}
+
+std::string PatternContext::ThreadObjectName(ObjectIndex v) const {
+  const std::string name = ThreadName(v);
+  return name.empty() ? ObjectName(v) : absl::StrCat(ObjectName(v), " \"", name, "\"");
+}
 
 std::string PatternContext::StaticFieldHolding(ObjectIndex v) const {
   if (!statics_built_) {

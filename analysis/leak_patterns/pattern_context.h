@@ -17,7 +17,8 @@ namespace heapwatch::analysis::leak_patterns {
 
 class PatternContext {
  public:
-  PatternContext(const HeapGraph& graph, const DominatorTree& tree, const RetainedSizes& retained);
+  PatternContext(const HeapGraph& graph, const DominatorTree& tree, const RetainedSizes& retained,
+                 const ThreadNames* thread_names = nullptr);
 
   const HeapGraph& graph() const { return graph_; }
   const DominatorTree& tree() const { return tree_; }
@@ -41,6 +42,10 @@ class PatternContext {
   // The GC-root kind name of `v` ("THREAD_OBJECT"), "" when it is not a GC root.
   std::string RootKind(ObjectIndex v) const;
   bool IsThreadRoot(ObjectIndex v) const;
+  // The name of thread `v` as reports may show it (masked, sanitised), "" when unknown.
+  std::string ThreadName(ObjectIndex v) const;
+  // "java.lang.Thread@0x7f00 \"pool-#-thread-#\"": ObjectName plus the quoted thread name, if any.
+  std::string ThreadObjectName(ObjectIndex v) const;
 
   // "static com.acme.Cache.ENTRIES" for every object some static field references (the first
   // static field found, in class order); built on first use: O(references of class objects).
@@ -57,6 +62,7 @@ class PatternContext {
   const HeapGraph& graph_;
   const DominatorTree& tree_;
   const RetainedSizes& retained_;
+  const ThreadNames* thread_names_;
   absl::flat_hash_map<uint32_t, GcRootKind> root_kind_;
   absl::flat_hash_set<uint32_t> thread_roots_;  // THREAD_OBJECT roots
   mutable absl::flat_hash_map<std::string, std::vector<uint8_t>> subclass_cache_;
@@ -78,6 +84,8 @@ Status RecognizeStaticCollections(const PatternContext& context, const LeakPatte
                                   std::vector<LeakPatternMatch>* matches);
 Status RecognizeFinalizerBacklog(const PatternContext& context, const LeakPatternOptions& options,
                                  std::vector<LeakPatternMatch>* matches);
+Status RecognizeCleanerBacklog(const PatternContext& context, const LeakPatternOptions& options,
+                               std::vector<LeakPatternMatch>* matches);
 
 // The registry's description of pattern `id` (which must exist).
 const LeakPatternInfo& PatternInfo(std::string_view id);

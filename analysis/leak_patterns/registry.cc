@@ -9,7 +9,7 @@
 namespace heapwatch::analysis {
 namespace {
 
-constexpr std::array<LeakPatternInfo, 5> kPatterns = {{
+constexpr std::array<LeakPatternInfo, 6> kPatterns = {{
     {"thread-local-value", "ThreadLocal value held by a live thread",
      "A live thread (THREAD_OBJECT GC root) holds, through Thread.threadLocals or "
      "inheritableThreadLocals -> ThreadLocalMap.table -> Entry.value, values of one ThreadLocal "
@@ -72,6 +72,20 @@ constexpr std::array<LeakPatternInfo, 5> kPatterns = {{
      "everything its objects reference grow. Usual fix: do not override finalize() (deprecated "
      "since Java 9); release resources with try-with-resources or a java.lang.ref.Cleaner, and "
      "make any finalize() that remains fast and non-blocking."},
+    {"cleaner-backlog", "Cleaner registrations never cleaned",
+     "Registrations with a java.lang.ref.Cleaner (jdk.internal.ref.PhantomCleanable) whose "
+     "cleaning action reaches the registered object over strong references, or that are enqueued "
+     "(Reference.queue is ReferenceQueue.ENQUEUED) and wait for the cleaner thread, at least the "
+     "threshold number of either.",
+     "A Cleaner runs an object's cleaning action after the object became phantom reachable. The "
+     "Cleaner keeps every registered action strongly, so an action that references the object "
+     "(a lambda or method reference capturing this, an inner class, a field of the object "
+     "itself) keeps the object reachable forever: it is never cleaned, and every registration "
+     "adds one more object to the Cleaner's list. Actions that block or run slowly make "
+     "registrations wait in the queue of the Cleaner's single thread instead. Usual fix: make the "
+     "action a static nested class (or a lambda in a static context) holding only the state to "
+     "release, never the object; keep actions short and non-blocking; call Cleanable.clean() "
+     "explicitly (try-with-resources) so the Cleaner is only the safety net."},
 }};
 
 }  // namespace
@@ -102,19 +116,20 @@ LeakPatternMatch NewMatch(std::string_view id) {
 StatusOr<std::vector<LeakPatternMatch>> RecognizeLeakPatterns(const HeapGraph& graph,
                                                               const DominatorTree& tree,
                                                               const RetainedSizes& retained,
-                                                              const LeakPatternOptions& options) {
+                                                              const LeakPatternOptions& options,
+                                                              const ThreadNames* thread_names) {
   if (tree.object_count() != graph.object_count() ||
       retained.size() != graph.object_count() + size_t{1}) {
     return absl::InvalidArgumentError(
         "leak patterns: the dominator tree or retained sizes do not belong to this heap graph");
   }
-  const leak_patterns::PatternContext context(graph, tree, retained);
+  const leak_patterns::PatternContext context(graph, tree, retained, thread_names);
   using Recognizer = Status (*)(const leak_patterns::PatternContext&, const LeakPatternOptions&,
                                 std::vector<LeakPatternMatch>*);
   constexpr Recognizer kRecognizers[] = {
-      leak_patterns::RecognizeThreadLocalValues, leak_patterns::RecognizeListeners,
+      leak_patterns::RecognizeThreadLocalValues,  leak_patterns::RecognizeListeners,
       leak_patterns::RecognizePinnedClassLoaders, leak_patterns::RecognizeStaticCollections,
-      leak_patterns::RecognizeFinalizerBacklog};
+      leak_patterns::RecognizeFinalizerBacklog,   leak_patterns::RecognizeCleanerBacklog};
   std::vector<LeakPatternMatch> all;
   for (Recognizer recognize : kRecognizers) {
     std::vector<LeakPatternMatch> matches;

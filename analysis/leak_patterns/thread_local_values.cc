@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "analysis/leak_patterns/pattern_context.h"
 
 namespace heapwatch::analysis::leak_patterns {
@@ -103,8 +104,18 @@ Status RecognizeThreadLocalValues(const PatternContext& c, const LeakPatternOpti
     for (auto [t, bytes] : per_thread) threads.push_back({bytes, t});
     std::sort(threads.begin(), threads.end(), [](auto a, auto b) { return a.first > b.first; });
     size_t pool_threads = 0;
+    std::vector<std::string> names;  // distinct thread names (masked ones collapse), at most 3
+    bool more_names = false;
     for (size_t i = 0; i < threads.size(); ++i) {
       const ObjectIndex thread(threads[i].second);
+      if (const std::string name = c.ThreadName(thread); !name.empty()) {
+        if (std::find(names.begin(), names.end(), name) != names.end()) {
+        } else if (names.size() < 3) {
+          names.push_back(name);
+        } else {
+          more_names = true;
+        }
+      }
       const ObjectIndex task = ThreadTask(c, thread);
       const std::string task_class = task.valid() ? c.ClassName(task) : "";
       const bool pool =
@@ -113,7 +124,7 @@ Status RecognizeThreadLocalValues(const PatternContext& c, const LeakPatternOpti
       pool_threads += pool;
       if (i < 8) {
         match.culprits.push_back(absl::StrCat(
-            "thread ", c.ObjectName(thread), " (", c.RootKind(thread), " root",
+            "thread ", c.ThreadObjectName(thread), " (", c.RootKind(thread), " root",
             pool ? absl::StrCat(", pool worker ", task_class.empty() ? "" : task_class) : "",
             ") holds ", HumanBytes(threads[i].first)));
       }
@@ -132,6 +143,9 @@ Status RecognizeThreadLocalValues(const PatternContext& c, const LeakPatternOpti
         " holds ", group.values.size(), group.values.size() == 1 ? " value" : " values", " (",
         value_classes, ") retaining ", HumanBytes(group.bytes), " in ", threads.size(),
         threads.size() == 1 ? " live thread" : " live threads",
+        names.empty() ? ""
+                      : absl::StrCat(" named \"", absl::StrJoin(names, "\", \""), "\"",
+                                     more_names ? ", ..." : ""),
         pool_threads > 0 ? absl::StrCat(" (", pool_threads, " of them thread-pool workers)") : "",
         ": the values are set and never removed");
     // The path through the right fields: thread (GC root) -> threadLocals -> table -> [i] -> value,

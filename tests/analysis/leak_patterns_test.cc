@@ -49,6 +49,17 @@ std::vector<LeakPatternMatch> Recognize(const HeapGraph& graph,
   return matches.ok() ? *matches : std::vector<LeakPatternMatch>{};
 }
 
+std::vector<LeakPatternMatch> RecognizeWithNames(const HeapGraph& graph, const ThreadNames& names,
+                                                 const LeakPatternOptions& options = {}) {
+  auto tree = ComputeDominatorTree(graph.graph(), graph.root_objects());
+  EXPECT_TRUE(tree.ok()) << tree.status();
+  RetainedSizes retained =
+      ComputeRetainedSizes(*tree, [&](ObjectIndex v) { return graph.shallow_size(v); });
+  auto matches = RecognizeLeakPatterns(graph, *tree, retained, options, &names);
+  EXPECT_TRUE(matches.ok()) << matches.status();
+  return matches.ok() ? *matches : std::vector<LeakPatternMatch>{};
+}
+
 std::vector<std::string> Ids(const std::vector<LeakPatternMatch>& matches) {
   std::vector<std::string> ids;
   for (const LeakPatternMatch& m : matches) ids.push_back(m.pattern_id);
@@ -127,8 +138,9 @@ TEST(LeakPatterns, RegistryDescribesEveryPattern) {
     EXPECT_GT(info.recognition.size(), 40u) << info.id;
     EXPECT_THAT(std::string(info.explanation), HasSubstr("Usual fix")) << info.id;
   }
-  EXPECT_THAT(ids, ElementsAre("thread-local-value", "listeners-never-removed",
-                               "class-loader-pinned", "static-collection", "finalizer-backlog"));
+  EXPECT_THAT(ids,
+              ElementsAre("thread-local-value", "listeners-never-removed", "class-loader-pinned",
+                          "static-collection", "finalizer-backlog", "cleaner-backlog"));
 }
 
 TEST(LeakPatterns, ThreadLocalValuesInPoolThreads) {
@@ -204,7 +216,9 @@ TEST(LeakPatterns, ListenersNeverRemoved) {
   EXPECT_THAT(m.summary,
               HasSubstr("150 listeners of class com.acme.ViewModel$$Lambda$14/0x0000000800c01234 "
                         "accumulate in java.util.concurrent.CopyOnWriteArrayList@0x200"));
-  EXPECT_THAT(m.summary, HasSubstr("listeners registered by com.acme.ViewModel are never removed"));
+  EXPECT_THAT(m.summary,
+              HasSubstr("listeners registered by com.acme.ViewModel (lambda, capturing a "
+                        "com.acme.ViewModel) are never removed"));
   EXPECT_THAT(m.culprits, Contains("each listener captures a com.acme.ViewModel (field arg$1) (150 "
                                    "listeners)"));
   ASSERT_TRUE(m.path.found);
@@ -326,6 +340,118 @@ TEST(LeakPatterns, MatchesForSuspectRelatesAccumulationPointsAndAnchors) {
   EXPECT_EQ(MatchesForSuspect(*tree, *matches, thread).size(), 1u);
   EXPECT_EQ(MatchesForSuspect(*tree, *matches, buffer).size(), 1u);
   EXPECT_EQ(MatchesForSuspect(*tree, *matches, tl_object).size(), 0u);
+}
+
+TEST(LeakPatterns, ThreadLocalNamesTheThreads) {
+  auto graph = ThreadLocalHeap(/*leak=*/true, /*buffers=*/100);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ThreadNames names;
+  names[graph->FindObject(0x10000).value] = "pool-#-thread-#";
+  names[graph->FindObject(0x20000).value] = "pool-#-thread-#";
+  names[graph->FindObject(0x30000).value] = "<b>odd</b>";
+  const std::vector<LeakPatternMatch> matches = RecognizeWithNames(*graph, names);
+  ASSERT_THAT(Ids(matches), ElementsAre("thread-local-value"));
+  EXPECT_THAT(matches[0].summary,
+              HasSubstr("in 4 live threads named \"pool-#-thread-#\", \"<b>odd</b>\" (4 of them"));
+  EXPECT_THAT(
+      matches[0].culprits,
+      Contains(HasSubstr("thread java.lang.Thread@0x10000 \"pool-#-thread-#\" (THREAD_OBJECT")));
+  // A thread without a name is named as before.
+  EXPECT_THAT(matches[0].culprits, Contains(HasSubstr("thread java.lang.Thread@0x40000 (THREAD")));
+}
+
+// A Cleaner's list of `count` registrations (CleanerImpl$PhantomCleanableRef: action, referent,
+// queue), each for a com.acme.Connection; the action is a lambda whose arg$1 is the Connection
+// itself (`capture`) or a com.acme.State; with `enqueued`, queue = ReferenceQueue.ENQUEUED.
+StatusOr<HeapGraph> CleanerHeap(int count, bool capture, bool enqueued) {
+  HeapGraphBuilder b{DumpInfo{}};
+  ClassId object = b.AddClass(Instance("java.lang.Object", {}, 16), 0x10);
+  ClassInfo reference = Sub(Instance("java.lang.ref.Reference", {"referent", "queue"}, 32), object);
+  reference.is_reference = true;
+  ClassId ref = b.AddClass(reference, 0x20);
+  ClassInfo phantom = Sub(Instance("java.lang.ref.PhantomReference", {}, 32), ref);
+  phantom.is_reference = true;
+  ClassId phantom_ref = b.AddClass(phantom, 0x30);
+  ClassInfo cleanable =
+      Sub(Instance("jdk.internal.ref.PhantomCleanable", {"next"}, 40), phantom_ref);
+  cleanable.is_reference = true;
+  ClassId cleanable_class = b.AddClass(cleanable, 0x40);
+  ClassInfo cleanable_ref =
+      Sub(Instance("jdk.internal.ref.CleanerImpl$PhantomCleanableRef", {"action"}, 48),
+          cleanable_class);
+  cleanable_ref.is_reference = true;
+  ClassId ref_class = b.AddClass(cleanable_ref, 0x50);
+  ClassId queue = b.AddClass(
+      WithStatic(Sub(Instance("java.lang.ref.ReferenceQueue", {}, 32), object), "ENQUEUED"), 0x60);
+  ClassId impl = b.AddClass(
+      WithStatic(
+          Sub(Instance("jdk.internal.ref.CleanerImpl", {"phantomCleanableList"}, 24), object),
+          "INSTANCE"),
+      0x70);
+  ClassId lambda =
+      b.AddClass(Sub(Instance("com.acme.Connection$$Lambda", {"arg$1"}, 16), object), 0x80);
+  ClassId connection = b.AddClass(Sub(Instance("com.acme.Connection", {}, 1024), object), 0x90);
+  ClassId state = b.AddClass(Sub(Instance("com.acme.State", {}, 32), object), 0xA0);
+  for (uint64_t c = 0x10; c <= 0xA0; c += 0x10) b.AddRoot(c, GcRootKind::kStickyClass);
+  b.SetStaticReferences(queue, {0x500});
+  b.AddInstance(0x500, queue, {});
+  b.AddInstance(0x510, queue, {});  // the Cleaner's own queue
+  b.SetStaticReferences(impl, {0x600});
+  uint64_t next = 0;
+  for (int i = count - 1; i >= 0; --i) {
+    const uint64_t r = 0x10000 + 0x100 * i;
+    b.AddInstance(r + 0x10, lambda, {capture ? r + 0x20 : r + 0x30});
+    b.AddInstance(r + 0x20, connection, {});
+    b.AddInstance(r + 0x30, state, {});
+    // Own fields first (action), then PhantomCleanable (next), then Reference (referent, queue).
+    b.AddInstance(r, ref_class, {r + 0x10, next, r + 0x20, enqueued ? 0x500 : 0x510});
+    next = r;
+  }
+  b.AddInstance(0x600, impl, {next});
+  return std::move(b).Build();
+}
+
+TEST(LeakPatterns, CleanerActionCapturingItsObject) {
+  auto graph = CleanerHeap(150, /*capture=*/true, /*enqueued=*/false);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const std::vector<LeakPatternMatch> matches = Recognize(*graph);
+  ASSERT_THAT(Ids(matches), ElementsAre("cleaner-backlog"));
+  const LeakPatternMatch& m = matches[0];
+  EXPECT_EQ(m.objects, 150u);
+  EXPECT_THAT(m.summary, HasSubstr("150 objects (com.acme.Connection) registered with a "
+                                   "java.lang.ref.Cleaner are never cleaned: the cleaning action "
+                                   "captures the object it should clean"));
+  EXPECT_THAT(m.culprits, Contains("cleaning actions that capture them: 150 "
+                                   "com.acme.Connection$$Lambda"));
+  ASSERT_TRUE(m.path.found);
+  const std::vector<std::string> refs = References(m.path);
+  ASSERT_GE(refs.size(), 2u);
+  EXPECT_THAT(std::vector<std::string>(refs.end() - 2, refs.end()), ElementsAre("action", "arg$1"));
+}
+
+TEST(LeakPatterns, CleanerRegistrationsWaitingForTheCleanerThread) {
+  auto graph = CleanerHeap(150, /*capture=*/false, /*enqueued=*/true);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  LeakPatternOptions options;
+  options.cleaner_min_pending = 100;
+  const std::vector<LeakPatternMatch> matches = Recognize(*graph, options);
+  ASSERT_THAT(Ids(matches), ElementsAre("cleaner-backlog"));
+  EXPECT_THAT(matches[0].summary,
+              HasSubstr("150 objects registered with a java.lang.ref.Cleaner wait for its "
+                        "cleaner thread"));
+  // Below the default threshold: nothing.
+  EXPECT_THAT(Ids(Recognize(*graph)), ElementsAre());
+}
+
+TEST(LeakPatterns, CleanerUsedRightIsNotClaimed) {
+  // Actions that hold only the state, registrations not enqueued: the objects are only phantom
+  // reachable (through the referent) and will be cleaned.
+  auto graph = CleanerHeap(150, /*capture=*/false, /*enqueued=*/false);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_THAT(Ids(Recognize(*graph)), ElementsAre());
+  auto few = CleanerHeap(50, /*capture=*/true, /*enqueued=*/false);
+  ASSERT_TRUE(few.ok()) << few.status();
+  EXPECT_THAT(Ids(Recognize(*few)), ElementsAre());
 }
 
 }  // namespace

@@ -14,6 +14,15 @@
 //    data dir the leak comes back from the replayed history and the stored report (one leak, all
 //    six classes, the same main class and accumulation point). It prints how long each step took.
 //
+//  KnownPatternProgramsAreOneLeakEach: one heapwatchd watches four JVMs at once: ThreadLocalPoolApp
+//  (a
+//    pool's ThreadLocal lists never removed) and ListenerApp (method-reference listeners never
+//    unregistered from a static bus), both growing, and their clean variants
+//    (ThreadLocalPoolCleanApp, ListenerCleanApp). Each leaking JVM must have exactly one leak whose
+//    report names its known-leak pattern (thread-local-value / listeners-never-removed) with the
+//    path through the right fields and the thread names masked; the clean JVMs no leak. It prints
+//    how long it took.
+//
 // The JVM is started from a copy of its jar in the test's own directory and heapwatchd watches only
 // that (OwnJarsWatchConfig), so other e2e tests running in parallel are never watched or dumped.
 #include <signal.h>
@@ -61,12 +70,9 @@ using testing::WaitFor;
 
 constexpr char kEventClass[] = "EventLeakApp$Event";
 const std::vector<std::string>& SixClasses() {
-  static const std::vector<std::string> kSix = {kEventClass,
-                                                "double[]",
-                                                "byte[]",
-                                                "java.lang.String",
-                                                "java.lang.Long",
-                                                "java.util.concurrent.ConcurrentHashMap$Node"};
+  static const std::vector<std::string> kSix = {
+      kEventClass,        "double[]",       "byte[]",
+      "java.lang.String", "java.lang.Long", "java.util.concurrent.ConcurrentHashMap$Node"};
   return kSix;
 }
 // What the analysis names as the accumulation point of the event leak: the map's bucket array. It
@@ -226,7 +232,8 @@ escalation:
     if (s.agent() == agent) EXPECT_EQ(s.leak(), leak.leak()) << ToJson(s);
   }
 
-  // ---- ExplainSuspect: the live detector says why the event class is a suspect, and in which leak ----
+  // ---- ExplainSuspect: the live detector says why the event class is a suspect, and in which leak
+  // ----
   {
     v1::ExplainSuspectRequest request;
     request.set_agent(agent);
@@ -238,8 +245,8 @@ escalation:
     bool some_scale_flags_it = false;
     for (const v1::TrendScale& scale : e.scales()) some_scale_flags_it |= scale.suspect();
     EXPECT_TRUE(some_scale_flags_it) << ToJson(e);
-    std::cout << "E2E: ExplainSuspect(" << kEventClass << "): " << e.scales_size()
-              << " time scales" << std::endl;
+    std::cout << "E2E: ExplainSuspect(" << kEventClass << "): " << e.scales_size() << " time scales"
+              << std::endl;
   }
 
   // ---- one extended dump for the leak; the event's report names the static map's table ----
@@ -247,7 +254,8 @@ escalation:
   const v1::ExtendedDump* done_dump = nullptr;
   for (const v1::ExtendedDump& d : reports.dumps()) {
     if (d.state() == v1::EXTENDED_DUMP_STATE_DUMPING ||
-        d.state() == v1::EXTENDED_DUMP_STATE_ANALYZING || d.state() == v1::EXTENDED_DUMP_STATE_DONE) {
+        d.state() == v1::EXTENDED_DUMP_STATE_ANALYZING ||
+        d.state() == v1::EXTENDED_DUMP_STATE_DONE) {
       ++taken;
     }
     if (d.state() == v1::EXTENDED_DUMP_STATE_DONE) done_dump = &d;
@@ -256,12 +264,13 @@ escalation:
   ASSERT_NE(done_dump, nullptr);
   const std::set<std::string> analysed(done_dump->report_classes().begin(),
                                        done_dump->report_classes().end());
-  std::cout << "E2E: dump " << done_dump->dump_id() << " analysed "
-            << absl::StrJoin(analysed, ", ") << std::endl;
+  std::cout << "E2E: dump " << done_dump->dump_id() << " analysed " << absl::StrJoin(analysed, ", ")
+            << std::endl;
   EXPECT_TRUE(analysed.count(kEventClass)) << ToJson(*done_dump);
-  EXPECT_EQ(leak.dump_id(), done_dump->dump_id()) << "the leak names the dump its accumulation point "
-                                                     "comes from: "
-                                                  << ToJson(leak);
+  EXPECT_EQ(leak.dump_id(), done_dump->dump_id())
+      << "the leak names the dump its accumulation point "
+         "comes from: "
+      << ToJson(leak);
   v1::GetReportRequest get;
   get.set_agent(agent);
   get.set_class_name(kEventClass);
@@ -285,8 +294,7 @@ escalation:
     absl::StrAppend(&path, " -> [", step.reference(), "] ", step.object().class_name());
     if (step.reference() == "static EVENTS" &&
         step.object().class_name() == "java.util.concurrent.ConcurrentHashMap" &&
-        i + 1 < ap.path().steps_size() &&
-        ap.path().steps(i + 1).reference() == "table" &&
+        i + 1 < ap.path().steps_size() && ap.path().steps(i + 1).reference() == "table" &&
         i + 2 == ap.path().steps_size()) {
       through_static_map = true;
     }
@@ -307,16 +315,15 @@ escalation:
     }
     const v1::AccumulationPoint& p = r.report().accumulation_points(0);
     std::cout << "E2E: top accumulation point of " << c << ": " << p.object().class_name() << " @ "
-              << absl::StrCat("0x", absl::Hex(p.object().object_id())) << " (share " << p.share() << ", "
-              << p.suspect_instances() << " instances)" << std::endl;
+              << absl::StrCat("0x", absl::Hex(p.object().object_id())) << " (share " << p.share()
+              << ", " << p.suspect_instances() << " instances)" << std::endl;
     EXPECT_EQ(p.object().object_id(), ap.object().object_id()) << c;
   }
 
   // ---- heapwatchctl leaks shows the same leak (text), with its accumulation point ----
   {
-    const testing::CommandResult ctl =
-        RunCommand({HEAPWATCHCTL, "--server", grpc_address_, "leaks", "--agent", agent},
-                   absl::Seconds(30));
+    const testing::CommandResult ctl = RunCommand(
+        {HEAPWATCHCTL, "--server", grpc_address_, "leaks", "--agent", agent}, absl::Seconds(30));
     std::cout << "E2E: heapwatchctl leaks --agent " << agent << ":\n" << ctl.out << std::endl;
     EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
     EXPECT_TRUE(absl::StrContains(ctl.out, leak.leak())) << ctl.out;
@@ -329,8 +336,8 @@ escalation:
   EXPECT_EQ(MetricValue(metrics, absl::StrCat("heapwatch_leaks{agent=\"", agent, "\"}")), 1.0)
       << metrics;
   const std::optional<double> growth = MetricValue(
-      metrics, absl::StrCat("heapwatch_leak_growth_bytes_per_second{agent=\"", agent,
-                            "\",leak=\"", leak.leak(), "\",main_class=\"", kEventClass, "\"}"));
+      metrics, absl::StrCat("heapwatch_leak_growth_bytes_per_second{agent=\"", agent, "\",leak=\"",
+                            leak.leak(), "\",main_class=\"", kEventClass, "\"}"));
   ASSERT_TRUE(growth.has_value()) << metrics;
   EXPECT_GT(*growth, 0);
   for (const std::string& c : SixClasses()) {
@@ -373,6 +380,131 @@ escalation:
     }
   }
   std::cout << "E2E: total " << Secs(absl::Now() - test_start) << std::endl;
+}
+
+std::vector<std::string> PathReferences(const v1::GcRootPath& path) {
+  std::vector<std::string> refs;
+  for (int i = 1; i < path.steps_size(); ++i) refs.push_back(path.steps(i).reference());
+  return refs;
+}
+
+TEST_F(LeakEndToEnd, KnownPatternProgramsAreOneLeakEach) {
+  const absl::Time test_start = absl::Now();
+  struct Jvm {
+    std::string main_class;
+    std::string pattern;  // empty for a clean one
+    std::string agent;
+    Subprocess* process = nullptr;
+    std::optional<absl::Time> named_at;  // one leak whose report names the pattern
+  };
+  std::vector<Jvm> jvms = {{"ThreadLocalPoolApp", "thread-local-value"},
+                           {"ListenerApp", "listeners-never-removed"},
+                           {"ThreadLocalPoolCleanApp", ""},
+                           {"ListenerCleanApp", ""}};
+  for (Jvm& j : jvms) {
+    j.process = StartJava(j.main_class, "256m");
+    ASSERT_FALSE(HasFailure());
+  }
+  const std::string config = absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
+  discovery_interval: 1s
+  pause_budget: 1
+  backoff_initial: 2s
+  backoff_max: 4s
+trend:
+  min_growth_bytes: 262144
+escalation:
+  enabled: true
+  auto: true
+  min_dump_interval: 1h
+  join_window: 10s
+  dump_dir: )",
+                                          dir_, "/dumps\n");
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(config, absl::Seconds(1)));
+  const absl::Time daemon_start = absl::Now();
+  for (Jvm& j : jvms) {
+    j.agent = AgentOf(j.process->pid());
+    ASSERT_FALSE(j.agent.empty()) << j.main_class << "\n" << DaemonLog();
+  }
+
+  auto report_of = [&](const v1::Leak& leak) {
+    v1::GetReportRequest get;
+    get.set_agent(leak.agent());
+    get.set_leak(leak.leak());
+    v1::GetReportResponse response;
+    grpc::Status status = CallStatus(&v1::QueryService::Stub::GetReport, get, &response);
+    return status.ok() ? std::optional<v1::DrillDownReport>(response.report()) : std::nullopt;
+  };
+  const bool done = WaitFor(
+      absl::Minutes(3),
+      [&] {
+        bool all = true;
+        for (Jvm& j : jvms) {
+          if (j.pattern.empty() || j.named_at) continue;
+          const std::vector<v1::Leak> leaks = Leaks(j.agent);
+          if (leaks.size() == 1 && !leaks[0].dump_id().empty()) {
+            const auto report = report_of(leaks[0]);
+            if (report && report->leak_patterns_size() > 0) j.named_at = absl::Now();
+          }
+          all = all && j.named_at.has_value();
+        }
+        return all;
+      },
+      absl::Seconds(1));
+  for (const Jvm& j : jvms) {
+    std::cout << "E2E: " << j.main_class << ": "
+              << (j.pattern.empty() ? std::string("clean")
+                  : j.named_at      ? "pattern named at " + Secs(*j.named_at - daemon_start)
+                                    : std::string("pattern never named"))
+              << "; leaks:" << LeaksText(Leaks(j.agent)) << std::endl;
+  }
+  ASSERT_TRUE(done) << DaemonLog();
+
+  for (const Jvm& j : jvms) {
+    SCOPED_TRACE(j.main_class);
+    const std::vector<v1::Leak> leaks = Leaks(j.agent);
+    if (j.pattern.empty()) {
+      EXPECT_TRUE(leaks.empty()) << LeaksText(leaks);
+      continue;
+    }
+    ASSERT_EQ(leaks.size(), 1u) << LeaksText(leaks);
+    const std::optional<v1::DrillDownReport> report = report_of(leaks[0]);
+    ASSERT_TRUE(report.has_value());
+    ASSERT_EQ(report->leak_patterns_size(), 1) << ToJson(*report);
+    const v1::LeakPatternMatch& m = report->leak_patterns(0);
+    EXPECT_EQ(m.pattern_id(), j.pattern) << ToJson(m);
+    const std::vector<std::string> refs = PathReferences(m.path());
+    std::cout << "E2E: " << j.main_class << " report of " << report->class_name() << ": "
+              << m.summary() << "\nE2E:   path: " << absl::StrJoin(refs, " -> ") << std::endl;
+    if (j.pattern == "thread-local-value") {
+      EXPECT_TRUE(absl::StrContains(m.summary(),
+                                    "ThreadLocal static ThreadLocalPoolApp$RequestContext.BUFFERS"))
+          << m.summary();
+      EXPECT_TRUE(absl::StrContains(m.summary(), "named \"pool-#-thread-#\"")) << m.summary();
+      ASSERT_EQ(refs.size(), 4u) << absl::StrJoin(refs, " -> ");
+      EXPECT_EQ(refs[0], "threadLocals");
+      EXPECT_EQ(refs[1], "table");
+      EXPECT_EQ(refs[3], "value");
+      EXPECT_EQ(m.path().steps(0).object().thread_name(), "pool-#-thread-#");
+    } else {
+      EXPECT_TRUE(absl::StrContains(m.summary(),
+                                    "listeners registered by ListenerApp$ViewModel "
+                                    "(lambda, capturing a ListenerApp$ViewModel) "
+                                    "are never removed"))
+          << m.summary();
+      ASSERT_GE(refs.size(), 3u);
+      EXPECT_EQ(absl::StrJoin(refs.end() - 3, refs.end(), " -> "),
+                "static BUS -> listeners -> elementData");
+    }
+    // heapwatchctl report prints the pattern at the top of the leak's report.
+    const testing::CommandResult ctl = RunCommand(
+        {HEAPWATCHCTL, "--server", grpc_address_, "report", j.agent, report->class_name()},
+        absl::Seconds(30));
+    EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
+    EXPECT_TRUE(absl::StrContains(ctl.out, "Known leak pattern: ")) << ctl.out;
+    EXPECT_TRUE(absl::StrContains(ctl.out, "[" + j.pattern + "]")) << ctl.out;
+  }
+  std::cout << "E2E: KnownPatternProgramsAreOneLeakEach took " << Secs(absl::Now() - test_start)
+            << std::endl;
 }
 
 }  // namespace

@@ -52,8 +52,10 @@ std::string TakeDump(const TempDir& dir, const std::string& main_class,
   return dump;
 }
 
-DumpAnalysis Analyze(const std::string& dump, std::vector<std::string> suspects = {}) {
+DumpAnalysis Analyze(const std::string& dump, std::vector<std::string> suspects = {},
+                     analysis::ThreadNamePrivacy names = analysis::ThreadNamePrivacy::kMasked) {
   AnalyzeDumpOptions options;
+  options.thread_names = names;
   options.suspect_classes = std::move(suspects);
   options.dynamic_sizes = false;
   auto analysis = AnalyzeDump(dump, options);
@@ -91,7 +93,10 @@ TEST(LeakPatternsJvm, ThreadLocalInAThreadPool) {
   const analysis::LeakPatternMatch& m = analysis.report.leak_patterns[0];
   EXPECT_THAT(m.summary, HasSubstr("ThreadLocal static HwThreadLocalPool$RequestContext.BUFFERS "
                                    "holds 4 values (4 java.util.ArrayList)"));
-  EXPECT_THAT(m.summary, HasSubstr("in 4 live threads (4 of them thread-pool workers)"));
+  // Executors.defaultThreadFactory names them pool-N-thread-M: shown with the digits masked.
+  EXPECT_THAT(m.summary, HasSubstr("in 4 live threads named \"pool-#-thread-#\" (4 of them "
+                                   "thread-pool workers)"));
+  EXPECT_THAT(m.culprits, Contains(HasSubstr("\"pool-#-thread-#\" (THREAD_OBJECT root")));
   EXPECT_GE(m.retained_bytes, 2000u * 1024);
   ASSERT_TRUE(m.path.found);
   EXPECT_EQ(m.path.steps.front().object.gc_root_kind, "THREAD_OBJECT");
@@ -108,6 +113,8 @@ TEST(LeakPatternsJvm, ThreadLocalInAThreadPool) {
   EXPECT_THAT(Ids(suspect.leak_patterns), ElementsAre("thread-local-value"));
   ASSERT_FALSE(suspect.kept_alive_by.empty());
   EXPECT_EQ(suspect.kept_alive_by[0].class_name, "java.lang.Thread");
+  EXPECT_EQ(suspect.kept_alive_by[0].biggest_dominator.thread_name, "pool-#-thread-#");
+  EXPECT_EQ(m.path.steps.front().object.thread_name, "pool-#-thread-#");
   for (const analysis::AccumulationPointReport& point : suspect.accumulation_points) {
     EXPECT_TRUE(point.path.found) << point.object.class_name;
   }
@@ -115,6 +122,9 @@ TEST(LeakPatternsJvm, ThreadLocalInAThreadPool) {
   EXPECT_THAT(text, HasSubstr("Known leak pattern: ThreadLocal value held by a live thread "
                               "[thread-local-value]"));
   EXPECT_THAT(text, HasSubstr("declared by static HwThreadLocalPool$RequestContext.BUFFERS"));
+  EXPECT_THAT(text, HasSubstr("java.lang.Thread@0x"));
+  EXPECT_THAT(text, HasSubstr("\"pool-#-thread-#\" (THREAD_OBJECT root"));
+  EXPECT_THAT(text, Not(HasSubstr("pool-1-thread")));
   EXPECT_THAT(text, HasSubstr("Usual fix: call remove() in a finally block"));
   EXPECT_THAT(text, Not(HasSubstr("no GC root reaches it")));
 }
@@ -136,7 +146,8 @@ TEST(LeakPatternsJvm, ListenersNeverUnregistered) {
   EXPECT_EQ(m.objects, 2000u);
   EXPECT_THAT(m.summary, HasSubstr("2000 listeners of class HwListeners$ViewModel$$Lambda"));
   EXPECT_THAT(m.summary,
-              HasSubstr("listeners registered by HwListeners$ViewModel are never removed"));
+              HasSubstr("listeners registered by HwListeners$ViewModel (lambda, capturing a "
+                        "HwListeners$ViewModel) are never removed"));
   EXPECT_THAT(m.summary, HasSubstr("(static HwListeners.BUS)"));
   EXPECT_THAT(m.culprits,
               Contains("each listener captures a HwListeners$ViewModel (field arg$1) (2000 "
@@ -149,7 +160,8 @@ TEST(LeakPatternsJvm, ListenersNeverUnregistered) {
   EXPECT_THAT(Ids(analysis.suspects[0].leak_patterns), ElementsAre("listeners-never-removed"));
   const std::string text = AnalyzeText(dump, "long[]");
   EXPECT_THAT(text, HasSubstr("Known leak pattern: Listeners registered and never removed"));
-  EXPECT_THAT(text, HasSubstr("listeners registered by HwListeners$ViewModel are never removed"));
+  EXPECT_THAT(text, HasSubstr("listeners registered by HwListeners$ViewModel (lambda, capturing a "
+                              "HwListeners$ViewModel) are never removed"));
 }
 
 TEST(LeakPatternsJvm, ListenersThatUnregisterAreNotClaimed) {
@@ -206,6 +218,102 @@ TEST(LeakPatternsJvm, UnboundedStaticCache) {
 TEST(LeakPatternsJvm, BoundedStaticCacheIsNotClaimed) {
   TempDir dir;
   const std::string dump = TakeDump(dir, "HwStaticCache", "clean");
+  ASSERT_FALSE(dump.empty());
+  EXPECT_THAT(Ids(Analyze(dump).report.leak_patterns), ElementsAre());
+}
+
+// Thread names (docs/leak-patterns.md "Thread names and privacy") on a real dump: masked by
+// default, full on request, never raw control or bidi characters, bounded; markup stays text.
+TEST(LeakPatternsJvm, ThreadNamesMaskedSanitisedAndBounded) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwThreadNames", "leak");
+  ASSERT_FALSE(dump.empty());
+  const std::string fffd = "\xef\xbf\xbd";
+  {
+    const DumpAnalysis masked = Analyze(dump);
+    ASSERT_THAT(Ids(masked.report.leak_patterns), ElementsAre("thread-local-value"));
+    const analysis::LeakPatternMatch& m = masked.report.leak_patterns[0];
+    EXPECT_THAT(m.culprits, Contains(HasSubstr("\"worker-#-of-#\" (THREAD_OBJECT root")));
+    EXPECT_THAT(m.culprits, Contains(HasSubstr("\"\xc3\x9c"
+                                               "berpr\xc3\xbc"
+                                               "fung-\xc3\x9f-# "
+                                               "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\"")));
+    EXPECT_THAT(m.culprits, Contains(HasSubstr("\"<script>alert('x')</script>" + fffd + fffd +
+                                               "forged line #\"")));
+    EXPECT_THAT(m.culprits,
+                Contains(HasSubstr("\"long-" + std::string(59, 'x') + "...\" (THREAD_OBJECT")));
+    for (const std::string& line : m.culprits) {
+      EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+      EXPECT_EQ(line.find("\xe2\x80\xae"), std::string::npos) << line;  // U+202E
+      EXPECT_EQ(line.find("worker-17"), std::string::npos) << line;
+    }
+  }
+  {
+    const DumpAnalysis full = Analyze(dump, {}, analysis::ThreadNamePrivacy::kFull);
+    ASSERT_EQ(full.report.leak_patterns.size(), 1u);
+    EXPECT_THAT(full.report.leak_patterns[0].culprits,
+                Contains(HasSubstr("\"worker-17-of-42\" (THREAD_OBJECT root")));
+    EXPECT_THAT(full.report.leak_patterns[0].culprits,
+                Contains(HasSubstr(fffd + fffd + "forged line 9\"")));
+  }
+  {
+    const DumpAnalysis off = Analyze(dump, {}, analysis::ThreadNamePrivacy::kOff);
+    ASSERT_EQ(off.report.leak_patterns.size(), 1u);
+    for (const std::string& line : off.report.leak_patterns[0].culprits) {
+      EXPECT_EQ(line.find("worker"), std::string::npos) << line;
+    }
+  }
+}
+
+TEST(LeakPatternsJvm, FinalizerThreadBlocked) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwFinalizers", "leak");
+  ASSERT_FALSE(dump.empty());
+  const DumpAnalysis analysis = Analyze(dump);
+  ASSERT_THAT(Ids(analysis.report.leak_patterns), ElementsAre("finalizer-backlog"));
+  const analysis::LeakPatternMatch& m = analysis.report.leak_patterns[0];
+  EXPECT_GE(m.objects, 20000u);
+  EXPECT_THAT(m.summary, HasSubstr("objects wait for the finalizer thread (HwFinalizers$Resource "
+                                   "first)"));
+  EXPECT_THAT(m.culprits, Contains(HasSubstr("objects of class HwFinalizers$Resource wait")));
+  ASSERT_TRUE(m.path.found);
+  EXPECT_EQ(m.path.steps.back().object.class_name, "HwFinalizers$Resource");
+  EXPECT_THAT(m.path.steps.back().reference, HasSubstr("referent"));
+}
+
+TEST(LeakPatternsJvm, FinalizersThatRunAreNotClaimed) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwFinalizers", "clean");
+  ASSERT_FALSE(dump.empty());
+  EXPECT_THAT(Ids(Analyze(dump).report.leak_patterns), ElementsAre());
+}
+
+TEST(LeakPatternsJvm, CleanerActionCapturingThis) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwCleaners", "leak");
+  ASSERT_FALSE(dump.empty());
+  const DumpAnalysis analysis = Analyze(dump, {"HwCleaners$Connection"});
+  ASSERT_THAT(Ids(analysis.report.leak_patterns), ElementsAre("cleaner-backlog"));
+  const analysis::LeakPatternMatch& m = analysis.report.leak_patterns[0];
+  EXPECT_EQ(m.objects, 5000u);
+  EXPECT_THAT(m.summary, HasSubstr("5000 objects (HwCleaners$Connection) registered with a "
+                                   "java.lang.ref.Cleaner are never cleaned"));
+  EXPECT_THAT(m.culprits, Contains(HasSubstr("HwCleaners$Connection$$Lambda")));
+  ASSERT_TRUE(m.path.found);
+  const std::vector<std::string> refs = References(m.path);
+  ASSERT_GE(refs.size(), 2u);
+  EXPECT_THAT(std::vector<std::string>(refs.end() - 2, refs.end()), ElementsAre("action", "arg$1"));
+  ASSERT_EQ(analysis.suspects.size(), 1u);
+  EXPECT_THAT(Ids(analysis.suspects[0].leak_patterns), ElementsAre("cleaner-backlog"));
+  const std::string text = AnalyzeText(dump, "HwCleaners$Connection");
+  EXPECT_THAT(text, HasSubstr("Known leak pattern: Cleaner registrations never cleaned "
+                              "[cleaner-backlog]"));
+  EXPECT_THAT(text, HasSubstr("Usual fix: make the action a static nested class"));
+}
+
+TEST(LeakPatternsJvm, CleanerUsedRightIsNotClaimed) {
+  TempDir dir;
+  const std::string dump = TakeDump(dir, "HwCleaners", "clean");
   ASSERT_FALSE(dump.empty());
   EXPECT_THAT(Ids(Analyze(dump).report.leak_patterns), ElementsAre());
 }

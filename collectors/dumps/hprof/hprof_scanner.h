@@ -88,6 +88,16 @@ struct HandlerBase {
     return absl::OkStatus();
   }
   Status OnHeapDumpInfo(uint32_t /*heap_type*/, uint64_t /*name_id*/) { return absl::OkStatus(); }
+
+  // Primitive array contents: only for a handler that sets kWantsPrimitiveArrayData; it gets the
+  // first min(length x element size, kPrimitiveArrayDataLimit) bytes of each PRIMITIVE ARRAY DUMP
+  // (big-endian, as in the file) before OnPrimitiveArray; the rest is skipped.
+  static constexpr bool kWantsPrimitiveArrayData = false;
+  static constexpr uint32_t kPrimitiveArrayDataLimit = 0;
+  Status OnPrimitiveArrayData(uint64_t /*id*/, analysis::FieldType /*type*/, uint32_t /*length*/,
+                              const uint8_t* /*data*/, uint32_t /*bytes*/) {
+    return absl::OkStatus();
+  }
 };
 
 // Which dumps a pass looks into.
@@ -414,8 +424,18 @@ class HprofScanner {
           return absl::DataLossError(absl::StrFormat(
               "corrupt dump: PRIMITIVE ARRAY DUMP at byte %d has element type object", sub_off));
         }
-        if (sub == kSubPrimitiveArrayDump)
-          HW_RETURN_IF_ERROR(SkipSub(uint64_t{count} * ValueSize(type), sub_off, sub));
+        if (sub == kSubPrimitiveArrayDump) {
+          uint64_t bytes = uint64_t{count} * ValueSize(type);
+          if constexpr (Handler::kWantsPrimitiveArrayData) {
+            const uint32_t head = static_cast<uint32_t>(
+                std::min<uint64_t>(bytes, Handler::kPrimitiveArrayDataLimit));
+            HW_RETURN_IF_ERROR(Need(head, sub_off, sub));
+            HW_RETURN_IF_ERROR(handler_.OnPrimitiveArrayData(id, type, count, in_.data(), head));
+            in_.Advance(head);
+            bytes -= head;
+          }
+          HW_RETURN_IF_ERROR(SkipSub(bytes, sub_off, sub));
+        }
         return handler_.OnPrimitiveArray(id, type, count, sub_off);
       }
       default:
