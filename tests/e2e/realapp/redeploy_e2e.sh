@@ -139,7 +139,9 @@ classes() {
 report_state() {
   ctl --json reports "$1" 2>/dev/null | jq -r '[.dumps[]?.state] | first // ""' || true
 }
-# check_leaks: fails on a leak of the clean agent or a second leak of the leaky one; sets leak_id.
+# check_leaks: fails on a leak of the clean agent, a second leak of the leaky one or one of another kind; sets
+# leak_id. (The trend may end the leak's episode for a reading or two when a reload is slow, and flag it again
+# under a new id: still one leak at a time.)
 check_leaks() {
   local clean_leaks leaky_leaks
   clean_leaks=$(leaks_of "${agent[clean]}")
@@ -148,7 +150,7 @@ check_leaks() {
   [[ -z $leaky_leaks ]] && return 0
   (($(wc -l <<<"$leaky_leaks") == 1)) || fail "leaky: more than one leak: $(echo $leaky_leaks)"
   [[ $leaky_leaks == *" class_loader" ]] || fail "leaky: a leak of another kind: $leaky_leaks"
-  [[ -z $leak_id || $leaky_leaks == "$leak_id "* ]] || fail "leaky: the leak changed from $leak_id: $leaky_leaks"
+  [[ -z $leak_id || $leaky_leaks == "$leak_id "* ]] || log "leaky: the leak is now ${leaky_leaks%% *} (was $leak_id)"
   leak_id=${leaky_leaks%% *}
 }
 start=$(date +%s)
@@ -201,6 +203,15 @@ fi
 log "leaky: report names class-loader-pinned, the pinning thread and $loaders ParallelWebappClassLoaders; clean dump: no pattern, $(grep -m1 '^Class loaders:' "$tmp/clean-report.txt" || echo 'no class loader line')"
 
 # ---- restart: the leak is replayed from the store ----------------------------------------------------------
+# The leak as the daemon has it right before it stops (redeploying on while an episode happens to be over).
+before=
+for _ in $(seq 5); do
+  before=$(leaks_of "${agent[leaky]}")
+  [[ -n $before ]] && break
+  touch "$tmp/leaky/webapps/app/WEB-INF/web.xml"
+  sleep "$REDEPLOY_S"
+done
+[[ -n $before ]] || fail "leaky: no class_loader leak to replay before the restart"
 kill -TERM "$hw_pid"
 for _ in $(seq 100); do kill -0 "$hw_pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$hw_pid" 2>/dev/null && fail "heapwatchd did not stop within 10 s of SIGTERM"
@@ -221,7 +232,7 @@ until [[ -n $again ]]; do
   [[ -n $again ]] || sleep 0.2
 done
 [[ -n $again ]] || fail "restart: no class_loader leak for the leaky agent within $RESTART_LIMIT_S s of watching it again"
-[[ ${again%% *} == "$leak_id" ]] || fail "restart: the leak is $again, was $leak_id (same readings, same leak id)"
+[[ ${again%% *} == "${before%% *}" ]] || fail "restart: the leak is $again, was $before (same readings, same leak id)"
 leaks_of "${agent[clean]}" | grep -q . && fail "restart: the clean agent has a leak: $(leaks_of "${agent[clean]}")"
 grep -m1 "agent ${agent[leaky]}.*replayed" "$tmp/heapwatchd-2.log" || true
 log "restart: leak $again listed $(( ($(date +%s%3N) - watched_at) )) ms after the leaky agent was watched again ($(( (watched_at - restarted) )) ms after the start)"
