@@ -563,6 +563,18 @@ std::string RenderReport(const v1::DrillDownReport& report) {
   if (report.has_class_loaders()) {
     absl::StrAppend(&text, "\n", ClassLoadersText(report.class_loaders(), kReportRows));
   }
+  // A class loader leak's report (the series daemon/class_loading_watch.h names "<loaded
+  // classes>") has no instances of its own: its dump's class loaders above and the pinned loaders'
+  // patterns are the whole drill-down.
+  if (report.class_name() == "<loaded classes>") {
+    const std::string patterns = LeakPatternsText(report.leak_patterns());
+    absl::StrAppend(&text, "\n",
+                    patterns.empty()
+                        ? "No class loader pinned by a thread or a JVM-wide registry in "
+                          "this dump.\n"
+                        : patterns);
+    return text;
+  }
   absl::StrAppend(&text, "\n", RenderDrillDown(report, kReportRows), "\n",
                   RenderTopObjects(report.top_objects(), kReportRows));
 

@@ -126,6 +126,8 @@ struct Daemon::Impl {
     std::unique_ptr<AgentCost> cost;
     // Class-loading trend (class loader leaks from the JVM's counters); thread-safe on its own.
     std::unique_ptr<ClassLoadingWatch> class_loading;
+    // The last AppendClassLoading failed (logged once per failing streak); collection thread only.
+    bool class_loading_store_failing = false;
   };
 
   // Per discovered process: the agent it became, or why not.
@@ -324,6 +326,10 @@ struct Daemon::Impl {
         metrics.PublishSnapshot(info->id, **latest, status.suspects, config.exporter.top_classes);
       }
       metrics.PublishLeaks(info->id, status.leaks);
+      if (status.class_loading.has_value()) {
+        metrics.SetClassLoading(info->id, *status.class_loading,
+                                rt->class_loading->leak().has_value());
+      }
     }
     runtimes[info->id] = rt;
     scheduler.Add(info->id);
@@ -416,6 +422,25 @@ struct Daemon::Impl {
       for (const LiveSetPoint& p : *points) ObserveLiveSet(rt, p);
       status->live_set_growth = rt.live_set_detector->SuspectFor(kLiveSetSeries);
       rt.live_set_growing = status->live_set_growth.has_value();
+    }
+    // The class-loading series of the same span: a class loader leak is flagged again at once,
+    // without waiting for new growth (docs/class-loaders.md).
+    // A collection reads the counters just before its snapshot is stored: the point of snapshot
+    // `first` lies after snapshot first - 1.
+    const absl::Time loading_from =
+        first == 0 ? absl::InfinitePast() : (*times)[first - 1] + absl::Microseconds(1);
+    auto loading = store->ReadClassLoading(rt.info.id, loading_from, absl::InfiniteFuture(), 0);
+    if (loading.ok()) {
+      for (const ClassLoadingPoint& p : *loading) rt.class_loading->Observe(p);
+      if (!loading->empty()) status->class_loading = loading->back();
+      if (auto leak = rt.class_loading->leak()) {
+        if (auto s = rt.class_loading->suspect()) status->suspects.push_back(*s);
+        status->leaks.push_back(*std::move(leak));
+      }
+    } else if (loading.status().code() != absl::StatusCode::kNotFound) {
+      spdlog::error("agent {}: cannot read its stored class-loading series, its trend starts "
+                    "afresh: {}",
+                    Describe(rt.info), loading.status().ToString());
     }
     for (const diff::Suspect& s : status->suspects) rt.suspect_names.insert(s.class_name);
     for (const diff::Leak& l : status->leaks) rt.leaks[l.id] = l;
@@ -683,6 +708,13 @@ struct Daemon::Impl {
   void OnClassLoading(const AgentId& id, Runtime& rt) {
     auto point = collectors::ReadClassLoadingFile(rt.jvm.perfdata_path, absl::Now());
     if (!point.ok()) return;  // the GC sampler already warns when the file cannot be read
+    // Stored first (the series survives a restart and is retained with the snapshots).
+    Status stored = store->AppendClassLoading(id, *point);
+    if (!stored.ok() && !rt.class_loading_store_failing) {
+      spdlog::error("agent {}: cannot store a class-loading point: {}", Describe(rt.info),
+                    stored.ToString());
+    }
+    rt.class_loading_store_failing = !stored.ok();
     const std::optional<diff::Leak> leak = rt.class_loading->Observe(*point);
     std::lock_guard<std::mutex> lock(mu);
     auto it = runtimes.find(id);

@@ -41,6 +41,8 @@ constexpr std::string_view kDumpTable = "xdump";
 constexpr std::string_view kReportTable = "xreport";
 constexpr std::string_view kSummaryTable = "xsummary";
 constexpr char kRefusedPrefix[] = "refused: ";
+// The known-leak pattern a class loader leak's report shows (analysis/leak_patterns/registry.cc).
+constexpr std::string_view kClassLoaderPinnedPattern = "class-loader-pinned";
 // Estimated analysis memory and uncompressed dump size, as a multiple of the histogram's bytes
 // (measured: peak RSS of a whole analysis is about 1.0x the uncompressed dump, which is about 1.1x
 // the live heap; see README "Benchmarks").
@@ -730,6 +732,12 @@ struct Escalation::Impl {
       report.set_agent(id.value);
       report.set_class_name(std::string(kClassLoadingSeries));
       *report.mutable_class_loaders() = proto::ToProto(analysis.class_loaders);
+      // The loaders the dump shows pinned, with their pinning paths (docs/leak-patterns.md).
+      for (const analysis::LeakPatternMatch& m : analysis.report.leak_patterns) {
+        if (m.pattern_id == kClassLoaderPinnedPattern) {
+          *report.add_leak_patterns() = proto::ToProto(m);
+        }
+      }
       proto::SuspectToProto(id, it->second, dump_time, report.mutable_suspect());
       if (diff) *report.mutable_diff_from_previous() = *diff;
       record->add_report_classes(std::string(kClassLoadingSeries));

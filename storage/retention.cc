@@ -39,9 +39,14 @@ StatusOr<size_t> SnapshotStore::Impl::DeletePrefix(LmdbTxn& txn, MDB_dbi dbi,
 
 StatusOr<size_t> SnapshotStore::Impl::DeleteOldLiveSet(LmdbTxn& txn, AgentNo agent,
                                                        int64_t before_micros, size_t max_count) {
+  return DeleteOldPoints(txn, live_set, agent, before_micros, max_count);
+}
+
+StatusOr<size_t> SnapshotStore::Impl::DeleteOldPoints(LmdbTxn& txn, MDB_dbi dbi, AgentNo agent,
+                                                      int64_t before_micros, size_t max_count) {
   std::vector<std::string> keys;
   {
-    HW_ASSIGN_OR_RETURN(LmdbCursor c, LmdbCursor::Open(&txn, live_set));
+    HW_ASSIGN_OR_RETURN(LmdbCursor c, LmdbCursor::Open(&txn, dbi));
     std::string_view k;
     HW_ASSIGN_OR_RETURN(bool ok, c.Seek(detail::AgentPrefix(agent), &k, nullptr));
     while (ok && keys.size() < max_count) {
@@ -52,7 +57,7 @@ StatusOr<size_t> SnapshotStore::Impl::DeleteOldLiveSet(LmdbTxn& txn, AgentNo age
       HW_ASSIGN_OR_RETURN(ok, c.Move(MDB_NEXT, &k, nullptr));
     }
   }
-  for (const std::string& k : keys) HW_RETURN_IF_ERROR(txn.Del(live_set, k).status());
+  for (const std::string& k : keys) HW_RETURN_IF_ERROR(txn.Del(dbi, k).status());
   return keys.size();
 }
 
@@ -64,6 +69,8 @@ StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn
   // Live-set points age out with the snapshots of the same time span (and all of them with the
   // agent).
   HW_RETURN_IF_ERROR(DeleteOldLiveSet(txn, agent, before_micros, max_count).status());
+  // So do class-loading points.
+  HW_RETURN_IF_ERROR(DeleteOldPoints(txn, class_loading, agent, before_micros, max_count).status());
   std::vector<int64_t> times;
   std::optional<int64_t> remaining;
   {
@@ -305,6 +312,15 @@ Status SnapshotStore::DeleteAgent(const AgentId& id) {
     HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
       HW_ASSIGN_OR_RETURN(n, s.DeleteOldLiveSet(txn, record.agent_no, detail::kMaxAbsMicros,
                                                 detail::kDeleteBatch));
+      return absl::OkStatus();
+    }));
+    if (n < detail::kDeleteBatch) break;
+  }
+  for (;;) {
+    size_t n = 0;
+    HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
+      HW_ASSIGN_OR_RETURN(n, s.DeleteOldPoints(txn, s.class_loading, record.agent_no,
+                                               detail::kMaxAbsMicros, detail::kDeleteBatch));
       return absl::OkStatus();
     }));
     if (n < detail::kDeleteBatch) break;

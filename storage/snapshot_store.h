@@ -66,6 +66,7 @@
 
 #include "absl/time/time.h"
 #include "common/agent.h"
+#include "common/class_loading.h"
 #include "common/clock.h"
 #include "common/histogram.h"
 #include "common/status.h"
@@ -125,6 +126,8 @@ struct StoreStats {
   uint64_t dictionary_bytes = 0;  // pages of the class dictionaries (classes + class_names), bytes
   uint64_t live_set_points = 0;   // live-set points of all agents
   uint64_t live_set_bytes = 0;    // pages of the live_set and costs tables, bytes
+  uint64_t class_loading_points = 0;  // class-loading points of all agents
+  uint64_t class_loading_bytes = 0;   // pages of the class_loading table, bytes
   uint64_t disk_bytes = 0;        // DiskBytes()
   uint64_t map_bytes = 0;         // MapBytes()
 };
@@ -132,6 +135,7 @@ struct StoreStats {
 // The store's use by one kind of data (docs/storage-format.md, "Use per kind").
 struct KindUsage {
   // "snapshots" (snapshots + costs tables), "dictionary" (classes + class_names), "live_set",
+  // "class_loading",
   // "agents" (agents + meta + LMDB's table of tables), or "records/<table>" for each record table.
   std::string kind;
   uint64_t records = 0;  // entries (a record, a snapshot, a dictionary entry, ...)
@@ -220,6 +224,19 @@ class SnapshotStore {
   // O(log n + points in [from, to]).
   StatusOr<std::vector<LiveSetPoint>> ReadLiveSet(const AgentId& agent, absl::Time from,
                                                   absl::Time to, size_t max_count) const;
+
+  // Class-loading series (common/class_loading.h): one reading of the agent's class-loading and
+  // metaspace counters, durable on OK, about 20 bytes of value. Retained exactly like the live-set
+  // series (with the snapshots of the same time span, and with their agent). Errors: NotFound
+  // (unknown agent: PutAgent or Append first), InvalidArgument (malformed id, time infinite or out
+  // of range), AlreadyExists (a point at the same microsecond). O(log n).
+  Status AppendClassLoading(const AgentId& agent, const ClassLoadingPoint& point);
+  // The agent's class-loading points in [from, to], oldest first; the most recent max_count when
+  // more (0: no limit). Errors: NotFound (unknown agent), InvalidArgument, DataLoss (a corrupt
+  // point). O(log n + points in [from, to]).
+  StatusOr<std::vector<ClassLoadingPoint>> ReadClassLoading(const AgentId& agent, absl::Time from,
+                                                            absl::Time to,
+                                                            size_t max_count) const;
 
   // Generic records: bytes under (table, key). `table`: 1..255 bytes; table.size() + key.size() <=
   // 510 (LMDB's key limit); `value`: up to 2^32-1 bytes. Records are not subject to retention (they

@@ -472,6 +472,37 @@ StatusOr<LiveSetPoint> DecodeLiveSetPoint(std::string_view value, int64_t micros
   return p;
 }
 
+// ---- class-loading points
+
+std::string EncodeClassLoadingPoint(const ClassLoadingPoint& point) {
+  std::string p;
+  p.push_back(1);
+  PutVarint64(&p, point.loaded_classes);
+  PutVarint64(&p, point.unloaded_classes);
+  PutVarint64(&p, point.metaspace_used_bytes);
+  PutVarint64(&p, point.metaspace_capacity_bytes);
+  PutVarint64(&p, point.class_space_used_bytes);
+  return WithCrc(p);
+}
+
+StatusOr<ClassLoadingPoint> DecodeClassLoadingPoint(std::string_view value, int64_t micros,
+                                                    std::string_view what) {
+  HW_ASSIGN_OR_RETURN(std::string_view in, CheckCrc(value, what));
+  if (in.empty()) return Corrupt(what, "truncated");
+  if (in[0] != 1) return Corrupt(what, absl::StrFormat("unknown version %d", in[0]));
+  in.remove_prefix(1);
+  ClassLoadingPoint p;
+  p.time = absl::FromUnixMicros(micros);
+  if (!GetVarint64(&in, &p.loaded_classes) || !GetVarint64(&in, &p.unloaded_classes) ||
+      !GetVarint64(&in, &p.metaspace_used_bytes) ||
+      !GetVarint64(&in, &p.metaspace_capacity_bytes) ||
+      !GetVarint64(&in, &p.class_space_used_bytes)) {
+    return Corrupt(what, "truncated counters");
+  }
+  if (!in.empty()) return Corrupt(what, "trailing bytes");
+  return p;
+}
+
 // ---- snapshots
 
 std::string EncodeFullSnapshot(const NumberedHistogram& h, bool compress) {

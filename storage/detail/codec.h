@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/agent.h"
+#include "common/class_loading.h"
 #include "common/gc.h"
 #include "common/status.h"
 
@@ -139,6 +140,14 @@ std::string EncodeLiveSetPoint(const LiveSetPoint& point);
 // `micros` is the time from the key.
 StatusOr<LiveSetPoint> DecodeLiveSetPoint(std::string_view value, int64_t micros,
                                           std::string_view what);
+
+// ---- Values of the class_loading table (key: SnapshotKey(agent, time of the reading)):
+//   crc:u32BE version:u8(=1) loaded:varint unloaded:varint metaspace_used:varint
+//   metaspace_capacity:varint class_space_used:varint                          DO NOT CHANGE
+std::string EncodeClassLoadingPoint(const ClassLoadingPoint& point);
+// `micros` is the time from the key.
+StatusOr<ClassLoadingPoint> DecodeClassLoadingPoint(std::string_view value, int64_t micros,
+                                                    std::string_view what);
 
 // ---- Values of the snapshots table.
 

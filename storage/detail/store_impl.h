@@ -128,6 +128,7 @@ struct SnapshotStore::Impl {
   detail::LmdbEnv env;
   MDB_dbi meta = 0, agents = 0, classes = 0, class_names = 0, snapshots = 0, records = 0;
   MDB_dbi costs = 0, live_set = 0;  // per-snapshot collection costs; live-set points
+  MDB_dbi class_loading = 0;        // class-loading points
 
   // Shared by every transaction, exclusive while mdb_env_set_mapsize runs.
   mutable std::shared_mutex map_mu;
@@ -192,6 +193,9 @@ struct SnapshotStore::Impl {
   // how many.
   StatusOr<size_t> DeleteOldLiveSet(detail::LmdbTxn& txn, detail::AgentNo agent,
                                     int64_t before_micros, size_t max_count);
+  // The same for any table keyed by SnapshotKey (live_set, class_loading).
+  StatusOr<size_t> DeleteOldPoints(detail::LmdbTxn& txn, MDB_dbi dbi, detail::AgentNo agent,
+                                   int64_t before_micros, size_t max_count);
   // Deletes up to max_count keys of `dbi` starting with `prefix`; returns how many.
   StatusOr<size_t> DeletePrefix(detail::LmdbTxn& txn, MDB_dbi dbi, std::string_view prefix,
                                 size_t max_count);

@@ -271,6 +271,29 @@ TEST(RenderReport, ALeaksReportListsItsClassesWithTheirGrowth) {
   EXPECT_THAT(RenderReport(Report()), ::testing::Not(HasSubstr("Leak L")));
 }
 
+TEST(RenderReport, AClassLoaderLeakShowsItsLoadersAndPinnedLoadersNotInstances) {
+  v1::DrillDownReport r = Report();
+  r.set_class_name("<loaded classes>");
+  r.mutable_class_loaders()->set_loader_objects(3);
+  v1::LeakPatternMatch* m = r.add_leak_patterns();
+  m->set_pattern_id("class-loader-pinned");
+  m->set_pattern_name("Class loader pinned after its application was stopped");
+  m->set_summary("Class loader org.example.WebappLoader@0x10 is held only by threads");
+  m->add_culprits("pinned because it is the context class loader of thread java.lang.Thread@0x20");
+  std::string text = RenderReport(r);
+  EXPECT_THAT(text, HasSubstr("Drill-down report: <loaded classes> in vm-1-a"));
+  EXPECT_THAT(text, HasSubstr("Known leak pattern: Class loader pinned after its application was "
+                              "stopped [class-loader-pinned]"));
+  EXPECT_THAT(text, HasSubstr("context class loader of thread java.lang.Thread@0x20"));
+  EXPECT_LT(text.find("Class loaders:"), text.find("Known leak pattern"));
+  // No per-class sections: the series has no instances.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Instances:")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Accumulation point")));
+  r.clear_leak_patterns();
+  EXPECT_THAT(RenderReport(r),
+              HasSubstr("No class loader pinned by a thread or a JVM-wide registry"));
+}
+
 TEST(RenderReport, SaysWhatIsMissing) {
   v1::DrillDownReport r = Report();
   r.clear_accumulation_points();

@@ -53,3 +53,66 @@ wait_port_file() {
   done
   return 1
 }
+
+# ---- Real application servers (tests/e2e/realapp_e2e.sh, tests/e2e/realapp/redeploy_e2e.sh) -------------
+# free_port NAME: sets port[NAME] to a free loopback port, a random one below the ephemeral range that nothing
+# answers on and that this run has not handed out yet (not in a subshell: used_ports must persist).
+declare -A port pid_of
+used_ports=" "
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 12000))
+    [[ $used_ports == *" $p "* ]] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      used_ports+="$p "
+      port[$1]=$p
+      return 0
+    fi
+  done
+  fail "no free port"
+}
+
+# tomcat_launch NAME BASE JVM_OPTION...: starts Debian's Tomcat 10 (/usr/share/tomcat10) on the prepared
+# CATALINA_BASE directory BASE in the background, as `java -jar BASE/tomcat.jar` (a launcher jar whose manifest
+# names Tomcat's Bootstrap and jars, so that heapwatchd sees "BASE/tomcat.jar" as the main class), with the
+# options catalina.sh run passes for Tomcat 10.1 on Java 17 after the given ones. Output goes to $tmp/NAME.log;
+# sets pid_of[NAME] and adds the pid to pids.
+tomcat_launch() {
+  local name=$1 base=$2 home=/usr/share/tomcat10
+  shift 2
+  printf 'Main-Class: org.apache.catalina.startup.Bootstrap\nClass-Path: %s %s\n' \
+    "$home/bin/bootstrap.jar" "$home/bin/tomcat-juli.jar" >"$base/launcher.mf"
+  jar --create --file "$base/tomcat.jar" --manifest "$base/launcher.mf"
+  (cd "$base" && exec java "$@" \
+    -Djava.util.logging.config.file="$base/conf/logging.properties" \
+    -Djava.util.logging.manager=org.apache.juli.ClassLoaderLogManager \
+    -Djdk.tls.ephemeralDHKeySize=2048 -Djava.protocol.handler.pkgs=org.apache.catalina.webresources \
+    -Dorg.apache.catalina.security.SecurityListener.UMASK=0027 \
+    --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED \
+    --add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED \
+    --add-opens=java.base/java.util.concurrent=ALL-UNNAMED --add-opens=java.rmi/sun.rmi.transport=ALL-UNNAMED \
+    -Dcatalina.base="$base" -Dcatalina.home="$home" -Djava.io.tmpdir="$base/temp" \
+    -jar "$base/tomcat.jar" start) >"$tmp/$name.log" 2>&1 </dev/null &
+  pid_of[$name]=$!
+  pids+=("${pid_of[$name]}")
+}
+
+# start_heapwatchd BIN DIR [NAME]: writes DIR/heapwatchd.yml (data in DIR/data, gRPC and metrics on loopback
+# ports written to DIR/grpc.port and DIR/metrics.port) followed by the YAML on stdin, starts BIN on it in the
+# background (log $tmp/NAME.log, default heapwatchd), adds its pid to pids and sets hw_pid; then waits up to
+# 30 s for its gRPC port and sets grpc. Starting it again on the same DIR keeps the data.
+start_heapwatchd() {
+  local bin=$1 dir=$2 name=${3:-heapwatchd}
+  mkdir -p "$dir/data"
+  rm -f "$dir/grpc.port" "$dir/metrics.port"
+  {
+    printf 'data_dir: %s\ngrpc_listen: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\n' "$dir/data"
+    printf 'grpc_port_file: %s\nmetrics_port_file: %s\n' "$dir/grpc.port" "$dir/metrics.port"
+    cat
+  } >"$dir/heapwatchd.yml"
+  "$bin" --config "$dir/heapwatchd.yml" >"$tmp/$name.log" 2>&1 &
+  hw_pid=$!
+  pids+=("$hw_pid")
+  grpc=$(wait_port_file "$dir/grpc.port" 30) || fail "heapwatchd wrote no gRPC port (see $name.log)"
+}

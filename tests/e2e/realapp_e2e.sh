@@ -96,23 +96,6 @@ log "$(java -version 2>&1 | head -1); tomcat10 $(dpkg-query -W -f='${Version}' t
   "jetty9 $(dpkg-query -W -f='${Version}' jetty9 2>/dev/null || echo -); $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2);" \
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# free_port NAME: sets port[NAME] to a free loopback port, a random one below the ephemeral range that nothing
-# answers on and that this run has not handed out yet (not in a subshell: used_ports must persist).
-used_ports=" "
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 12000))
-    [[ $used_ports == *" $p "* ]] && continue
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      used_ports+="$p "
-      port[$1]=$p
-      return 0
-    fi
-  done
-  fail "no free port"
-}
-
 # ---- the webapps -----------------------------------------------------------------------------------------
 if [[ " $apps " == *" tomcat "* ]]; then
   mkdir -p "$tmp/classes-tomcat"
@@ -124,7 +107,7 @@ if [[ " $apps " == *" jetty "* ]]; then
 fi
 
 JVM_OPTS=(-Xms64m "-Xmx$HEAP" -XX:+UseG1GC -Djava.awt.headless=true)
-declare -A port url pid_of leak_class
+declare -A url leak_class  # port and pid_of: e2e_lib.sh
 # start_tomcat NAME MODE: a CATALINA_BASE in $tmp/NAME (the package's /etc/tomcat10 with our port, no
 # shutdown port, no session persistence, no other webapps) with the shop webapp at /shop.
 start_tomcat() {
@@ -141,22 +124,7 @@ start_tomcat() {
   cp -r "$tmp/classes-tomcat" "$base/webapps/shop/WEB-INF/classes"
   sed -e "s/@MODE@/$mode/g" -e "s/@SESSION_TIMEOUT@/$timeout/g" "$src/tomcat/WEB-INF/web.xml" \
     >"$base/webapps/shop/WEB-INF/web.xml"
-  printf 'Main-Class: org.apache.catalina.startup.Bootstrap\nClass-Path: %s %s\n' \
-    "$TOMCAT_HOME/bin/bootstrap.jar" "$TOMCAT_HOME/bin/tomcat-juli.jar" >"$base/launcher.mf"
-  jar --create --file "$base/tomcat.jar" --manifest "$base/launcher.mf"
-  # What catalina.sh run passes (Tomcat 10.1 on Java 17), with our base.
-  (cd "$base" && exec java "${JVM_OPTS[@]}" \
-    -Djava.util.logging.config.file="$base/conf/logging.properties" \
-    -Djava.util.logging.manager=org.apache.juli.ClassLoaderLogManager \
-    -Djdk.tls.ephemeralDHKeySize=2048 -Djava.protocol.handler.pkgs=org.apache.catalina.webresources \
-    -Dorg.apache.catalina.security.SecurityListener.UMASK=0027 \
-    --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED \
-    --add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED \
-    --add-opens=java.base/java.util.concurrent=ALL-UNNAMED --add-opens=java.rmi/sun.rmi.transport=ALL-UNNAMED \
-    -Dcatalina.base="$base" -Dcatalina.home="$TOMCAT_HOME" -Djava.io.tmpdir="$base/temp" \
-    -jar "$base/tomcat.jar" start) >"$tmp/$name.log" 2>&1 </dev/null &
-  pid_of[$name]=$!
-  pids+=("${pid_of[$name]}")
+  tomcat_launch "$name" "$base" "${JVM_OPTS[@]}"
   url[$name]=http://127.0.0.1:${port[$name]}/shop/cart
   leak_class[$name]=org.heapwatch.e2e.ShoppingCart
 }
@@ -181,13 +149,7 @@ start_jetty() {
 }
 
 # ---- heapwatchd ------------------------------------------------------------------------------------------
-mkdir -p "$tmp/hw/data"
-cat >"$tmp/hw/heapwatchd.yml" <<EOF
-data_dir: $tmp/hw/data
-grpc_listen: 127.0.0.1:0
-metrics_listen: 127.0.0.1:0
-grpc_port_file: $tmp/hw/grpc.port
-metrics_port_file: $tmp/hw/metrics.port
+start_heapwatchd "$heapwatchd" "$tmp/hw" <<EOF
 watch:
   agents:
     include: ["$tmp/*.jar"]
@@ -198,9 +160,6 @@ collection:
 escalation:
   enabled: false
 EOF
-"$heapwatchd" --config "$tmp/hw/heapwatchd.yml" >"$tmp/heapwatchd.log" 2>&1 &
-pids+=($!)
-grpc=$(wait_port_file "$tmp/hw/grpc.port" 30) || fail "heapwatchd wrote no gRPC port"
 ctl() { "$heapwatchctl" --server "127.0.0.1:$grpc" "$@"; }
 
 # ---- the servers -----------------------------------------------------------------------------------------
