@@ -48,8 +48,10 @@ std::string OpenAndRead(const std::string& dir) {
     auto store = SnapshotStore::Open(TestOptions(dir));
     if (!store.ok()) return store.status().ToString();
     auto snaps =
-        (*store)->ReadSnapshots(AgentId("agent-a"), absl::InfinitePast(), absl::InfiniteFuture());
+        (*store)->ReadSnapshots(AgentId("agent-a"), absl::InfinitePast(),
+                                         absl::InfiniteFuture(), 0);
     if (!snaps.ok()) return snaps.status().ToString();
+    if (snaps->size() != 60) return "read " + std::to_string(snaps->size()) + " snapshots, want 60";
     return "";
   });
 }
@@ -61,7 +63,7 @@ class StartupCheckTest : public ::testing::Test {
     MakeStore(dir_, 60);
     data_ = dir_ + "/data.mdb";
     original_ = ReadAll(data_);
-    ASSERT_GT(original_.size(), 64u * 4096) << "the store must span many pages";
+    ASSERT_GT(original_.size(), 16u * 4096) << "the store must span many pages";
     ASSERT_EQ(OpenAndRead(dir_), "");
   }
   // Opening the damaged file fails with DataLoss naming the file, and leaves it byte for byte.
@@ -80,7 +82,7 @@ class StartupCheckTest : public ::testing::Test {
 TEST_F(StartupCheckTest, TruncatedDataFileIsRefusedAndLeftAlone) {
   ExpectRefused(original_.substr(0, original_.size() / 2), "the file ends before");
   ExpectRefused(original_.substr(0, original_.size() - 4096), "the file ends before");
-  ExpectRefused(original_.substr(0, 6000), "meta page 1 is cut off");
+  ExpectRefused(original_.substr(0, 4200), "meta page 1 is cut off");
   ExpectRefused(original_.substr(0, 100), "meta page 0 is cut off");
 }
 
