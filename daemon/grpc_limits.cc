@@ -84,14 +84,15 @@ class Limiter final : public GrpcCallLimiter {
       for (auto& [key, call] : calls_) {
         if (call.cancelled) continue;
         if (call.deadline <= now) {
+          // Counted and logged first: the client may see CANCELLED as soon as TryCancel runs.
+          spdlog::warn("grpc: call {} from {} ran past grpc.max_call_time ({}); cancelled",
+                       call.method, call.context->peer(), absl::FormatDuration(max_call_time_));
+          if (metrics_ != nullptr) metrics_->RecordFault(FaultReason::kGrpcCallTimeLimit);
           // TryCancel may be called from any thread; the context is alive while registered (the
           // interceptor unregisters before the status is sent and when it is destroyed, both
           // under mu_).
           call.context->TryCancel();
           call.cancelled = true;
-          spdlog::warn("grpc: call {} from {} ran past grpc.max_call_time ({}); cancelled",
-                       call.method, call.context->peer(), absl::FormatDuration(max_call_time_));
-          if (metrics_ != nullptr) metrics_->RecordFault(FaultReason::kGrpcCallTimeLimit);
         } else {
           next = std::min(next, call.deadline);
         }

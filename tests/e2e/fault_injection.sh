@@ -62,8 +62,8 @@ javac -d "$tmp/classes" "$java_src/LeakyApp.java" "$java_src/TestSupport.java"
 for app in Victim Other; do
   jar --create --file "$tmp/jar/$app.jar" --main-class LeakyApp -C "$tmp/classes" .
 done
-# The victim leaks 400 KB/s (its dumps take a few hundred ms to write), the other 100 KB/s.
-java -Xmx256m -jar "$tmp/jar/Victim.jar" --bytes-per-second 400000 >"$tmp/victim.log" 2>&1 &
+# The victim leaks 200 KB/s (its dumps take a few hundred ms to write), the other 100 KB/s.
+java -Xmx256m -jar "$tmp/jar/Victim.jar" --bytes-per-second 200000 >"$tmp/victim.log" 2>&1 &
 victim_pid=$!
 pids+=("$victim_pid")
 java -Xmx64m -jar "$tmp/jar/Other.jar" --bytes-per-second 100000 >"$tmp/other.log" 2>&1 &
@@ -90,7 +90,7 @@ escalation:
   auto: false
   min_dump_interval: 0s
   dump_dir: $dumps
-  dump_timeout: 3s
+  dump_timeout: 8s
   gzip: false
   keep_raw_dumps: false
 EOF
