@@ -316,6 +316,18 @@ FieldMap TopLevelFields(Config* c) {
            {"top_objects", IntField(&c->escalation.top_objects, 1, 1000)},
        })},
       {"auth", Section({{"tokens_file", StringField(&c->auth.tokens_file)}})},
+      {"grpc", Section({
+                   {"max_receive_message_bytes", ByteSizeField(&c->grpc.max_receive_message_bytes)},
+                   {"max_concurrent_streams", IntField(&c->grpc.max_concurrent_streams, 1, 100000)},
+                   {"max_threads", IntField(&c->grpc.max_threads, 1, 100000)},
+                   {"max_memory_bytes", ByteSizeField(&c->grpc.max_memory_bytes)},
+                   {"min_ping_interval", DurationField(&c->grpc.min_ping_interval)},
+                   {"max_ping_strikes", IntField(&c->grpc.max_ping_strikes, 0, 1000)},
+                   {"keepalive_time", DurationField(&c->grpc.keepalive_time)},
+                   {"keepalive_timeout", DurationField(&c->grpc.keepalive_timeout)},
+                   {"max_connection_idle", DurationField(&c->grpc.max_connection_idle)},
+                   {"max_call_time", DurationField(&c->grpc.max_call_time)},
+               })},
   };
 }
 
@@ -356,6 +368,7 @@ Status ValidateConfig(const Config& c) {
   if (!c.web.external_url.empty() && c.web.external_url.back() == '/') {
     return fail("web.external_url", "must not end with '/'");
   }
+  HW_RETURN_IF_ERROR(ValidateGrpcLimits(c.grpc));
   const CollectionConfig& col = c.collection;
   if (col.interval < absl::Milliseconds(100))
     return fail("collection.interval", "must be >= 100ms");
@@ -516,6 +529,19 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::EndMap;
   out << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "tokens_file" << YAML::Value << c.auth.tokens_file;
+  out << YAML::EndMap;
+  out << YAML::Key << "grpc" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "max_receive_message_bytes" << YAML::Value
+      << c.grpc.max_receive_message_bytes;
+  out << YAML::Key << "max_concurrent_streams" << YAML::Value << c.grpc.max_concurrent_streams;
+  out << YAML::Key << "max_threads" << YAML::Value << c.grpc.max_threads;
+  out << YAML::Key << "max_memory_bytes" << YAML::Value << c.grpc.max_memory_bytes;
+  out << YAML::Key << "min_ping_interval" << YAML::Value << dur(c.grpc.min_ping_interval);
+  out << YAML::Key << "max_ping_strikes" << YAML::Value << c.grpc.max_ping_strikes;
+  out << YAML::Key << "keepalive_time" << YAML::Value << dur(c.grpc.keepalive_time);
+  out << YAML::Key << "keepalive_timeout" << YAML::Value << dur(c.grpc.keepalive_timeout);
+  out << YAML::Key << "max_connection_idle" << YAML::Value << dur(c.grpc.max_connection_idle);
+  out << YAML::Key << "max_call_time" << YAML::Value << dur(c.grpc.max_call_time);
   out << YAML::EndMap;
 
   out << YAML::EndMap;

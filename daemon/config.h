@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "common/status.h"
+#include "daemon/grpc_limits.h"
 #include "diff/leak_detector.h"
 
 namespace heapwatch::daemon {
@@ -179,6 +180,8 @@ struct Config {
   EscalationConfig escalation;
   WebConfig web;
   AuthConfig auth;  // YAML section `auth`
+  // YAML section `grpc`: resource limits of the gRPC server (daemon/grpc_limits.h).
+  GrpcLimits grpc;
 };
 
 // Parses a duration written as in Go / absl::ParseDuration: a sequence of decimal numbers with

@@ -912,11 +912,20 @@ struct Daemon::Impl {
       // failure of the agent. Discovery would notice within one interval; drop it now so nothing is
       // retried.
       metrics.RecordCollection(id, result, took);
+      metrics.RecordFault(FaultReason::kJvmExited);
       RemoveAgent(id, "its JVM exited during a collection");
       return false;
     }
     const std::string reason =
         absl::StrCat(std::string(CollectionResultName(result)), ": ", error.ToString());
+    // heapwatch_faults_total (docs/fault-injection.md): a full disk, a failing store, a hung JVM.
+    if (result == CollectionResult::kStoreError) {
+      metrics.RecordFault(error.code() == absl::StatusCode::kResourceExhausted
+                              ? FaultReason::kStoreDiskFull
+                              : FaultReason::kStoreError);
+    } else if (result == CollectionResult::kTimeout) {
+      metrics.RecordFault(FaultReason::kCollectionTimeout);
+    }
     if (result == CollectionResult::kStoreError) {
       std::lock_guard<std::mutex> lock(mu);
       if (!store_failing) {
@@ -979,7 +988,7 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                          [raw = impl.get()](const AgentId& id, std::string_view class_name) {
                            return raw->Explain(id, class_name);
                          },
-                         authorizer));
+                         authorizer, config.grpc));
   {
     web::WebServerOptions web_options;
     web_options.listen = config.metrics_listen;

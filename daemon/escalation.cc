@@ -35,6 +35,25 @@
 namespace heapwatch::daemon {
 namespace {
 
+// The heapwatch_faults_total reason of a failed TakeHeapDump (collectors/heap_dump.h, Errors).
+FaultReason DumpFault(const Status& s) {
+  if (s.code() == absl::StatusCode::kDeadlineExceeded) return FaultReason::kDumpTimeout;
+  if (s.code() == absl::StatusCode::kUnavailable &&
+      (s.message().find(" is gone") != std::string_view::npos ||
+       s.message().find(" exited during") != std::string_view::npos)) {
+    return FaultReason::kJvmExited;
+  }
+  if (s.message().find("No space left") != std::string_view::npos ||
+      s.message().find("Disk quota exceeded") != std::string_view::npos) {
+    return FaultReason::kDumpDiskFull;
+  }
+  return FaultReason::kDumpFailed;
+}
+
+}  // namespace
+
+namespace {
+
 namespace fs = std::filesystem;
 
 constexpr std::string_view kDumpTable = "xdump";
@@ -422,6 +441,7 @@ struct Escalation::Impl {
              absl::StrCat(kRefusedPrefix, "the dump would take about ", Bytes(j.estimate), " but ",
                           dump_dir, " has ", Bytes(free_bytes), " free"),
              ExtendedDumpResult::kRefused);
+        metrics->RecordFault(FaultReason::kDumpDiskFull);
         return;
       }
     }
@@ -462,6 +482,7 @@ struct Escalation::Impl {
            dumped.ok() ? std::string("the daemon stopped before the dump was analysed")
                        : absl::StrCat("dump failed: ", dumped.status().ToString()),
            ExtendedDumpResult::kError);
+      if (!dumped.ok()) metrics->RecordFault(DumpFault(dumped.status()));
       return;
     }
     j.record.set_file_bytes(dumped->file_bytes);
@@ -575,6 +596,7 @@ struct Escalation::Impl {
     const absl::Duration took = absl::Now() - start;
     Status stored =
         analysis.ok() ? StoreAnalysis(id, *analysis, suspects, &record) : analysis.status();
+    const bool analysis_ok = analysis.ok();
     AnalysedDump points;
     points.agent = id;
     points.dump_id = record.dump_id();
@@ -597,6 +619,8 @@ struct Escalation::Impl {
     if (!stored.ok()) {
       proto::ToDuration(took, j.record.mutable_analysis_duration());
       Fail(j, absl::StrCat("analysis failed: ", stored.ToString()), ExtendedDumpResult::kError);
+      // The analysis ran but its reports could not be stored (disk full, store error).
+      if (analysis_ok) metrics->RecordFault(FaultReason::kReportWriteFailed);
       return;
     }
     j.record = record;
@@ -1046,6 +1070,7 @@ void Escalation::RemoveAgent(const AgentId& agent) {
   for (auto job = d.dump_queue.begin(); job != d.dump_queue.end();) {
     if ((*job)->record.agent() == agent.value) {
       d.Fail(**job, "agent exited: the JVM exited before the dump", ExtendedDumpResult::kError);
+      d.metrics->RecordFault(FaultReason::kJvmExited);
       job = d.dump_queue.erase(job);
     } else {
       ++job;

@@ -62,6 +62,10 @@ inline constexpr std::string_view kGrpcRequests = "heapwatch_grpc_requests_total
 // malformed_credential, unknown_credential (UNAUTHENTICATED), wrong_role, unknown_method
 // (PERMISSION_DENIED). Exported only when a tokens file is configured, every reason from 0.
 inline constexpr std::string_view kAuthFailures = "heapwatch_auth_failures_total";
+// Faults the daemon met and survived (docs/fault-injection.md), by reason: store_disk_full,
+// store_error, collection_timeout, jvm_exited, dump_disk_full, dump_timeout, dump_failed,
+// report_write_failed, grpc_call_time_limit. Every reason from 0.
+inline constexpr std::string_view kFaults = "heapwatch_faults_total";
 // Extended dumps (escalation, daemon/escalation.h).
 // Per (agent, result): extended dumps that ended. result = ok (analysed, reports stored) | error (the
 // dump or its analysis failed) | refused (a budget refused it). Created at 0 with the agent; when
@@ -149,6 +153,7 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kExtendedDumpAnalysis,
     metric_names::kExtendedDumpPause,
     metric_names::kExtendedDumps,
+    metric_names::kFaults,
     metric_names::kGrpcRequests,
     metric_names::kHeapCapacity,
     metric_names::kHeapLive,

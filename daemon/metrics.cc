@@ -51,6 +51,30 @@ std::string_view ExtendedDumpResultName(ExtendedDumpResult result) {
   return "unknown";
 }
 
+std::string_view FaultReasonName(FaultReason reason) {
+  switch (reason) {
+    case FaultReason::kStoreDiskFull:
+      return "store_disk_full";
+    case FaultReason::kStoreError:
+      return "store_error";
+    case FaultReason::kCollectionTimeout:
+      return "collection_timeout";
+    case FaultReason::kJvmExited:
+      return "jvm_exited";
+    case FaultReason::kDumpDiskFull:
+      return "dump_disk_full";
+    case FaultReason::kDumpTimeout:
+      return "dump_timeout";
+    case FaultReason::kDumpFailed:
+      return "dump_failed";
+    case FaultReason::kReportWriteFailed:
+      return "report_write_failed";
+    case FaultReason::kGrpcCallTimeLimit:
+      return "grpc_call_time_limit";
+  }
+  return "unknown";
+}
+
 namespace {
 
 using prometheus::Counter;
@@ -185,6 +209,15 @@ struct Metrics::Impl {
   Family<Counter>& auth_failures =
       RegisterFamily(prometheus::BuildCounter(), metric_names::kAuthFailures,
                      "gRPC calls refused by the credential check, by reason.", *registry);
+  Family<Counter>& faults = [this]() -> Family<Counter>& {
+    Family<Counter>& f = RegisterFamily(
+        prometheus::BuildCounter(), metric_names::kFaults,
+        "Faults the daemon met and survived (disk full, hung or exited JVMs, gRPC limits), by "
+        "reason.",
+        *registry);
+    for (FaultReason r : kAllFaultReasons) f.Add({{"reason", std::string(FaultReasonName(r))}});
+    return f;
+  }();
   Family<Counter>& extended_dumps = RegisterFamily(
       prometheus::BuildCounter(), metric_names::kExtendedDumps,
       "Extended dumps that ended, by agent and result (ok, error, refused).", *registry);
@@ -653,6 +686,10 @@ void Metrics::SetStoreUsage(const std::vector<storage::KindUsage>& usage) {
     impl_->store_bytes.Add({{"kind", u.kind}}).Set(static_cast<double>(u.bytes));
     impl_->store_records.Add({{"kind", u.kind}}).Set(static_cast<double>(u.records));
   }
+}
+
+void Metrics::RecordFault(FaultReason reason) {
+  impl_->faults.Add({{"reason", std::string(FaultReasonName(reason))}}).Increment();
 }
 
 }  // namespace heapwatch::daemon

@@ -55,6 +55,27 @@ enum class ExtendedDumpResult {
 // "ok", "error", "refused".
 std::string_view ExtendedDumpResultName(ExtendedDumpResult result);
 
+// A fault the daemon met and survived, the `reason` label of heapwatch_faults_total
+// (docs/fault-injection.md).
+enum class FaultReason {
+  kStoreDiskFull,      // a snapshot or record write failed: no space (ENOSPC/EDQUOT, map full)
+  kStoreError,         // a snapshot or record write failed otherwise (EIO, ...)
+  kCollectionTimeout,  // a JVM did not answer an attach step or a histogram in time (hung, stopped)
+  kJvmExited,          // a JVM exited during a collection or before / during its extended dump
+  kDumpDiskFull,       // a JVM could not write its extended dump: no space in the dump directory
+  kDumpTimeout,        // a JVM did not finish its extended dump within escalation.dump_timeout
+  kDumpFailed,         // an extended dump failed otherwise (attach error, JVM error)
+  kReportWriteFailed,  // an analysed dump's reports could not be stored
+  kGrpcCallTimeLimit,  // a gRPC call ran past grpc.max_call_time and was cancelled by the server
+};
+inline constexpr FaultReason kAllFaultReasons[] = {
+    FaultReason::kStoreDiskFull, FaultReason::kStoreError,        FaultReason::kCollectionTimeout,
+    FaultReason::kJvmExited,     FaultReason::kDumpDiskFull,      FaultReason::kDumpTimeout,
+    FaultReason::kDumpFailed,    FaultReason::kReportWriteFailed, FaultReason::kGrpcCallTimeLimit};
+// "store_disk_full", "store_error", "collection_timeout", "jvm_exited", "dump_disk_full",
+// "dump_timeout", "dump_failed", "report_write_failed", "grpc_call_time_limit".
+std::string_view FaultReasonName(FaultReason reason);
+
 class Metrics {
  public:
   Metrics();
@@ -146,6 +167,9 @@ class Metrics {
   // one refused call (Record). `reason` is auth::RefusalReasonName's text.
   void DeclareAuthFailureReason(std::string_view reason);
   void RecordAuthFailure(std::string_view reason);
+  // heapwatch_faults_total{reason}: counts one fault (every reason is exported from 0).
+  // Thread-safe.
+  void RecordFault(FaultReason reason);
 
  private:
   struct Impl;

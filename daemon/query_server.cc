@@ -639,6 +639,7 @@ class InProcessQuery final : public web::QuerySource {
 struct QueryServer::Impl {
   std::unique_ptr<QueryServiceImpl> service;
   std::unique_ptr<InProcessQuery> in_process;
+  std::shared_ptr<GrpcCallLimiter> limiter;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   bool shut_down = false;
@@ -651,7 +652,7 @@ QueryServer::~QueryServer() { Shutdown(absl::ZeroDuration()); }
 StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
     const std::string& listen, storage::SnapshotStore* store, const AgentTable* agents,
     Metrics* metrics, Escalation* escalation, SuspectExplainer explainer,
-    std::shared_ptr<const auth::GrpcAuthorizer> authorizer) {
+    std::shared_ptr<const auth::GrpcAuthorizer> authorizer, const GrpcLimits& limits) {
   if (listen.empty()) return absl::InvalidArgumentError("empty gRPC listen address");
   auto impl = std::make_unique<Impl>();
   impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation,
@@ -662,6 +663,7 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which would let a second daemon bind the same port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  impl->limiter = ApplyGrpcLimits(limits, metrics, &builder);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
@@ -674,6 +676,8 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
 }
 
 int QueryServer::port() const { return impl_->port; }
+
+int QueryServer::calls_in_flight() const { return impl_->limiter->calls_in_flight(); }
 
 web::QuerySource* QueryServer::query_source() const { return impl_->in_process.get(); }
 

@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "daemon/agent_table.h"
 #include "daemon/escalation.h"
+#include "daemon/grpc_limits.h"
 #include "daemon/metrics.h"
 #include "diff/leak_detector.h"
 #include "storage/snapshot_store.h"
@@ -57,16 +58,21 @@ class QueryServer {
   // credential and the method's role); a refused call returns UNAUTHENTICATED or PERMISSION_DENIED
   // and is counted in heapwatch_grpc_requests_total with that code. Null: no check (loopback only,
   // enforced by the daemon, daemon/auth_setup.h).
+  // `limits` (daemon/grpc_limits.h): the server's resource limits and call time limit; Start does
+  // not validate them (ValidateGrpcLimits does, with the configuration).
   static StatusOr<std::unique_ptr<QueryServer>> Start(
       const std::string& listen, storage::SnapshotStore* store, const AgentTable* agents,
       Metrics* metrics, Escalation* escalation = nullptr, SuspectExplainer explainer = nullptr,
-      std::shared_ptr<const auth::GrpcAuthorizer> authorizer = nullptr);
+      std::shared_ptr<const auth::GrpcAuthorizer> authorizer = nullptr,
+      const GrpcLimits& limits = GrpcLimits());
   ~QueryServer();  // Shutdown(absl::ZeroDuration()) if still running.
   QueryServer(const QueryServer&) = delete;
   QueryServer& operator=(const QueryServer&) = delete;
 
   // The bound TCP port.
   int port() const;
+  // Calls running now (GrpcCallLimiter::calls_in_flight), for tests.
+  int calls_in_flight() const;
   // Marks the health status NOT_SERVING, stops accepting calls, lets running calls finish for up to
   // `grace` and cancels the rest. Idempotent.
   void Shutdown(absl::Duration grace);

@@ -117,6 +117,96 @@ Status ErrnoStatus(int err, std::string_view what) {
   return absl::FailedPreconditionError(msg);
 }
 
+// Checks the header of an existing LMDB data file (<dir>/data.mdb) before LMDB maps it, reading it
+// only: both meta pages must be intact (LMDB's own check) and the file must hold every page the
+// newer meta page counts. A truncated file would otherwise be mapped and fault (SIGBUS) on the
+// first read of a missing page, and LMDB's next commit would write into it. Layout of LMDB 0.9
+// (lmdb's mdb.c: MDB_page, MDB_meta; 64-bit): two meta pages at offsets 0 and page size; a page
+// starts with a 16-byte header (flags at byte 10, P_META = 0x08); the meta follows: magic
+// 0xBEEFC0DE (4 bytes), data version 1 (4), address (8), map size (8), two MDB_db of 48 bytes each
+// (the first one's leading 4 bytes hold the page size), last page number (8), txn id (8).
+// A missing or empty file is a new store (LMDB initialises it). DataLoss names the file and what
+// is wrong; FailedPrecondition when it cannot be read.
+Status CheckDataFileHeader(const std::string& dir) {
+  const std::string path = dir + "/data.mdb";
+  detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoStatus(errno, "open " + path);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrFormat("%s is not a regular file", path));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) return absl::OkStatus();
+  auto corrupt = [&](std::string_view why) {
+    return absl::DataLossError(absl::StrFormat(
+        "heapwatch store %s: the data file %s (%d bytes) is corrupt or truncated: %s; heapwatch "
+        "will not open or repair it (restore it from a backup, or move it away to start an empty "
+        "store)",
+        dir, path, size, why));
+  };
+  constexpr size_t kPageHeader = 16, kMetaBytes = 136;
+  constexpr uint32_t kMagic = 0xBEEFC0DE, kDataVersion = 1;
+  constexpr uint16_t kMetaFlag = 0x08;
+  struct Meta {
+    uint32_t page_size = 0;
+    uint64_t last_page = 0;
+    uint64_t txn_id = 0;
+  };
+  auto read_meta = [&](uint64_t offset, int which, Meta* meta) -> Status {
+    unsigned char b[kPageHeader + kMetaBytes];
+    ssize_t n = ::pread(fd.get(), b, sizeof b, static_cast<off_t>(offset));
+    if (n < 0) return ErrnoStatus(errno, "read " + path);
+    if (static_cast<size_t>(n) < sizeof b) {
+      return corrupt(absl::StrFormat("meta page %d is cut off", which));
+    }
+    auto u16 = [&](size_t at) {
+      uint16_t v;
+      std::memcpy(&v, b + at, 2);
+      return v;
+    };
+    auto u32 = [&](size_t at) {
+      uint32_t v;
+      std::memcpy(&v, b + at, 4);
+      return v;
+    };
+    auto u64 = [&](size_t at) {
+      uint64_t v;
+      std::memcpy(&v, b + at, 8);
+      return v;
+    };
+    if ((u16(10) & kMetaFlag) == 0 || u32(kPageHeader) != kMagic ||
+        u32(kPageHeader + 4) != kDataVersion) {
+      return corrupt(absl::StrFormat("meta page %d is not an LMDB meta page", which));
+    }
+    meta->page_size = u32(kPageHeader + 24);
+    meta->last_page = u64(kPageHeader + 120);
+    meta->txn_id = u64(kPageHeader + 128);
+    if (meta->page_size < 512 || meta->page_size > 65536 ||
+        (meta->page_size & (meta->page_size - 1)) != 0) {
+      return corrupt(absl::StrFormat("meta page %d has page size %d", which, meta->page_size));
+    }
+    return absl::OkStatus();
+  };
+  Meta m0, m1;
+  HW_RETURN_IF_ERROR(read_meta(0, 0, &m0));
+  HW_RETURN_IF_ERROR(read_meta(m0.page_size, 1, &m1));
+  if (m1.page_size != m0.page_size) return corrupt("the meta pages disagree on the page size");
+  const Meta& newer = m1.txn_id > m0.txn_id ? m1 : m0;
+  if (newer.last_page > (uint64_t{1} << 40)) {
+    return corrupt(absl::StrFormat("the last page number %d is impossible", newer.last_page));
+  }
+  const uint64_t needed = (newer.last_page + 1) * newer.page_size;
+  if (size < needed) {
+    return corrupt(absl::StrFormat("transaction %d uses %d pages (%d bytes), the file ends before",
+                                   newer.txn_id, newer.last_page + 1, needed));
+  }
+  return absl::OkStatus();
+}
+
 // Creates `dir` (mode 0700) and its parents.
 Status MakeDataDir(const std::string& dir) {
   std::error_code ec;
@@ -257,6 +347,9 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
     }
     return ErrnoStatus(errno, "flock " + lock_path);
   }
+
+  // Under the lock (no other heapwatch store writes it meanwhile), before LMDB maps the file.
+  HW_RETURN_IF_ERROR(CheckDataFileHeader(options.dir));
 
   MDB_env* raw = nullptr;
   if (int rc = mdb_env_create(&raw); rc != 0) return LmdbStatus(rc, "env create");

@@ -710,6 +710,9 @@ escalation:
                                               "\",result=\"ok\"}"))
                 .value_or(0),
             0.0);
+  // The fault counter (docs/fault-injection.md): the JVM exited during its dump.
+  EXPECT_GE(MetricValue(metrics, "heapwatch_faults_total{reason=\"jvm_exited\"}").value_or(0), 1.0)
+      << metrics;
   v1::GetReportRequest get;
   get.set_agent(big_agent);
   get.set_class_name("BigHeapApp$Node");
