@@ -27,7 +27,8 @@
 # Before fuzzing, every crash, leak, timeout and out-of-memory input left in WORK_DIR/artifacts by an earlier
 # run is replayed: a known crash fails the run at once, however long the fuzzing would take to find it again.
 # A fixed one passes and stays there as a regression input.
-# HEAPWATCH_FUZZ_RUNS=N stops after N inputs instead of after SECONDS.
+# HEAPWATCH_FUZZ_RUNS=N stops after N inputs instead of after SECONDS; with HEAPWATCH_FUZZ_RUNS_CAPPED=1
+# as well, after N inputs or SECONDS, whichever comes first (scripts/fuzz_long.sh's fair share).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -106,6 +107,9 @@ if ((${#known[@]} > 0)); then
 fi
 
 stop=(-max_total_time="$seconds")
-if [ -n "${HEAPWATCH_FUZZ_RUNS:-}" ]; then stop=(-runs="$HEAPWATCH_FUZZ_RUNS"); fi
+if [ -n "${HEAPWATCH_FUZZ_RUNS:-}" ]; then
+  stop=(-runs="$HEAPWATCH_FUZZ_RUNS")
+  if [ "${HEAPWATCH_FUZZ_RUNS_CAPPED:-}" = 1 ]; then stop+=(-max_total_time="$seconds"); fi
+fi
 "$build/$fuzzer" "${stop[@]}" "${limits[@]}" -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds"
