@@ -14,6 +14,8 @@
 #   time_arg         heapwatchctl's time arguments (ctl/time_arg.h)
 #   query_server     serialized gRPC requests into the query service over a real store
 #                    (daemon/query_server.h)
+#   tokens           heapwatchd's API tokens file (auth/tokens.h); seeds: valid files with each role,
+#                    comments, CRLF, tabs, and one file per error the parser reports
 # Builds the fuzz project fuzz/ (the whole project compiled by clang with -fsanitize=fuzzer-no-link,
 # address,undefined; each target links only the modules it needs) into $HEAPWATCH_FUZZ_BUILD_DIR
 # (default build-fuzz), seeds a corpus (the dump readers' seeds are generated in WORK_DIR from
@@ -25,7 +27,8 @@
 # Before fuzzing, every crash, leak, timeout and out-of-memory input left in WORK_DIR/artifacts by an earlier
 # run is replayed: a known crash fails the run at once, however long the fuzzing would take to find it again.
 # A fixed one passes and stays there as a regression input.
-# HEAPWATCH_FUZZ_RUNS=N stops after N inputs instead of after SECONDS.
+# HEAPWATCH_FUZZ_RUNS=N stops after N inputs instead of after SECONDS; with HEAPWATCH_FUZZ_RUNS_CAPPED=1
+# as well, after N inputs or SECONDS, whichever comes first (scripts/fuzz_long.sh's fair share).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -36,11 +39,11 @@ case "$reader" in
   hprof) fuzzer=hprof_fuzzer ;;
   phd) fuzzer=phd_fuzzer ;;
   text) fuzzer=text_dump_fuzzer ;;
-  attach_reply | class_histogram | perf_data | config | time_arg | query_server)
+  attach_reply | class_histogram | perf_data | config | time_arg | query_server | tokens)
     fuzzer=${reader}_fuzzer ;;
   *)
     echo "fuzz.sh: TARGET must be hprof, phd, text, attach_reply, class_histogram, perf_data," \
-      "config, time_arg or query_server" >&2
+      "config, time_arg, query_server or tokens" >&2
     exit 2 ;;
 esac
 # Longest input: what the seeds need (a real hsperfdata file is 32 KiB), no more: longer inputs only
@@ -48,6 +51,8 @@ esac
 case "$reader" in
   hprof | phd | text) limits=(-timeout=30 -rss_limit_mb=2560 -max_len=262144) ;;
   attach_reply | class_histogram | config) limits[2]=-max_len=20000 ;;
+  # A few dozen token lines; longer inputs only repeat what a line can hold (a line is at most 1 KiB).
+  tokens) limits[2]=-max_len=8192 ;;
   time_arg) limits[2]=-max_len=256 ;;
   query_server) limits[2]=-max_len=4096 ;;
 esac
@@ -102,6 +107,9 @@ if ((${#known[@]} > 0)); then
 fi
 
 stop=(-max_total_time="$seconds")
-if [ -n "${HEAPWATCH_FUZZ_RUNS:-}" ]; then stop=(-runs="$HEAPWATCH_FUZZ_RUNS"); fi
+if [ -n "${HEAPWATCH_FUZZ_RUNS:-}" ]; then
+  stop=(-runs="$HEAPWATCH_FUZZ_RUNS")
+  if [ "${HEAPWATCH_FUZZ_RUNS_CAPPED:-}" = 1 ]; then stop+=(-max_total_time="$seconds"); fi
+fi
 "$build/$fuzzer" "${stop[@]}" "${limits[@]}" -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds"
