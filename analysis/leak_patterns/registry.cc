@@ -140,6 +140,20 @@ StatusOr<std::vector<LeakPatternMatch>> RecognizeLeakPatterns(const HeapGraph& g
                      });
     for (LeakPatternMatch& m : matches) all.push_back(std::move(m));
   }
+  // One name per leak: a static collection that a more specific pattern already explains (the bus
+  // of listeners-never-removed, which anchors the object the static field holds) is not repeated.
+  absl::flat_hash_set<uint32_t> explained;
+  for (const LeakPatternMatch& m : all) {
+    if (m.pattern_id != "listeners-never-removed") continue;
+    for (ObjectIndex a : m.anchors) explained.insert(a.value);
+  }
+  std::erase_if(all, [&explained](const LeakPatternMatch& m) {
+    if (m.pattern_id != "static-collection") return false;
+    for (ObjectIndex a : m.anchors) {
+      if (explained.contains(a.value)) return true;
+    }
+    return false;
+  });
   return all;
 }
 

@@ -454,5 +454,16 @@ TEST(LeakPatterns, CleanerUsedRightIsNotClaimed) {
   EXPECT_THAT(Ids(Recognize(*few)), ElementsAre());
 }
 
+TEST(LeakPatterns, AListenerBusInAStaticFieldIsNamedOnce) {
+  // The bus is also a large collection in a static field; the listener pattern, which says more,
+  // is the one name of the leak.
+  auto graph = ListenerHeap(150);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  LeakPatternOptions options;
+  options.static_collection_min_bytes = 1;
+  options.static_collection_min_elements = 100;
+  EXPECT_THAT(Ids(Recognize(*graph, options)), ElementsAre("listeners-never-removed"));
+}
+
 }  // namespace
 }  // namespace heapwatch::analysis

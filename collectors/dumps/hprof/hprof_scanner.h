@@ -427,8 +427,8 @@ class HprofScanner {
         if (sub == kSubPrimitiveArrayDump) {
           uint64_t bytes = uint64_t{count} * ValueSize(type);
           if constexpr (Handler::kWantsPrimitiveArrayData) {
-            const uint32_t head = static_cast<uint32_t>(
-                std::min<uint64_t>(bytes, Handler::kPrimitiveArrayDataLimit));
+            const uint32_t head =
+                static_cast<uint32_t>(std::min<uint64_t>(bytes, Handler::kPrimitiveArrayDataLimit));
             HW_RETURN_IF_ERROR(Need(head, sub_off, sub));
             HW_RETURN_IF_ERROR(handler_.OnPrimitiveArrayData(id, type, count, in_.data(), head));
             in_.Advance(head);

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "analysis/thread_names.h"
 #include "collectors/dumps/heap_dump_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -171,6 +173,36 @@ TEST(Utf16ToUtf8, SurrogatesAndBounds) {
             "\xef\xbf\xbd"
             "A");
   EXPECT_EQ(Utf16ToUtf8({}), "");
+}
+
+// Real dumps of other projects (../shared/corpora, eclipse-mat): the names of the JVM's own
+// threads, read from JDK 6 and JDK 8 dumps (Thread.name is a char[]) and a JDK 11 one (a compact
+// String, gzip-compressed).
+TEST(StringContentsCorpora, ThreadNamesOfRealDumps) {
+  const char* env = std::getenv("HEAPWATCH_CORPORA_DIR");
+  const std::string corpora = env != nullptr && *env != '\0' ? env : HW_CORPORA_DIR;
+  for (const char* file :
+       {"eclipse-mat/sun_jdk6_18_x64.hprof", "eclipse-mat/oracle_jdk8_05_x64.hprof",
+        "eclipse-mat/openjdk_jdk11_04_x64.hprof.gz"}) {
+    SCOPED_TRACE(file);
+    const std::string path = corpora + "/" + file;
+    auto graph = ReadHeapDump(path);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const auto threads = analysis::ThreadNameObjects(*graph);
+    ASSERT_GE(threads.size(), 4u);
+    std::vector<ObjectIndex> names;
+    for (const auto& [thread, name] : threads) names.push_back(name);
+    auto contents = ReadStringContents(path, *graph, names);
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    std::vector<std::string> read;
+    for (const auto& [thread, name] : threads) {
+      auto it = contents->find(name.value);
+      if (it != contents->end()) read.push_back(it->second.utf8);
+    }
+    EXPECT_EQ(read.size(), threads.size());
+    EXPECT_THAT(read, ::testing::IsSupersetOf(
+                          {"main", "Finalizer", "Reference Handler", "Signal Dispatcher"}));
+  }
 }
 
 }  // namespace
