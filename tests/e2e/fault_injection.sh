@@ -263,7 +263,7 @@ for round in $(seq "$rounds"); do
   # ---- dump_hang: SIGSTOP while the JVM writes the dump.
   before=$(fault_count dump_timeout)
   stopped=0
-  for attempt in 1 2 3; do
+  for _ in 1 2 3; do
     id=$(request_dump)
     for _ in $(seq 500); do
       if compgen -G "$dumps/*/*.hprof" >/dev/null; then kill -STOP "$victim_pid"; stopped=1; break; fi

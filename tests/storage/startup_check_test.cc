@@ -47,8 +47,7 @@ std::string OpenAndRead(const std::string& dir) {
   return RunInChild([&]() -> std::string {
     auto store = SnapshotStore::Open(TestOptions(dir));
     if (!store.ok()) return store.status().ToString();
-    auto snaps =
-        (*store)->ReadSnapshots(AgentId("agent-a"), absl::InfinitePast(),
+    auto snaps = (*store)->ReadSnapshots(AgentId("agent-a"), absl::InfinitePast(),
                                          absl::InfiniteFuture(), 0);
     if (!snaps.ok()) return snaps.status().ToString();
     if (snaps->size() != 60) return "read " + std::to_string(snaps->size()) + " snapshots, want 60";
