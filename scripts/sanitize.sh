@@ -43,7 +43,16 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launc
   >/dev/null
 nice -n 5 cmake --build "$build" -j2 ${targets[@]:+--target "${targets[@]}"}
 
-ctest_args=(--output-on-failure -E '_fuzz_smoke$')
+exclude='_fuzz_smoke$'
+if [ "$mode" = tsan ]; then
+  # Too slow under TSan, not failing: RealDiskFull appends snapshots until a 6 MiB tmpfs is full
+  # (6.6 s in the normal build); under TSan it needs ~150 s (it passed, without a report, in 146 s run
+  # directly on 2026-11-24) and ctest's 120 s per-test timeout stops it. It runs single-threaded, so
+  # TSan has nothing to check there that the other Durability tests do not; the normal and ASan runs
+  # keep it.
+  exclude+='|^DurabilityTest\.RealDiskFullIsResourceExhaustedAndHeals$'
+fi
+ctest_args=(--output-on-failure -E "$exclude")
 if ((${#targets[@]} > 0)); then
   # Only the tests of the named binaries (gtest_discover_tests names tests Suite.Case; a binary's tests
   # are found by listing them).
