@@ -252,6 +252,18 @@ Field FilterField(MainClassFilter* target) {
          {"exclude", Assign<std::vector<std::string>>(&target->exclude, ReadStringList)}});
   };
 }
+Field ThreadNamesField(analysis::ThreadNamePrivacy* target) {
+  return [target](const YAML::Node& node, const std::string& path) -> Status {
+    HW_ASSIGN_OR_RETURN(std::string text, ReadString(node, path));
+    auto privacy = analysis::ParseThreadNamePrivacy(text);
+    if (!privacy.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Located(node, path), ": ", privacy.status().message()));
+    }
+    *target = *privacy;
+    return absl::OkStatus();
+  };
+}
 Field Section(FieldMap fields) {
   return [fields = std::move(fields)](const YAML::Node& node, const std::string& path) {
     return ReadMap(node, path, fields);
@@ -284,6 +296,7 @@ FieldMap TopLevelFields(Config* c) {
                          {"pause_budget_window", DurationField(&col->pause_budget_window)},
                          {"max_interval", DurationField(&col->max_interval)},
                          {"gc_sample_interval", DurationField(&col->gc_sample_interval)},
+                         {"string_table_interval", DurationField(&col->string_table_interval)},
                      })},
       {"watch", Section({{"agents", FilterField(&c->watch.agents)}})},
       {"export", Section({{"top_classes", IntField(&c->exporter.top_classes, 0, 10000)}})},
@@ -314,6 +327,7 @@ FieldMap TopLevelFields(Config* c) {
            {"dump_timeout", DurationField(&c->escalation.dump_timeout)},
            {"exclude_patterns", StringListField(&c->escalation.exclude_patterns)},
            {"top_objects", IntField(&c->escalation.top_objects, 1, 1000)},
+           {"thread_names", ThreadNamesField(&c->escalation.thread_names)},
        })},
       {"auth", Section({{"tokens_file", StringField(&c->auth.tokens_file)}})},
       {"grpc", Section({
@@ -401,6 +415,10 @@ Status ValidateConfig(const Config& c) {
   if (col.gc_sample_interval < absl::Milliseconds(100)) {
     return fail("collection.gc_sample_interval", "must be >= 100ms");
   }
+  if (col.string_table_interval != absl::ZeroDuration() &&
+      col.string_table_interval < absl::Seconds(1)) {
+    return fail("collection.string_table_interval", "must be 0 (off) or >= 1s");
+  }
   if (c.retention.max_age <= absl::ZeroDuration()) {
     return fail("retention.max_age", "must be positive");
   }
@@ -485,6 +503,7 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "pause_budget_window" << YAML::Value << dur(col.pause_budget_window);
   out << YAML::Key << "max_interval" << YAML::Value << dur(col.max_interval);
   out << YAML::Key << "gc_sample_interval" << YAML::Value << dur(col.gc_sample_interval);
+  out << YAML::Key << "string_table_interval" << YAML::Value << dur(col.string_table_interval);
   out << YAML::EndMap;
 
   out << YAML::Key << "watch" << YAML::Value << YAML::BeginMap;
@@ -520,6 +539,8 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "dump_timeout" << YAML::Value << dur(e.dump_timeout);
   out << YAML::Key << "exclude_patterns" << YAML::Value << YAML::Flow << e.exclude_patterns;
   out << YAML::Key << "top_objects" << YAML::Value << e.top_objects;
+  out << YAML::Key << "thread_names" << YAML::Value
+      << std::string(analysis::ThreadNamePrivacyName(e.thread_names));
   out << YAML::EndMap;
 
   out << YAML::Key << "web" << YAML::Value << YAML::BeginMap;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "analysis/thread_names.h"
 #include "common/status.h"
 #include "daemon/grpc_limits.h"
 #include "diff/leak_detector.h"
@@ -69,6 +70,11 @@ struct CollectionConfig {
   // How often every agent's GC counters (hsperfdata) are read for the live-set series and to take
   // `-all` histograms right after the JVM's own old-generation collections. Costs the JVM nothing.
   absl::Duration gc_sample_interval = absl::Seconds(2);
+  // Shortest time between two readings of an agent's string table (jcmd VM.stringtable, a short
+  // safepoint counted against the pause budget) for the interned-string trend
+  // (daemon/string_table_watch.h, docs/leak-patterns.md); read after a histogram once this has
+  // passed. 0 turns the interned-string watch off.
+  absl::Duration string_table_interval = absl::Minutes(5);
 };
 
 // Which local JVMs the daemon watches at all. Default: every JVM.
@@ -135,6 +141,9 @@ struct EscalationConfig {
                                                "com\\.sun\\..*"};
   // Biggest objects by retained size listed in each report.
   int top_objects = 20;
+  // Names of live threads in the dumps' reports (pipeline::AnalyzeDumpOptions::thread_names,
+  // analysis/thread_names.h): masked (digit runs shown as '#', the default), full or off.
+  analysis::ThreadNamePrivacy thread_names = analysis::ThreadNamePrivacy::kMasked;
 };
 
 // YAML section `web`: the web pages (docs/web.md).

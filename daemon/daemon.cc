@@ -34,6 +34,7 @@
 #include "collectors/class_loading.h"
 #include "collectors/gc_counters.h"
 #include "collectors/local_jvm.h"
+#include "collectors/string_table.h"
 #include "daemon/agent_table.h"
 #include "daemon/auth_setup.h"
 #include "daemon/escalation.h"
@@ -45,6 +46,7 @@
 #include "daemon/query_server.h"
 #include "daemon/record_retention.h"
 #include "daemon/scheduler.h"
+#include "daemon/string_table_watch.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
 #include "web/web_server.h"
@@ -128,6 +130,11 @@ struct Daemon::Impl {
     std::unique_ptr<ClassLoadingWatch> class_loading;
     // The last AppendClassLoading failed (logged once per failing streak); collection thread only.
     bool class_loading_store_failing = false;
+    // Interned-string trend (VM.stringtable); nullptr when collection.string_table_interval is 0.
+    // Thread-safe on its own; the two fields after it: collection thread only.
+    std::unique_ptr<StringTableWatch> string_table;
+    absl::Time string_table_read = absl::InfinitePast();  // last attempt
+    bool string_table_failing = false;  // the last reading failed (logged once per streak)
   };
 
   // Per discovered process: the agent it became, or why not.
@@ -304,6 +311,9 @@ struct Daemon::Impl {
     rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
     rt->live_set_detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
     rt->class_loading = std::make_unique<ClassLoadingWatch>(config.trend, info->start_time);
+    if (config.collection.string_table_interval > absl::ZeroDuration()) {
+      rt->string_table = std::make_unique<StringTableWatch>(config.trend, info->start_time);
+    }
     rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
                                            absl::Now());
     if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
@@ -723,6 +733,41 @@ struct Daemon::Impl {
     agents.Update(id, [&](AgentStatus& s) { s.class_loading = *point; });
   }
 
+  // Reads the agent's string table (jcmd VM.stringtable) when collection.string_table_interval
+  // has passed since the last reading, feeds the interned-string trend and publishes the reading.
+  // The command runs at a safepoint: its pause, from the JVM's safepoint counter around it, is
+  // spent from the pause budget like a dump's (docs/leak-patterns.md).
+  void OnStringTable(const AgentId& id, Runtime& rt) {
+    if (rt.string_table == nullptr) return;
+    const absl::Time start = absl::Now();
+    if (start - rt.string_table_read < config.collection.string_table_interval) return;
+    rt.string_table_read = start;
+    auto before = collectors::ReadGcCountersFile(rt.jvm.perfdata_path);
+    auto stats = collectors::CollectStringTable(rt.jvm, attach);
+    auto after = collectors::ReadGcCountersFile(rt.jvm.perfdata_path);
+    absl::Duration pause = absl::ZeroDuration();
+    if (before.ok() && after.ok()) pause = collectors::SafepointTimeBetween(*before, *after);
+    const absl::Duration total = rt.cost->RecordDump(absl::Now(), pause);
+    if (!stats.ok()) {
+      if (!rt.string_table_failing) {
+        spdlog::warn("agent {}: cannot read its string table (no interned-string trend): {}",
+                     Describe(rt.info), stats.status().ToString());
+      }
+      rt.string_table_failing = true;
+    } else {
+      if (rt.string_table_failing) {
+        spdlog::info("agent {}: its string table is read again", Describe(rt.info));
+      }
+      rt.string_table_failing = false;
+      rt.string_table->Observe(*stats);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = runtimes.find(id);
+    if (it == runtimes.end() || it->second.get() != &rt) return;
+    if (stats.ok()) metrics.SetStringTable(id, stats->entries, stats->strings_bytes());
+    agents.Update(id, [&](AgentStatus& s) { s.total_pause = total; });
+  }
+
   // An extended dump paused the agent's JVM: it counts against the budget's accounting.
   void OnDumpPause(const AgentId& id, absl::Duration pause) {
     std::shared_ptr<Runtime> rt;
@@ -810,6 +855,7 @@ struct Daemon::Impl {
     if (!output.ok()) {
       return Failed(id, rt, ClassifyAttachError(output.status()), output.status(), start);
     }
+    OnStringTable(id, rt);  // only once the JVM answered the histogram
     auto histogram = collectors::ParseClassHistogram(*output);
     if (!histogram.ok()) {
       return Failed(id, rt, CollectionResult::kParseError, histogram.status(), start);
@@ -840,6 +886,11 @@ struct Daemon::Impl {
         // analysis reports it missing as a class and shows the dump's class loaders).
         if (auto s = rt.class_loading->suspect()) suspects.push_back(*s);
         leaks.push_back(*std::move(class_loader_leak));
+      }
+      // An interned-string leak is reported, not escalated: a heap dump does not mark interned
+      // strings (docs/leak-patterns.md).
+      if (rt.string_table != nullptr) {
+        if (auto interned = rt.string_table->leak()) leaks.push_back(*std::move(interned));
       }
       std::set<std::string> names;
       for (const diff::Suspect& s : suspects) {

@@ -577,6 +577,7 @@ struct Escalation::Impl {
     options.top_objects = static_cast<size_t>(config.top_objects);
     options.histogram_rows = 1;  // the stored summary has the histogram by class name
     options.dump_summary = true;
+    options.thread_names = config.thread_names;  // escalation.thread_names
     const absl::Time start = absl::Now();
     StatusOr<pipeline::DumpAnalysis> analysis = absl::InternalError("not analysed");
     StatusOr<int> fd = OpenRawDump(path, j.jvm_uid);

@@ -116,6 +116,11 @@ inline constexpr std::string_view kMetaspaceUsed = "heapwatch_metaspace_used_byt
 inline constexpr std::string_view kMetaspaceCapacity = "heapwatch_metaspace_capacity_bytes";
 inline constexpr std::string_view kClassSpaceUsed = "heapwatch_class_space_used_bytes";
 inline constexpr std::string_view kClassLoaderLeak = "heapwatch_class_loader_leak";
+// Interned strings (jcmd VM.stringtable at most every collection.string_table_interval; a short
+// safepoint; docs/leak-patterns.md). Per agent: strings in the JVM's string table, and their bytes
+// (table entries + the String objects).
+inline constexpr std::string_view kStringTableEntries = "heapwatch_string_table_entries";
+inline constexpr std::string_view kStringTableBytes = "heapwatch_string_table_bytes";
 // Build information. Labels: version. Value 1.
 inline constexpr std::string_view kBuildInfo = "heapwatch_build_info";
 // Where the daemon's web pages are (docs/web.md): web.external_url, else http://<bound pages
@@ -170,6 +175,8 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kStoreBytes,
     metric_names::kStoreRecords,
     metric_names::kStoreSize,
+    metric_names::kStringTableBytes,
+    metric_names::kStringTableEntries,
     metric_names::kSuspectRetained,
     metric_names::kWebInfo,
 };

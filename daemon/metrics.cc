@@ -133,6 +133,9 @@ struct AgentSeries {
   Gauge* metaspace_capacity = nullptr;
   Gauge* class_space_used = nullptr;
   Gauge* class_loader_leak = nullptr;
+  // Interned strings (SetStringTable).
+  Gauge* string_table_entries = nullptr;
+  Gauge* string_table_bytes = nullptr;
 };
 
 }  // namespace
@@ -292,6 +295,13 @@ struct Metrics::Impl {
   Family<Gauge>& class_loader_leak = RegisterFamily(
       prometheus::BuildGauge(), metric_names::kClassLoaderLeak,
       "1 while the agent's class-loading trend reports a class loader leak, else 0.", *registry);
+  Family<Gauge>& string_table_entries = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kStringTableEntries,
+      "Interned strings in the agent's JVM string table (jcmd VM.stringtable).", *registry);
+  Family<Gauge>& string_table_bytes = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kStringTableBytes,
+      "Bytes of the agent's interned strings: string table entries plus the String objects.",
+      *registry);
   Family<Gauge>& heap_capacity =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kHeapCapacity,
                      "Committed heap of the agent in bytes.", *registry);
@@ -422,6 +432,8 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   RemoveIfSet(&impl_->metaspace_capacity, a.metaspace_capacity);
   RemoveIfSet(&impl_->class_space_used, a.class_space_used);
   RemoveIfSet(&impl_->class_loader_leak, a.class_loader_leak);
+  RemoveIfSet(&impl_->string_table_entries, a.string_table_entries);
+  RemoveIfSet(&impl_->string_table_bytes, a.string_table_bytes);
   // Extended-dump counters stay when the agent had a dump (a failure must stay visible after the
   // JVM died); the zero series of agents never dumped go, so short-lived JVMs leave nothing.
   bool dumped = false;
@@ -660,6 +672,22 @@ void Metrics::SetClassLoading(const AgentId& agent, const ClassLoadingPoint& poi
   a.metaspace_capacity->Set(static_cast<double>(point.metaspace_capacity_bytes));
   a.class_space_used->Set(static_cast<double>(point.class_space_used_bytes));
   a.class_loader_leak->Set(leak ? 1 : 0);
+}
+
+void Metrics::SetStringTable(const AgentId& agent, uint64_t entries, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  const Labels labels{{"agent", agent.value}};
+  if (a.string_table_entries == nullptr) {
+    a.string_table_entries = &impl_->string_table_entries.Add(labels);
+  }
+  if (a.string_table_bytes == nullptr) {
+    a.string_table_bytes = &impl_->string_table_bytes.Add(labels);
+  }
+  a.string_table_entries->Set(static_cast<double>(entries));
+  a.string_table_bytes->Set(static_cast<double>(bytes));
 }
 
 void Metrics::SetStoreSize(uint64_t bytes) { impl_->store_size.Set(static_cast<double>(bytes)); }

@@ -152,6 +152,10 @@ class Metrics {
   // heapwatch_class_space_used_bytes and heapwatch_class_loader_leak{agent} from one class-loading
   // reading. No effect for an agent not added.
   void SetClassLoading(const AgentId& agent, const ClassLoadingPoint& point, bool leak);
+  // heapwatch_string_table_entries / heapwatch_string_table_bytes of an agent: the strings in its
+  // JVM's string table and their bytes (collectors/string_table.h StringTableStats::entries and
+  // strings_bytes()). Ignored for an agent not added.
+  void SetStringTable(const AgentId& agent, uint64_t entries, uint64_t bytes);
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);

@@ -105,6 +105,7 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.SetStoreUsage({{"snapshots", 3, 4096}, {"reports", 1, 8192}});
   m.SetClassLoading(AgentId("a1"),
                     ClassLoadingPoint{absl::Now(), 5000, 10, 30 << 20, 32 << 20, 4 << 20}, false);
+  m.SetStringTable(AgentId("a1"), 1234, 98765);
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
 }
@@ -128,6 +129,22 @@ TEST(Metrics, ClassLoadingSeries) {
   m.RemoveAgent(AgentId("a1"));
   EXPECT_THAT(m.ExpositionText(),
               ::testing::Not(::testing::HasSubstr("heapwatch_classes_loaded{")));
+}
+
+// heapwatch_string_table_entries / _bytes: set per agent, not for an unknown agent, gone with it.
+TEST(Metrics, StringTableSeries) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  m.SetStringTable(AgentId("a1"), 1000, 80000);
+  m.SetStringTable(AgentId("a1"), 1500, 120000);
+  m.SetStringTable(AgentId("other"), 7, 7);
+  const std::string text = m.ExpositionText();
+  EXPECT_THAT(text, ::testing::HasSubstr("heapwatch_string_table_entries{agent=\"a1\"} 1500"));
+  EXPECT_THAT(text, ::testing::HasSubstr("heapwatch_string_table_bytes{agent=\"a1\"} 120000"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("agent=\"other\"")));
+  m.RemoveAgent(AgentId("a1"));
+  EXPECT_THAT(m.ExpositionText(),
+              ::testing::Not(::testing::HasSubstr("heapwatch_string_table_entries{")));
 }
 
 TEST(Metrics, CostOfWatchingSeriesLiveAndDieWithTheAgent) {

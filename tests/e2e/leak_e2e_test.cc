@@ -507,5 +507,54 @@ escalation:
             << std::endl;
 }
 
+// Interned-string growth (docs/leak-patterns.md): heapwatchd reads each JVM's string table every
+// second (collection.string_table_interval) next to its histograms. InternApp interns unique
+// strings and keeps them: one leak of kind "interned_strings" among its leaks, with the usual fix
+// in its detail, and the string-table metrics; InternBoundedApp interns 500 keys: no leak at all.
+TEST_F(LeakEndToEnd, InternedStringGrowthIsOneLeak) {
+  Subprocess* leaky = StartJava("InternApp", "256m");
+  Subprocess* bounded = StartJava("InternBoundedApp", "256m");
+  ASSERT_FALSE(HasFailure());
+  const std::string config = absl::StrCat(OwnJarsWatchConfig(dir_), R"(collection:
+  discovery_interval: 1s
+  pause_budget: 1
+  string_table_interval: 1s
+escalation:
+  enabled: false
+)");
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(config, absl::Seconds(1)));
+  const absl::Time daemon_start = absl::Now();
+  const std::string leaky_agent = AgentOf(leaky->pid());
+  const std::string bounded_agent = AgentOf(bounded->pid());
+  ASSERT_FALSE(leaky_agent.empty()) << DaemonLog();
+  ASSERT_FALSE(bounded_agent.empty()) << DaemonLog();
+  auto interned = [&](const std::vector<v1::Leak>& leaks) {
+    int n = 0;
+    for (const v1::Leak& l : leaks) n += l.kind() == "interned_strings";
+    return n;
+  };
+  const bool found = WaitFor(
+      absl::Seconds(90), [&] { return interned(Leaks(leaky_agent)) > 0; }, absl::Seconds(1));
+  const std::vector<v1::Leak> leaks = Leaks(leaky_agent);
+  std::cout << "E2E: interned_strings leak " << (found ? "found" : "not found") << " after "
+            << Secs(absl::Now() - daemon_start) << "; leaks:" << LeaksText(leaks) << std::endl;
+  ASSERT_TRUE(found) << DaemonLog();
+  EXPECT_EQ(interned(leaks), 1) << LeaksText(leaks);
+  for (const v1::Leak& l : leaks) {
+    if (l.kind() != "interned_strings") continue;
+    EXPECT_EQ(l.main_class(), "<interned strings>");
+    EXPECT_TRUE(absl::StrContains(l.detail(), "String.intern()")) << l.detail();
+    EXPECT_TRUE(absl::StrContains(l.detail(), "UseStringDeduplication")) << l.detail();
+  }
+  const std::vector<v1::Leak> clean = Leaks(bounded_agent);
+  EXPECT_TRUE(clean.empty()) << LeaksText(clean);
+  const std::string metrics = Metrics();
+  for (const std::string& agent : {leaky_agent, bounded_agent}) {
+    EXPECT_TRUE(absl::StrContains(
+        metrics, absl::StrCat("heapwatch_string_table_entries{agent=\"", agent, "\"}")))
+        << agent;
+  }
+}
+
 }  // namespace
 }  // namespace heapwatch
