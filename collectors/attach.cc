@@ -515,6 +515,24 @@ StatusOr<AttachReply> ExecuteAttachOperation(const LocalJvm& jvm, std::string_vi
     return absl::UnavailableError(absl::StrCat("JVM process ", jvm.pid, " is gone"));
   }
 
+  // HotSpot removes its attach socket when it exits normally, not when it is killed (SIGKILL): a
+  // later process that gets the same pid finds the dead JVM's .java_pid<pid>. The handshake would
+  // refuse it (another user's: wrong owner) or connect to nothing (no listener). A socket whose
+  // inode last changed before this process started cannot be this JVM's, so it is removed and the
+  // handshake triggers the JVM's own listener. Seen in CI: a JVM of user nobody got the pid of a
+  // root JVM that an earlier test had killed. Two seconds of margin cover the boot time's
+  // whole-second precision; when the start time cannot be read, the handshake's checks decide.
+  if (struct stat st; ::lstat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    auto started = procfs::ReadProcessStartTime(jvm.proc_root, jvm.pid);
+    if (started.ok() && absl::TimeFromTimespec(st.st_ctim) + absl::Seconds(2) < *started) {
+      if (::unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
+        return procfs::ErrnoToStatus(
+            errno, absl::StrCat("removing the stale attach socket ", socket_path,
+                                " (left by an earlier process with pid ", jvm.ns_pid, ")"));
+      }
+    }
+  }
+
   HandshakeResult result;
   UniqueFd sock;
   if (plan.switch_credentials) {

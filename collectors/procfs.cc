@@ -114,6 +114,21 @@ StatusOr<uint64_t> ReadStartTicks(std::string_view proc_root_in, int64_t pid) {
   return ParseStartTicks(Sv(text));
 }
 
+StatusOr<absl::Time> ReadProcessStartTime(std::string_view proc_root_in, int64_t pid) {
+  const absl::string_view proc_root = Av(proc_root_in);
+  HW_ASSIGN_OR_RETURN(uint64_t ticks, ReadStartTicks(proc_root_in, pid));
+  HW_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(absl::StrCat(proc_root, "/stat"), 1 << 20));
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, "btime ")) continue;
+    int64_t btime = 0;
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    if (!absl::SimpleAtoi(line, &btime) || hz <= 0) break;
+    return absl::FromUnixSeconds(btime) +
+           absl::Seconds(static_cast<double>(ticks) / static_cast<double>(hz));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(proc_root, "/stat has no valid btime line"));
+}
+
 bool MapsContainFile(std::string_view maps_text_in, uint32_t dev_major, uint32_t dev_minor,
                      uint64_t inode) {
   const absl::string_view maps_text = Av(maps_text_in);

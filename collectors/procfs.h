@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "common/status.h"
 
 namespace heapwatch::collectors::procfs {
@@ -53,6 +54,11 @@ StatusOr<uint64_t> ParseStartTicks(std::string_view stat_text);
 // Reads <proc_root>/<pid>/stat and returns ParseStartTicks. Errors: Unavailable when the process is
 // gone, plus those of ParseStartTicks.
 StatusOr<uint64_t> ReadStartTicks(std::string_view proc_root, int64_t pid);
+
+// When the process started, as wall-clock time: the boot time (`btime` of <proc_root>/stat, whole
+// seconds) plus its start ticks over sysconf(_SC_CLK_TCK). Accurate to about one second. Errors:
+// Unavailable when the process is gone, InvalidArgument when a file is malformed.
+StatusOr<absl::Time> ReadProcessStartTime(std::string_view proc_root, int64_t pid);
 
 // True when the text of /proc/<pid>/maps has a mapping of the file with device
 // `dev_major:dev_minor` and inode `inode` (the HotSpot hsperfdata file stays mapped for the JVM's
