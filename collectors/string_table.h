@@ -34,24 +34,13 @@
 #include "collectors/attach.h"
 #include "collectors/local_jvm.h"
 #include "common/status.h"
+#include "common/string_table.h"
 
 namespace heapwatch::collectors {
 
-// One reading of the string table's summary.
-struct StringTableStats {
-  absl::Time time;               // when it was read (set by the caller; ParseStringTable: unset)
-  uint64_t buckets = 0;          // hash buckets
-  uint64_t bucket_bytes = 0;     // bytes of the bucket array
-  uint64_t entries = 0;          // interned strings (table entries)
-  uint64_t entry_bytes = 0;      // bytes of the entries (the table's nodes)
-  uint64_t literals = 0;         // the java.lang.String objects the entries refer to
-  uint64_t literal_bytes = 0;    // their bytes on the Java heap (String + its byte[])
-  uint64_t footprint_bytes = 0;  // "Total footprint": buckets + entries + literals
-  uint64_t max_bucket = 0;       // longest bucket chain
-  // entry_bytes + literal_bytes: what the interned strings cost, without the bucket array (which
-  // grows in steps when the table is resized).
-  uint64_t strings_bytes() const { return entry_bytes + literal_bytes; }
-};
+// One reading of the string table's summary (common/string_table.h, where the storage module can
+// use it too).
+using StringTableStats = ::heapwatch::StringTableStats;
 
 // Largest VM.stringtable reply parsed, in bytes (the summary is about 600 bytes).
 inline constexpr size_t kMaxStringTableReplyBytes = 64 << 10;

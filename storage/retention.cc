@@ -37,28 +37,15 @@ StatusOr<size_t> SnapshotStore::Impl::DeletePrefix(LmdbTxn& txn, MDB_dbi dbi,
   return keys.size();
 }
 
-StatusOr<size_t> SnapshotStore::Impl::DeleteOldLiveSet(LmdbTxn& txn, AgentNo agent,
-                                                       int64_t before_micros, size_t max_count) {
-  return DeleteOldPoints(txn, live_set, agent, before_micros, max_count);
-}
-
-StatusOr<size_t> SnapshotStore::Impl::DeleteOldPoints(LmdbTxn& txn, MDB_dbi dbi, AgentNo agent,
+StatusOr<size_t> SnapshotStore::Impl::DeleteOldPoints(LmdbTxn& txn, AgentNo agent,
                                                       int64_t before_micros, size_t max_count) {
-  std::vector<std::string> keys;
-  {
-    HW_ASSIGN_OR_RETURN(LmdbCursor c, LmdbCursor::Open(&txn, dbi));
-    std::string_view k;
-    HW_ASSIGN_OR_RETURN(bool ok, c.Seek(detail::AgentPrefix(agent), &k, nullptr));
-    while (ok && keys.size() < max_count) {
-      AgentNo a;
-      int64_t t;
-      if (!detail::ParseSnapshotKey(k, &a, &t) || a != agent || t >= before_micros) break;
-      keys.emplace_back(k);
-      HW_ASSIGN_OR_RETURN(ok, c.Move(MDB_NEXT, &k, nullptr));
-    }
+  size_t most = 0;
+  for (const detail::TimeSeriesTable& t : SeriesTables()) {
+    HW_ASSIGN_OR_RETURN(size_t n,
+                        detail::DeletePointsBefore(txn, t.dbi, agent, before_micros, max_count));
+    most = std::max(most, n);
   }
-  for (const std::string& k : keys) HW_RETURN_IF_ERROR(txn.Del(dbi, k).status());
-  return keys.size();
+  return most;
 }
 
 StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn, const AgentId& id,
@@ -66,11 +53,9 @@ StatusOr<PrefixDeletion> SnapshotStore::Impl::DeleteOldestSnapshots(LmdbTxn& txn
                                                                     int64_t before_micros,
                                                                     size_t max_count) {
   PrefixDeletion d;
-  // Live-set points age out with the snapshots of the same time span (and all of them with the
-  // agent).
-  HW_RETURN_IF_ERROR(DeleteOldLiveSet(txn, agent, before_micros, max_count).status());
-  // So do class-loading points.
-  HW_RETURN_IF_ERROR(DeleteOldPoints(txn, class_loading, agent, before_micros, max_count).status());
+  // The points of the time series (live set, class loading, string table) age out with the
+  // snapshots of the same time span (and all of them with the agent).
+  HW_RETURN_IF_ERROR(DeleteOldPoints(txn, agent, before_micros, max_count).status());
   std::vector<int64_t> times;
   std::optional<int64_t> remaining;
   {
@@ -310,17 +295,8 @@ Status SnapshotStore::DeleteAgent(const AgentId& id) {
   for (;;) {
     size_t n = 0;
     HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
-      HW_ASSIGN_OR_RETURN(n, s.DeleteOldLiveSet(txn, record.agent_no, detail::kMaxAbsMicros,
-                                                detail::kDeleteBatch));
-      return absl::OkStatus();
-    }));
-    if (n < detail::kDeleteBatch) break;
-  }
-  for (;;) {
-    size_t n = 0;
-    HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
-      HW_ASSIGN_OR_RETURN(n, s.DeleteOldPoints(txn, s.class_loading, record.agent_no,
-                                               detail::kMaxAbsMicros, detail::kDeleteBatch));
+      HW_ASSIGN_OR_RETURN(n, s.DeleteOldPoints(txn, record.agent_no, detail::kMaxAbsMicros,
+                                               detail::kDeleteBatch));
       return absl::OkStatus();
     }));
     if (n < detail::kDeleteBatch) break;

@@ -109,7 +109,7 @@ StatusOr<AgentNo> AllocateAgentNo(LmdbTxn& txn, MDB_dbi meta) {
 namespace {
 
 constexpr std::string_view kFormatVersionKey = "format_version";
-constexpr size_t kMaxDbs = 9;
+constexpr size_t kMaxDbs = 10;
 
 Status ErrnoStatus(int err, std::string_view what) {
   std::string msg = absl::StrFormat("heapwatch store: %s: %s", what, std::strerror(err));
@@ -379,7 +379,7 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
          {Table{"meta", &s.meta}, Table{"agents", &s.agents}, Table{"classes", &s.classes},
           Table{"class_names", &s.class_names}, Table{"snapshots", &s.snapshots},
           Table{"records", &s.records}, Table{"costs", &s.costs}, Table{"live_set", &s.live_set},
-          Table{"class_loading", &s.class_loading}}) {
+          Table{"class_loading", &s.class_loading}, Table{"string_table", &s.string_table}}) {
       if (int rc = mdb_dbi_open(txn.get(), t.name, MDB_CREATE, t.dbi); rc != 0) {
         if (rc == MDB_INCOMPATIBLE) {
           return absl::DataLossError(
@@ -392,7 +392,7 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
     HW_ASSIGN_OR_RETURN(auto version, txn.Get(s.meta, kFormatVersionKey));
     if (!version.has_value()) {
       for (MDB_dbi dbi : {s.agents, s.classes, s.class_names, s.snapshots, s.records, s.costs,
-                           s.live_set, s.class_loading}) {
+                           s.live_set, s.class_loading, s.string_table}) {
         HW_ASSIGN_OR_RETURN(MDB_stat st, txn.Stat(dbi));
         if (st.ms_entries != 0) {
           return absl::DataLossError(absl::StrFormat(
@@ -717,7 +717,8 @@ Status SnapshotStore::DeleteRecord(std::string_view table, std::string_view key)
 StatusOr<uint64_t> SnapshotStore::Impl::UsedBytesIn(LmdbTxn& txn) const {
   uint64_t total = 0;
   for (MDB_dbi dbi :
-       {meta, agents, classes, class_names, snapshots, records, costs, live_set, class_loading}) {
+       {meta, agents, classes, class_names, snapshots, records, costs, live_set, class_loading,
+        string_table}) {
     HW_ASSIGN_OR_RETURN(MDB_stat st, txn.Stat(dbi));
     total += (st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * uint64_t{st.ms_psize};
   }
@@ -773,6 +774,9 @@ StatusOr<StoreStats> SnapshotStore::Stats() const {
     HW_ASSIGN_OR_RETURN(MDB_stat cl, txn.Stat(impl_->class_loading));
     stats.class_loading_points = cl.ms_entries;
     stats.class_loading_bytes = bytes(cl);
+    HW_ASSIGN_OR_RETURN(MDB_stat st, txn.Stat(impl_->string_table));
+    stats.string_table_points = st.ms_entries;
+    stats.string_table_bytes = bytes(st);
     HW_ASSIGN_OR_RETURN(stats.used_bytes, impl_->UsedBytesIn(txn));
   }
   HW_ASSIGN_OR_RETURN(stats.disk_bytes, DiskBytes());

@@ -70,6 +70,7 @@
 #include "common/clock.h"
 #include "common/histogram.h"
 #include "common/status.h"
+#include "common/string_table.h"
 
 namespace heapwatch::storage {
 
@@ -128,6 +129,8 @@ struct StoreStats {
   uint64_t live_set_bytes = 0;    // pages of the live_set and costs tables, bytes
   uint64_t class_loading_points = 0;  // class-loading points of all agents
   uint64_t class_loading_bytes = 0;   // pages of the class_loading table, bytes
+  uint64_t string_table_points = 0;   // string-table points of all agents
+  uint64_t string_table_bytes = 0;    // pages of the string_table table, bytes
   uint64_t disk_bytes = 0;        // DiskBytes()
   uint64_t map_bytes = 0;         // MapBytes()
 };
@@ -135,7 +138,7 @@ struct StoreStats {
 // The store's use by one kind of data (docs/storage-format.md, "Use per kind").
 struct KindUsage {
   // "snapshots" (snapshots + costs tables), "dictionary" (classes + class_names), "live_set",
-  // "class_loading",
+  // "class_loading", "string_table",
   // "agents" (agents + meta + LMDB's table of tables), or "records/<table>" for each record table.
   std::string kind;
   uint64_t records = 0;  // entries (a record, a snapshot, a dictionary entry, ...)
@@ -237,6 +240,20 @@ class SnapshotStore {
   StatusOr<std::vector<ClassLoadingPoint>> ReadClassLoading(const AgentId& agent, absl::Time from,
                                                             absl::Time to,
                                                             size_t max_count) const;
+
+  // String-table series (common/string_table.h): one reading of the agent's interned-string table
+  // summary (counts, and sizes in bytes), durable on OK, about 20-30 bytes of value (table
+  // string_table, docs/storage-format.md). Retained exactly like the live-set and class-loading
+  // series (with the snapshots of the same time span, and with their agent). Errors: NotFound
+  // (unknown agent: PutAgent or Append first), InvalidArgument (malformed id, time infinite or out
+  // of range), AlreadyExists (a point at the same microsecond). O(log n).
+  Status AppendStringTable(const AgentId& agent, const StringTableStats& point);
+  // The agent's string-table points in [from, to], oldest first, each with the time it was stored
+  // under (microsecond precision); the most recent max_count when more (0: no limit). Errors:
+  // NotFound (unknown agent), InvalidArgument (malformed id), DataLoss (a corrupt point; the
+  // message names its key). O(log n + points in [from, to]).
+  StatusOr<std::vector<StringTableStats>> ReadStringTable(const AgentId& agent, absl::Time from,
+                                                          absl::Time to, size_t max_count) const;
 
   // Generic records: bytes under (table, key). `table`: 1..255 bytes; table.size() + key.size() <=
   // 510 (LMDB's key limit); `value`: up to 2^32-1 bytes. Records are not subject to retention (they

@@ -66,10 +66,10 @@ StatusOr<std::vector<KindUsage>> SnapshotStore::UsageByKind() const {
     HW_ASSIGN_OR_RETURN(MDB_stat cls, stat(s.classes));
     HW_ASSIGN_OR_RETURN(MDB_stat names, stat(s.class_names));
     out.push_back({"dictionary", cls.ms_entries, PageBytes(cls) + PageBytes(names)});
-    HW_ASSIGN_OR_RETURN(MDB_stat live, stat(s.live_set));
-    out.push_back({"live_set", live.ms_entries, PageBytes(live)});
-    HW_ASSIGN_OR_RETURN(MDB_stat loading, stat(s.class_loading));
-    out.push_back({"class_loading", loading.ms_entries, PageBytes(loading)});
+    for (const detail::TimeSeriesTable& t : s.SeriesTables()) {
+      HW_ASSIGN_OR_RETURN(MDB_stat series, stat(t.dbi));
+      out.push_back({std::string(t.table), series.ms_entries, PageBytes(series)});
+    }
     HW_ASSIGN_OR_RETURN(MDB_stat agents, stat(s.agents));
     HW_ASSIGN_OR_RETURN(MDB_stat meta, stat(s.meta));
     MDB_stat main;

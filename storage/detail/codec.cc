@@ -503,6 +503,34 @@ StatusOr<ClassLoadingPoint> DecodeClassLoadingPoint(std::string_view value, int6
   return p;
 }
 
+// ---- string-table points
+
+std::string EncodeStringTablePoint(const StringTableStats& point) {
+  std::string p;
+  p.push_back(1);
+  for (uint64_t v : {point.buckets, point.bucket_bytes, point.entries, point.entry_bytes,
+                     point.literals, point.literal_bytes, point.footprint_bytes, point.max_bucket}) {
+    PutVarint64(&p, v);
+  }
+  return WithCrc(p);
+}
+
+StatusOr<StringTableStats> DecodeStringTablePoint(std::string_view value, int64_t micros,
+                                                  std::string_view what) {
+  HW_ASSIGN_OR_RETURN(std::string_view in, CheckCrc(value, what));
+  if (in.empty()) return Corrupt(what, "truncated");
+  if (in[0] != 1) return Corrupt(what, absl::StrFormat("unknown version %d", in[0]));
+  in.remove_prefix(1);
+  StringTableStats p;
+  p.time = absl::FromUnixMicros(micros);
+  for (uint64_t* v : {&p.buckets, &p.bucket_bytes, &p.entries, &p.entry_bytes, &p.literals,
+                      &p.literal_bytes, &p.footprint_bytes, &p.max_bucket}) {
+    if (!GetVarint64(&in, v)) return Corrupt(what, "truncated counters");
+  }
+  if (!in.empty()) return Corrupt(what, "trailing bytes");
+  return p;
+}
+
 // ---- snapshots
 
 std::string EncodeFullSnapshot(const NumberedHistogram& h, bool compress) {

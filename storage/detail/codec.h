@@ -23,6 +23,7 @@
 #include "common/class_loading.h"
 #include "common/gc.h"
 #include "common/status.h"
+#include "common/string_table.h"
 
 namespace heapwatch::storage::detail {
 
@@ -148,6 +149,14 @@ std::string EncodeClassLoadingPoint(const ClassLoadingPoint& point);
 // `micros` is the time from the key.
 StatusOr<ClassLoadingPoint> DecodeClassLoadingPoint(std::string_view value, int64_t micros,
                                                     std::string_view what);
+
+// ---- Values of the string_table table (key: SnapshotKey(agent, time of the reading)):
+//   crc:u32BE version:u8(=1) buckets:varint bucket_bytes:varint entries:varint entry_bytes:varint
+//   literals:varint literal_bytes:varint footprint_bytes:varint max_bucket:varint  DO NOT CHANGE
+std::string EncodeStringTablePoint(const StringTableStats& point);
+// `micros` is the time from the key.
+StatusOr<StringTableStats> DecodeStringTablePoint(std::string_view value, int64_t micros,
+                                                  std::string_view what);
 
 // ---- Values of the snapshots table.
 

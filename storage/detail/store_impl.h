@@ -6,6 +6,7 @@
 
 #include <lmdb.h>
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "absl/hash/hash.h"
 #include "storage/detail/codec.h"
 #include "storage/detail/lmdb_handles.h"
+#include "storage/detail/time_series.h"
 #include "storage/snapshot_store.h"
 
 namespace heapwatch::storage::detail {
@@ -129,6 +131,7 @@ struct SnapshotStore::Impl {
   MDB_dbi meta = 0, agents = 0, classes = 0, class_names = 0, snapshots = 0, records = 0;
   MDB_dbi costs = 0, live_set = 0;  // per-snapshot collection costs; live-set points
   MDB_dbi class_loading = 0;        // class-loading points
+  MDB_dbi string_table = 0;         // string-table (interned strings) points
 
   // Shared by every transaction, exclusive while mdb_env_set_mapsize runs.
   mutable std::shared_mutex map_mu;
@@ -138,6 +141,25 @@ struct SnapshotStore::Impl {
   uint64_t cache_tick = 0;
 
   StatusOr<detail::LmdbTxn> BeginRead() const;
+
+  // The per-agent time series tables (detail/time_series.h), in the order UsageByKind lists them.
+  enum Series : size_t { kLiveSet = 0, kClassLoading = 1, kStringTable = 2, kSeriesTables = 3 };
+  std::array<detail::TimeSeriesTable, kSeriesTables> SeriesTables() const {
+    return {detail::TimeSeriesTable{live_set, "live_set", "live-set point"},
+            detail::TimeSeriesTable{class_loading, "class_loading", "class-loading point"},
+            detail::TimeSeriesTable{string_table, "string_table", "string-table point"}};
+  }
+  // The body of AppendLiveSet, AppendClassLoading, ...: checks the agent id and time, then stores
+  // the encoded point (`value`) of an existing agent in one write transaction (takes write_mu).
+  // Errors: as the public Append methods.
+  Status AppendPoint(const detail::TimeSeriesTable& t, const AgentId& agent, absl::Time time,
+                     std::string_view value);
+  // The body of ReadLiveSet, ReadClassLoading, ...: checks the agent id, then calls
+  // ForEachPoint over [from, to] in one read transaction. NotFound for an unknown agent.
+  Status ReadPoints(
+      const detail::TimeSeriesTable& t, const AgentId& agent, absl::Time from, absl::Time to,
+      absl::FunctionRef<Status(int64_t micros, std::string_view value, std::string_view where)> fn)
+      const;
   // REQUIRES: write_mu held. Runs `body` in a write transaction and commits it. When the map is
   // full the transaction is aborted, the map doubled, and `body` run again from the start (so
   // `body` must not have effects outside the transaction, or must reset them on entry).
@@ -189,12 +211,9 @@ struct SnapshotStore::Impl {
   StatusOr<detail::PrefixDeletion> DeleteOldestSnapshots(detail::LmdbTxn& txn, const AgentId& id,
                                                          detail::AgentNo agent,
                                                          int64_t before_micros, size_t max_count);
-  // Deletes up to max_count of the agent's live-set points with time < before_micros; returns
-  // how many.
-  StatusOr<size_t> DeleteOldLiveSet(detail::LmdbTxn& txn, detail::AgentNo agent,
-                                    int64_t before_micros, size_t max_count);
-  // The same for any table keyed by SnapshotKey (live_set, class_loading).
-  StatusOr<size_t> DeleteOldPoints(detail::LmdbTxn& txn, MDB_dbi dbi, detail::AgentNo agent,
+  // Deletes up to max_count of the agent's points with time < before_micros from each time series
+  // table (detail::DeletePointsBefore); returns the largest count deleted from one table.
+  StatusOr<size_t> DeleteOldPoints(detail::LmdbTxn& txn, detail::AgentNo agent,
                                    int64_t before_micros, size_t max_count);
   // Deletes up to max_count keys of `dbi` starting with `prefix`; returns how many.
   StatusOr<size_t> DeletePrefix(detail::LmdbTxn& txn, MDB_dbi dbi, std::string_view prefix,
