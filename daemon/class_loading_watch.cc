@@ -1,11 +1,8 @@
 #include "daemon/class_loading_watch.h"
 
-#include <algorithm>
 #include <string>
-#include <utility>
 
 #include "absl/strings/str_format.h"
-#include "common/histogram.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -14,49 +11,17 @@ std::string Mebibytes(uint64_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
-}  // namespace
+uint64_t LiveClasses(const ClassLoadingPoint& p) { return p.live_classes(); }
 
-ClassLoadingWatch::ClassLoadingWatch(diff::LeakOptions trend, absl::Time agent_start,
-                                     ClassLoadingWatchOptions options)
-    : options_(options) {
-  trend.trend.min_growth_bytes = options.min_class_growth;
-  trend.trend.min_relative_growth = options.min_relative_growth;
-  window_ = std::max(trend.trend.window_snapshots, trend.trend.min_snapshots);
-  detector_ = std::make_unique<diff::LeakDetector>(trend, agent_start);
-}
-
-std::optional<diff::Leak> ClassLoadingWatch::Observe(const ClassLoadingPoint& point) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!recent_.empty() && point.time <= recent_.back().time) return LeakLocked();
-  Snapshot s;
-  s.time = point.time;
-  s.cost.mode = HistogramMode::kLive;
-  // The count as the series' "bytes" (the trend tests run on bytes) and its "instances".
-  s.histogram.rows.push_back(
-      {std::string(kClassLoadingSeries), "", point.live_classes(), point.live_classes()});
-  detector_->Observe(s);
-  recent_.push_back(point);
-  while (recent_.size() > window_) recent_.pop_front();
-  return LeakLocked();
-}
-
-std::optional<diff::Leak> ClassLoadingWatch::LeakLocked() const {
-  if (recent_.empty()) return std::nullopt;
-  const std::optional<diff::Suspect> suspect = detector_->SuspectFor(kClassLoadingSeries);
-  if (!suspect) return std::nullopt;
-  const ClassLoadingPoint& first = recent_.front();
-  const ClassLoadingPoint& last = recent_.back();
+// A suspect is a class loader leak while metaspace grew over the window too (or is not published).
+std::optional<diff::Leak> ClassLoaderLeak(const ScalarTrend& trend, const diff::Suspect& suspect,
+                                          const ClassLoadingPoint& first,
+                                          const ClassLoadingPoint& last) {
   const bool metaspace_known = last.metaspace_used_bytes > 0;
   if (metaspace_known && last.metaspace_used_bytes <= first.metaspace_used_bytes) {
     return std::nullopt;
   }
-  diff::Leak leak;
-  leak.kind = std::string(kClassLoaderLeakKind);
-  leak.main_class = std::string(kClassLoadingSeries);
-  leak.id = suspect->leak;
-  leak.first_seen = suspect->first_seen;
-  leak.time_scale = suspect->time_scale;
-  leak.score = suspect->score;
+  diff::Leak leak = trend.LeakFrom(kClassLoaderLeakKind, suspect);
   leak.bytes = last.metaspace_used_bytes;
   const double span = absl::ToDoubleSeconds(last.time - first.time);
   if (span > 0 && metaspace_known) {
@@ -72,7 +37,7 @@ std::optional<diff::Leak> ClassLoadingWatch::LeakLocked() const {
       "class loader leak: %d classes loaded and not unloaded (%+d in %s, %.2f classes/s), "
       "metaspace %s",
       last.live_classes(), class_growth, absl::FormatDuration(last.time - first.time),
-      suspect->growth_bytes_per_second,
+      suspect.growth_bytes_per_second,
       metaspace_known ? absl::StrFormat("%s (%+.1f MiB)", Mebibytes(last.metaspace_used_bytes),
                                         (static_cast<double>(last.metaspace_used_bytes) -
                                          static_cast<double>(first.metaspace_used_bytes)) /
@@ -81,20 +46,22 @@ std::optional<diff::Leak> ClassLoadingWatch::LeakLocked() const {
   return leak;
 }
 
-std::optional<diff::Leak> ClassLoadingWatch::leak() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return LeakLocked();
+}  // namespace
+
+ClassLoadingWatch::ClassLoadingWatch(diff::LeakOptions trend, absl::Time agent_start,
+                                     ClassLoadingWatchOptions options)
+    : watch_({kClassLoadingSeries, options.min_class_growth, options.min_relative_growth,
+              &LiveClasses, &ClassLoaderLeak},
+             trend, agent_start) {}
+
+std::optional<diff::Leak> ClassLoadingWatch::Observe(const ClassLoadingPoint& point) {
+  return watch_.Observe(point);
 }
 
-std::optional<ClassLoadingPoint> ClassLoadingWatch::last() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (recent_.empty()) return std::nullopt;
-  return recent_.back();
-}
+std::optional<diff::Leak> ClassLoadingWatch::leak() const { return watch_.leak(); }
 
-std::optional<diff::Suspect> ClassLoadingWatch::suspect() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return detector_->SuspectFor(kClassLoadingSeries);
-}
+std::optional<ClassLoadingPoint> ClassLoadingWatch::last() const { return watch_.last(); }
+
+std::optional<diff::Suspect> ClassLoadingWatch::suspect() const { return watch_.suspect(); }
 
 }  // namespace heapwatch::daemon

@@ -12,20 +12,20 @@
 // above the oldest one of the window), or when the JVM publishes no metaspace counters: loaded
 // classes that are unloaded again (a sawtooth) or that did not take memory are not a leak.
 //
+// The detector and the window of readings are a ScalarTrendWatch (scalar_trend_watch.h); this class
+// supplies the series' value, its thresholds and the metaspace rule.
+//
 // Thread-safety: thread-safe (one mutex).
 #ifndef HEAPWATCH_DAEMON_CLASS_LOADING_WATCH_H_
 #define HEAPWATCH_DAEMON_CLASS_LOADING_WATCH_H_
 
 #include <cstdint>
-#include <deque>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
-#include <vector>
 
 #include "absl/time/time.h"
 #include "common/class_loading.h"
+#include "daemon/scalar_trend_watch.h"
 #include "diff/leak_detector.h"
 
 namespace heapwatch::daemon {
@@ -59,13 +59,7 @@ class ClassLoadingWatch {
   std::optional<diff::Suspect> suspect() const;
 
  private:
-  std::optional<diff::Leak> LeakLocked() const;
-
-  mutable std::mutex mu_;
-  ClassLoadingWatchOptions options_;
-  size_t window_;  // readings kept for the metaspace check
-  std::unique_ptr<diff::LeakDetector> detector_;
-  std::deque<ClassLoadingPoint> recent_;
+  ScalarTrendWatch<ClassLoadingPoint> watch_;
 };
 
 }  // namespace heapwatch::daemon

@@ -13,19 +13,20 @@
 // min_relative_growth of the count. A suspect of that detector is an interned-string leak only
 // while the interned strings' bytes (entries + literals) also grew over the window.
 //
+// The detector and the window of readings are a ScalarTrendWatch (scalar_trend_watch.h); this class
+// supplies the series' value, its thresholds and the bytes rule.
+//
 // Thread-safety: thread-safe (one mutex).
 #ifndef HEAPWATCH_DAEMON_STRING_TABLE_WATCH_H_
 #define HEAPWATCH_DAEMON_STRING_TABLE_WATCH_H_
 
 #include <cstdint>
-#include <deque>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
 
 #include "absl/time/time.h"
 #include "collectors/string_table.h"
+#include "daemon/scalar_trend_watch.h"
 #include "diff/leak_detector.h"
 
 namespace heapwatch::daemon {
@@ -66,12 +67,7 @@ class StringTableWatch {
   std::optional<diff::Suspect> suspect() const;
 
  private:
-  std::optional<diff::Leak> LeakLocked() const;
-
-  mutable std::mutex mu_;
-  size_t window_;  // readings kept for the bytes check
-  std::unique_ptr<diff::LeakDetector> detector_;
-  std::deque<collectors::StringTableStats> recent_;
+  ScalarTrendWatch<collectors::StringTableStats> watch_;
 };
 
 }  // namespace heapwatch::daemon
