@@ -135,6 +135,8 @@ struct Daemon::Impl {
     std::unique_ptr<StringTableWatch> string_table;
     absl::Time string_table_read = absl::InfinitePast();  // last attempt
     bool string_table_failing = false;  // the last reading failed (logged once per streak)
+    // The last AppendStringTable failed (logged once per failing streak); collection thread only.
+    bool string_table_store_failing = false;
   };
 
   // Per discovered process: the agent it became, or why not.
@@ -340,6 +342,11 @@ struct Daemon::Impl {
         metrics.SetClassLoading(info->id, *status.class_loading,
                                 rt->class_loading->leak().has_value());
       }
+      if (rt->string_table != nullptr) {
+        if (auto last = rt->string_table->last()) {
+          metrics.SetStringTable(info->id, last->entries, last->strings_bytes());
+        }
+      }
     }
     runtimes[info->id] = rt;
     scheduler.Add(info->id);
@@ -451,6 +458,21 @@ struct Daemon::Impl {
       spdlog::error("agent {}: cannot read its stored class-loading series, its trend starts "
                     "afresh: {}",
                     Describe(rt.info), loading.status().ToString());
+    }
+    // The string-table series of the same span (read, like the class-loading counters, before
+    // its collection's snapshot): an interned-string leak is reported again at once. Reported,
+    // not escalated, as in Succeeded.
+    if (rt.string_table != nullptr) {
+      auto strings = store->ReadStringTable(rt.info.id, loading_from, absl::InfiniteFuture(), 0);
+      if (strings.ok()) {
+        for (const StringTableStats& p : *strings) rt.string_table->Observe(p);
+        if (auto leak = rt.string_table->leak()) status->leaks.push_back(*std::move(leak));
+      } else if (strings.status().code() != absl::StatusCode::kNotFound) {
+        spdlog::error(
+            "agent {}: cannot read its stored string-table series, its interned-string trend "
+            "starts afresh: {}",
+            Describe(rt.info), strings.status().ToString());
+      }
     }
     for (const diff::Suspect& s : status->suspects) rt.suspect_names.insert(s.class_name);
     for (const diff::Leak& l : status->leaks) rt.leaks[l.id] = l;
@@ -759,6 +781,13 @@ struct Daemon::Impl {
         spdlog::info("agent {}: its string table is read again", Describe(rt.info));
       }
       rt.string_table_failing = false;
+      // Stored first (the series survives a restart and is retained with the snapshots).
+      Status stored = store->AppendStringTable(id, *stats);
+      if (!stored.ok() && !rt.string_table_store_failing) {
+        spdlog::error("agent {}: cannot store a string-table point: {}", Describe(rt.info),
+                      stored.ToString());
+      }
+      rt.string_table_store_failing = !stored.ok();
       rt.string_table->Observe(*stats);
     }
     std::lock_guard<std::mutex> lock(mu);

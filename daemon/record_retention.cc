@@ -257,8 +257,9 @@ StatusOr<RecordRetentionResult> ApplyRecordRetention(
 StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStore& store) {
   HW_ASSIGN_OR_RETURN(std::vector<storage::KindUsage> raw, store.UsageByKind());
   std::vector<storage::KindUsage> out;
-  for (const char* kind : {"snapshots", "dictionary", "live_set", "agents", "dump_records",
-                           "reports", "summaries", "other_records", "class_loading"}) {
+  for (const char* kind :
+       {"snapshots", "dictionary", "live_set", "agents", "dump_records", "reports", "summaries",
+        "other_records", "class_loading", "string_table"}) {
     out.push_back({kind, 0, 0});
   }
   auto slot = [&](std::string_view kind) -> storage::KindUsage& {
@@ -267,6 +268,7 @@ StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStor
     if (kind == "live_set") return out[2];
     if (kind == "agents") return out[3];
     if (kind == "class_loading") return out[8];
+    if (kind == "string_table") return out[9];
     if (kind == absl::StrCat("records/", AV(kDumpRecordTable))) return out[4];
     if (kind == absl::StrCat("records/", AV(kReportRecordTable))) return out[5];
     if (kind == absl::StrCat("records/", AV(kSummaryRecordTable))) return out[6];

@@ -119,8 +119,8 @@ StatusOr<RecordRetentionResult> ApplyRecordRetention(
 // The store's use per kind of data as heapwatch names it (GetStoreStats, heapwatch_store_bytes):
 // "snapshots", "dictionary", "live_set", "agents" (storage::KindUsage), "dump_records" (xdump),
 // "reports" (xreport), "summaries" (xsummary), "other_records" (any other record table),
-// "class_loading" (storage::KindUsage); always these nine, in this order; bytes sum to the store's
-// UsedBytes. Errors: the store's.
+// "class_loading", "string_table" (storage::KindUsage); always these ten, in this order; bytes sum
+// to the store's UsedBytes. Errors: the store's.
 // O(tables + records).
 StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStore& store);
 

@@ -295,8 +295,8 @@ Status SnapshotStore::DeleteAgent(const AgentId& id) {
   for (;;) {
     size_t n = 0;
     HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
-      HW_ASSIGN_OR_RETURN(n, s.DeleteOldPoints(txn, record.agent_no, detail::kMaxAbsMicros,
-                                               detail::kDeleteBatch));
+      HW_ASSIGN_OR_RETURN(
+          n, s.DeleteOldPoints(txn, record.agent_no, detail::kMaxAbsMicros, detail::kDeleteBatch));
       return absl::OkStatus();
     }));
     if (n < detail::kDeleteBatch) break;

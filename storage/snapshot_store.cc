@@ -392,7 +392,7 @@ StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(const StoreOptions&
     HW_ASSIGN_OR_RETURN(auto version, txn.Get(s.meta, kFormatVersionKey));
     if (!version.has_value()) {
       for (MDB_dbi dbi : {s.agents, s.classes, s.class_names, s.snapshots, s.records, s.costs,
-                           s.live_set, s.class_loading, s.string_table}) {
+                          s.live_set, s.class_loading, s.string_table}) {
         HW_ASSIGN_OR_RETURN(MDB_stat st, txn.Stat(dbi));
         if (st.ms_entries != 0) {
           return absl::DataLossError(absl::StrFormat(

@@ -242,11 +242,11 @@ class SnapshotStore {
                                                             size_t max_count) const;
 
   // String-table series (common/string_table.h): one reading of the agent's interned-string table
-  // summary (counts, and sizes in bytes), durable on OK, about 20-30 bytes of value (table
-  // string_table, docs/storage-format.md). Retained exactly like the live-set and class-loading
-  // series (with the snapshots of the same time span, and with their agent). Errors: NotFound
-  // (unknown agent: PutAgent or Append first), InvalidArgument (malformed id, time infinite or out
-  // of range), AlreadyExists (a point at the same microsecond). O(log n).
+  // summary (counts, and sizes in bytes), durable on OK, 5 bytes plus eight varints of value
+  // (table string_table, docs/storage-format.md). Retained exactly like the live-set and
+  // class-loading series (with the snapshots of the same time span, and with their agent). Errors:
+  // NotFound (unknown agent: PutAgent or Append first), InvalidArgument (malformed id, time
+  // infinite or out of range), AlreadyExists (a point at the same microsecond). O(log n).
   Status AppendStringTable(const AgentId& agent, const StringTableStats& point);
   // The agent's string-table points in [from, to], oldest first, each with the time it was stored
   // under (microsecond precision); the most recent max_count when more (0: no limit). Errors:

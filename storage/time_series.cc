@@ -2,11 +2,12 @@
 // ReadClassLoading (class_loading) and AppendStringTable/ReadStringTable (string_table), all
 // through detail/time_series.h (docs/storage-format.md, "Time series tables"). Their points are
 // retained with the snapshots of the same time span (retention.cc).
+#include "storage/detail/time_series.h"
+
 #include <string>
 #include <vector>
 
 #include "storage/detail/store_impl.h"
-#include "storage/detail/time_series.h"
 #include "storage/snapshot_store.h"
 
 namespace heapwatch::storage {

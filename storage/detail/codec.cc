@@ -508,8 +508,9 @@ StatusOr<ClassLoadingPoint> DecodeClassLoadingPoint(std::string_view value, int6
 std::string EncodeStringTablePoint(const StringTableStats& point) {
   std::string p;
   p.push_back(1);
-  for (uint64_t v : {point.buckets, point.bucket_bytes, point.entries, point.entry_bytes,
-                     point.literals, point.literal_bytes, point.footprint_bytes, point.max_bucket}) {
+  for (uint64_t v :
+       {point.buckets, point.bucket_bytes, point.entries, point.entry_bytes, point.literals,
+        point.literal_bytes, point.footprint_bytes, point.max_bucket}) {
     PutVarint64(&p, v);
   }
   return WithCrc(p);

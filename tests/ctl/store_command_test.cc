@@ -53,7 +53,7 @@ TEST_F(StoreCommandTest, ShowsEveryKindWithItsRecordsAndBytes) {
     kinds[k.kind()] = k;
     sum += k.bytes();
   }
-  ASSERT_EQ(response.kinds_size(), 9);
+  ASSERT_EQ(response.kinds_size(), 10);
   EXPECT_EQ(response.kinds(0).kind(), "snapshots");
   EXPECT_EQ(kinds["snapshots"].records(), 5u);  // the fixture's snapshots of two agents
   EXPECT_EQ(kinds["agents"].records(), 2u);
@@ -62,6 +62,8 @@ TEST_F(StoreCommandTest, ShowsEveryKindWithItsRecordsAndBytes) {
   EXPECT_EQ(kinds["summaries"].records(), 1u);
   EXPECT_EQ(kinds["other_records"].records(), 0u);
   EXPECT_EQ(kinds["class_loading"].records(), 0u);  // a kind of its own, not other_records
+  EXPECT_EQ(kinds["string_table"].records(), 0u);   // so is the interned-string series
+  EXPECT_EQ(response.kinds(9).kind(), "string_table");
   // Reports hold most of the record bytes; the kinds sum to the live data.
   EXPECT_GT(kinds["reports"].bytes(), kinds["summaries"].bytes());
   EXPECT_EQ(sum, response.used_bytes());

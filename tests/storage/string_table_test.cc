@@ -50,7 +50,8 @@ TEST(StringTableStoreTest, PointsRoundTripInTimeOrderAndSurviveReopen) {
     AgentInfo info;
     info.id = AgentId("a");
     ASSERT_TRUE(store->PutAgent(info).ok());
-    for (int m : {4, 0, 2, 1, 3}) ASSERT_TRUE(store->AppendStringTable(AgentId("a"), Point(m)).ok());
+    for (int m : {4, 0, 2, 1, 3})
+      ASSERT_TRUE(store->AppendStringTable(AgentId("a"), Point(m)).ok());
     EXPECT_TRUE(absl::IsAlreadyExists(store->AppendStringTable(AgentId("a"), Point(2))));
   }
   auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
