@@ -584,7 +584,9 @@ escalation:
             << " in " << Secs(absl::Now() - restart) << ":" << LeaksText(after) << std::endl;
   ASSERT_TRUE(back) << DaemonLog();
   for (const v1::Leak& l : after) {
-    if (l.kind() == "interned_strings") EXPECT_EQ(l.leak(), leak_id);  // the same leak
+    if (l.kind() == "interned_strings") {
+      EXPECT_EQ(l.leak(), leak_id);  // the same leak
+    }
   }
   const std::vector<v1::Leak> still_clean = Leaks(bounded_agent);
   EXPECT_TRUE(still_clean.empty()) << LeaksText(still_clean);
