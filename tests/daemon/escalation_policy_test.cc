@@ -97,6 +97,22 @@ TEST(EscalationPolicyTest, ALeakIsCoveredOnlyByADumpRequestedAfterItBegan) {
   EXPECT_THAT(d.new_leaks, ElementsAre("leak-2"));
 }
 
+TEST(EscalationPolicyTest, ALeakCoveredSinceItBeganStaysCoveredWhenAClassStartsANewEpisode) {
+  FakeClock clock;
+  const absl::Time leak_began = clock.Now();
+  DumpCoverage coverage;
+  clock.Advance(absl::Hours(1));
+  MarkCovered(S("a.Node", leak_began, "leak-1"), clock.Now(), &coverage);
+  clock.Advance(absl::Hours(1));
+  // a.Node's episode ended and a new one began; a.Entry was flagged since the leak began. The leak
+  // was covered after it began (by a.Node's dump), so neither class starts a dump.
+  std::vector<diff::Suspect> suspects = {S("a.Entry", leak_began, "leak-1"),
+                                         S("a.Node", clock.Now(), "leak-1")};
+  CoverageDecision d = DecideCoverage(coverage, suspects, false);
+  EXPECT_EQ(d.action, CoverageAction::kNoNewLeak);
+  EXPECT_THAT(Names(d), ElementsAre("a.Entry", "a.Node"));
+}
+
 TEST(EscalationPolicyTest, AJoiningClassIsCoveredFromItsOwnFirstSeen) {
   FakeClock clock;
   const absl::Time requested = clock.Now();
