@@ -1,10 +1,10 @@
-// The escalation's policy (docs/escalation.md "Policy"): which suspects need an extended dump
-// (coverage of leaks and of suspect episodes, the join window), when a dump may start (the agent's
-// min_dump_interval) and which budgets refuse or delay it (analysis memory, raw-dump disk, queue,
-// analysis workers). Pure functions over plain values: no store, no thread, no clock of their own
-// (the caller passes `now`), so every decision is testable on its own. daemon/escalation.h holds
-// the state these decisions read and carries them out; seed 001 (dynaTrace: simple dumps trigger
-// extended dumps) is the model.
+// The escalation's policy (docs/escalation.md "When a dump is taken", "Budgets"): which suspects
+// need an extended dump (coverage of leaks and of suspect episodes, the join window), when a dump
+// may start (the agent's min_dump_interval) and which budgets refuse or delay it (analysis memory,
+// raw-dump disk, queue, analysis workers). Pure functions over plain values: no store, no thread,
+// no clock of their own (the caller passes `now`), so every decision is testable on its own.
+// daemon/escalation.h holds the state these decisions read and carries them out; seed 001
+// (dynaTrace: simple dumps trigger extended dumps) is the model.
 //
 // Thread-safety: every function is pure (no shared state); DumpCoverage is a plain value.
 #ifndef HEAPWATCH_DAEMON_ESCALATION_POLICY_H_
