@@ -1,19 +1,28 @@
 // Escalation: when a leak of an agent appears (a group of suspect classes, diff/leak_detector.h),
-// or on request, take an extended dump of that JVM through the attach API (collectors/heap_dump.h), analyse it in a bounded worker
-// pool (pipeline/analyze_dump.h), store one drill-down report per suspect class plus a summary for
-// dump diffs in the store, and delete the raw dump. docs/escalation.md describes the policy, the
-// budgets and the stored records; seed 001 (dynaTrace: simple dumps trigger extended dumps) is the
-// model.
+// or on request, take an extended dump of that JVM from the agent's dump source
+// (daemon/dump_source.h; today the attach API, collectors/heap_dump.h), analyse it in a bounded
+// worker pool (pipeline/analyze_dump.h), store one drill-down report per suspect class plus a
+// summary for dump diffs in the store, and delete the raw dump. docs/escalation.md describes the
+// policy, the budgets and the stored records; seed 001 (dynaTrace: simple dumps trigger extended
+// dumps) is the model.
+//
+// Structure (one place for each job): this class is the daemon's entry point and keeps the agents'
+// state and the queue (escalation.cc); the decisions (coverage, join window, interval, budgets)
+// are pure functions in daemon/escalation_policy.h; the dump thread and the analysis threads are
+// in escalation_worker.cc; the stored records (tables, keys, one transaction per state change) are
+// daemon/dump_records.h, shared with record retention (daemon/record_retention.h).
 //
 // Life of one extended dump (heapwatch.v1.ExtendedDump, stored in table "xdump" under
-// "<agent>/<dump_id>" at every state change):
+// "<agent>/<dump_id>" at every state change, daemon/dump_records.h):
 //   QUEUED    accepted; waits until the agent's min_dump_interval has passed since its previous
 //             dump, and for the disk budget (raw dumps waiting for analysis).
 //   DUMPING   the JVM writes the dump (one dump at a time, daemon-wide).
 //   ANALYZING waits for an analysis worker and the memory budget, then is analysed.
 //   DONE      reports stored ("xreport" "<agent>/<class>/<dump_id>", "xsummary"
-//             "<agent>/<dump_id>"), raw dump deleted (unless keep_raw_dumps).
-//   FAILED    `error` says why: the JVM exited or failed during the dump, the analysis failed, a
+//             "<agent>/<dump_id>") in the same transaction as the DONE record, raw dump deleted
+//             (unless keep_raw_dumps).
+//   FAILED    `error` says why: the JVM exited or failed during the dump, the agent has no dump
+//             source ("no dump source for agent ..."), the analysis failed, a
 //             budget refused it ("refused: ..."), or the daemon stopped before it finished ("daemon
 //             restarted ..."). The raw dump is deleted.
 // One escalation per leak, not per class. A class counts as covered for its current suspect
@@ -49,6 +58,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "daemon/config.h"
+#include "daemon/dump_source.h"
 #include "daemon/metrics.h"
 #include "daemon/record_retention.h"
 #include "diff/leak_detector.h"
@@ -91,6 +101,15 @@ class Escalation {
                                                      const collectors::AttachOptions& attach,
                                                      storage::SnapshotStore* store,
                                                      Metrics* metrics, const Clock* clock);
+  // Start with the dump source of each agent chosen by `sources` (daemon/dump_source.h): called
+  // on the dump thread before each dump; an agent without a source (nullptr) gets a FAILED dump
+  // ("dump failed: no dump source for agent ..."). The sources must outlive the object. The form
+  // above uses AttachDumpSourceResolver over an AttachDumpSource of `attach` that it owns.
+  static StatusOr<std::unique_ptr<Escalation>> StartWithSources(
+      const EscalationConfig& config, const std::string& data_dir, DumpSourceResolver sources,
+      storage::SnapshotStore* store, Metrics* metrics, const Clock* clock);
+  // `attach` for local attach agents (AgentKind::kLocalAttach), no source for other kinds.
+  static DumpSourceResolver AttachDumpSourceResolver(DumpSource* attach);
   ~Escalation();  // Stop() waiting for work in progress; REQUIRES: not after a Stop that
                   // returned false.
   Escalation(const Escalation&) = delete;

@@ -232,12 +232,12 @@ StatusOr<RecordRetentionResult> ApplyRecordRetention(
       auto k = input.groups[doomed[j]].Keys();
       keys.insert(keys.end(), k.begin(), k.end());
     }
-    HW_ASSIGN_OR_RETURN(size_t n, store->DeleteRecords(keys));
+    HW_ASSIGN_OR_RETURN(size_t n, DumpRecordStore(store).DeleteRecords(keys));
     result.records_deleted += n;
     for (size_t j = start; j < end; ++j) {
       const DumpRecordGroup& g = input.groups[doomed[j]];
       ++result.dumps_deleted;
-      result.deleted_dump_keys.push_back(absl::StrCat(g.agent.value, "/", g.dump_id));
+      result.deleted_dump_keys.push_back(DumpRecordKey(g.agent, g.dump_id));
       if (g.has_dump_record && g.record.raw_dump_kept() && !g.record.raw_dump_path().empty()) {
         result.kept_raw_dumps.push_back(g.record.raw_dump_path());
       }

@@ -34,14 +34,11 @@
 #include "absl/time/time.h"
 #include "common/agent.h"
 #include "common/status.h"
+#include "daemon/dump_records.h"
 #include "heapwatch/v1/heapwatch.pb.h"
 #include "storage/snapshot_store.h"
 
 namespace heapwatch::daemon {
-
-inline constexpr std::string_view kDumpRecordTable = "xdump";
-inline constexpr std::string_view kReportRecordTable = "xreport";
-inline constexpr std::string_view kSummaryRecordTable = "xsummary";
 
 // Shares of retention.max_bytes (bytes of live data, storage/snapshot_store.h UsedBytes) that each
 // record kind may use. Snapshots, dictionaries and live-set points get the rest (at least 75 % by

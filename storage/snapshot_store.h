@@ -275,6 +275,21 @@ class SnapshotStore {
   // deleted. Errors: InvalidArgument (a malformed table or key; nothing is deleted). O(n log N).
   StatusOr<size_t> DeleteRecords(const std::vector<std::pair<std::string, std::string>>& refs);
 
+  // One record to write with WriteRecords.
+  struct RecordPut {
+    std::string table;
+    std::string key;
+    std::string value;
+  };
+  // Writes every `puts` record and deletes every `deletes` (table, key) in ONE write transaction:
+  // a reader sees all of the changes or none of them (used to store an extended dump's final
+  // record together with its reports and summary). Absent records to delete are skipped. Durable
+  // on OK; on error nothing is written or deleted. Errors: InvalidArgument (a malformed table or
+  // key, or a value over 2^32-5 bytes: nothing is written), the store's write errors.
+  // O((puts + deletes) log N).
+  Status WriteRecords(const std::vector<RecordPut>& puts,
+                      const std::vector<std::pair<std::string, std::string>>& deletes = {});
+
   // The time of the agent's oldest snapshot, nullopt when it has none. Errors: NotFound (unknown
   // agent), InvalidArgument (malformed id). O(log n).
   StatusOr<std::optional<absl::Time>> OldestSnapshotTime(const AgentId& agent) const;
