@@ -605,7 +605,12 @@ struct Escalation::Impl {
       for (const analysis::SuspectReport& s : analysis->suspects) {
         if (s.accumulation_points.empty()) continue;
         const analysis::ObjectSummary& o = s.accumulation_points.front().object;
-        points.points.push_back({s.class_name, ObjectIdText(o.object_id), o.class_name});
+        auto& p = points.points.emplace_back(
+            diff::LeakDetector::AccumulationPoint{s.class_name, ObjectIdText(o.object_id),
+                                                  o.class_name});
+        for (uint64_t d : s.accumulation_points.front().dominator_ids) {
+          p.dominator_ids.push_back(ObjectIdText(d));
+        }
       }
       SortPoints(&points.points);
     }
@@ -1046,7 +1051,11 @@ StatusOr<std::optional<AnalysedDump>> Escalation::LatestAnalysedDump(const Agent
       v1::DrillDownReport r;
       if (!r.ParseFromString(bytes) || r.accumulation_points().empty()) continue;
       const v1::HeapObject& o = r.accumulation_points(0).object();
-      out.points.push_back({c, ObjectIdText(o.object_id()), o.class_name()});
+      auto& p = out.points.emplace_back(
+          diff::LeakDetector::AccumulationPoint{c, ObjectIdText(o.object_id()), o.class_name()});
+      for (uint64_t d : r.accumulation_points(0).dominator_object_ids()) {
+        p.dominator_ids.push_back(ObjectIdText(d));
+      }
     }
     SortPoints(&out.points);
     return std::optional<AnalysedDump>(std::move(out));
