@@ -324,8 +324,14 @@ StatusOr<std::vector<DominatorClassGroup>> ImmediateDominatorsByClass(
 StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
                                                     const RetainedSizes& retained_sizes,
                                                     std::span<const ObjectIndex> set, double ratio,
-                                                    size_t max_points, double min_share) {
+                                                    size_t max_points, double min_share,
+                                                    const HeapGraph* graph) {
   HW_RETURN_IF_ERROR(CheckRetainedSizes(tree, retained_sizes));
+  if (graph != nullptr && graph->object_count() != tree.object_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("heap graph of ", graph->object_count(),
+                                                   " objects for a dominator tree of ",
+                                                   tree.object_count()));
+  }
   if (!(ratio > 0 && ratio <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("accumulation ratio ", ratio, " is not in (0, 1]"));
@@ -437,6 +443,16 @@ StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
     current = best;
   }
   if (current != super_root) {
+    // Up a run of one class to its first object: every node between it and `current` was on the
+    // walk (the walk came down through them), so its weight is known.
+    if (graph != nullptr) {
+      const ClassId run_class = graph->class_of(current);
+      for (ObjectIndex up = tree.immediate_dominator(current);
+           up != super_root && graph->class_of(up) == run_class;
+           up = tree.immediate_dominator(up)) {
+        current = up;
+      }
+    }
     result.points.push_back(point_of(current));
     return result;
   }

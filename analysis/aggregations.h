@@ -195,15 +195,23 @@ struct AccumulationResult {
 //       `min_share` of the total.
 //   A member reached as the heaviest child ends the walk at its parent (the holder), unless the
 //   parent is the super root, in which case the member itself is the point.
+//   With `graph`, a single point inside a run of objects of one class on the walk (the nodes of a
+//   linked list, the entries of a java.lang.ref.ReferenceQueue or of Finalizer's list, the
+//   PhantomCleanable list of a Cleaner: each node dominates the next) moves up that run to its
+//   first object, the head of the linked structure. Without it the walk would stop wherever the
+//   share of the remaining tail drops below `ratio`, an arbitrary node deep in the list that
+//   changes from dump to dump, and two suspect classes held by the same list (the nodes' class
+//   and their payload's) would name different points.
 // ratio in (0, 1]; MAT's leak-suspect "big drop" default is 0.7.
 // Cost: O(k + distinct ancestors of the members + children of the nodes on the walk), hash maps
 // sized to the ancestors. Errors: InvalidArgument for a member out of range, ratio outside (0, 1],
-// mismatched sizes.
+// mismatched sizes (`graph` included).
 StatusOr<AccumulationResult> FindAccumulationPoints(const DominatorTree& tree,
                                                     const RetainedSizes& retained_sizes,
                                                     std::span<const ObjectIndex> set,
                                                     double ratio = 0.7, size_t max_points = 5,
-                                                    double min_share = 0.05);
+                                                    double min_share = 0.05,
+                                                    const HeapGraph* graph = nullptr);
 
 // ---- Biggest objects.
 

@@ -120,7 +120,8 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
   Progress(options, "accumulation point", 0);
   HW_ASSIGN_OR_RETURN(
       AccumulationResult accumulation,
-      FindAccumulationPoints(tree, retained, instances, options.accumulation_ratio));
+      FindAccumulationPoints(tree, retained, instances, options.accumulation_ratio,
+                             /*max_points=*/5, /*min_share=*/0.05, &graph));
   suspect.minimum_retained_bytes = accumulation.minimum_retained_bytes;
 
   suspect.exclude_patterns = options.exclude_patterns.value_or(DefaultExcludePatterns());
@@ -178,6 +179,11 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
         std::vector<GraphPath> paths,
         ShortestPathsFromGcRoots(graph.graph(), graph.root_objects(), point.object, 1));
     report.path = describe.Path(paths);
+    for (ObjectIndex d = tree.immediate_dominator(point.object);
+         d != tree.super_root() && report.dominator_ids.size() < kMaxPointDominators;
+         d = tree.immediate_dominator(d)) {
+      report.dominator_ids.push_back(graph.object_id(d));
+    }
     suspect.accumulation_points.push_back(std::move(report));
   }
   if (!instances.empty()) {

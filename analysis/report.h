@@ -129,7 +129,13 @@ struct AccumulationPointReport {
   uint64_t suspect_bytes = 0;      // of the class's (minimum) retained size, the part it retains
   double share = 0;                // suspect_bytes / the class's minimum retained size
   GcRootPathReport path;           // shortest path from a GC root, strong references first
+  // Raw ids of the point's dominators, its immediate dominator first, up the dominator tree to a
+  // top-level object, at most kMaxPointDominators. Leak grouping uses them (diff/leak_detector.h:
+  // a class whose point lies inside another suspect class's growing structure is part of that
+  // leak).
+  std::vector<uint64_t> dominator_ids;
 };
+inline constexpr size_t kMaxPointDominators = 8;
 
 // One match of a known-leak pattern (analysis/leak_patterns/leak_patterns.h, docs/leak-patterns.md)
 // in one dump.

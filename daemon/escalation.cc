@@ -451,7 +451,11 @@ StatusOr<std::optional<AnalysedDump>> Escalation::LatestAnalysedDump(const Agent
       if (!report.ok() || report->accumulation_points().empty()) continue;
       const v1::DrillDownReport& r = *report;
       const v1::HeapObject& o = r.accumulation_points(0).object();
-      out.points.push_back({c, ObjectIdText(o.object_id()), o.class_name()});
+      auto& p = out.points.emplace_back(
+          diff::LeakDetector::AccumulationPoint{c, ObjectIdText(o.object_id()), o.class_name()});
+      for (uint64_t d : r.accumulation_points(0).dominator_object_ids()) {
+        p.dominator_ids.push_back(ObjectIdText(d));
+      }
     }
     SortPoints(&out.points);
     return std::optional<AnalysedDump>(std::move(out));

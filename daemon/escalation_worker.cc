@@ -413,7 +413,11 @@ void Escalation::Impl::Analyse(const std::shared_ptr<Job>& job,
     for (const analysis::SuspectReport& s : analysis->suspects) {
       if (s.accumulation_points.empty()) continue;
       const analysis::ObjectSummary& o = s.accumulation_points.front().object;
-      points.points.push_back({s.class_name, ObjectIdText(o.object_id), o.class_name});
+      auto& p = points.points.emplace_back(diff::LeakDetector::AccumulationPoint{
+          s.class_name, ObjectIdText(o.object_id), o.class_name});
+      for (uint64_t d : s.accumulation_points.front().dominator_ids) {
+        p.dominator_ids.push_back(ObjectIdText(d));
+      }
     }
     SortPoints(&points.points);
   }

@@ -577,6 +577,42 @@ struct LeakDetector::Impl {
     return false;
   }
 
+  // Per suspect of `next`: the accumulation point it is grouped by (null without one). A point
+  // that is an instance of another suspect class B, with B's point equal to it or among its
+  // dominators, lies inside B's growing structure: the suspect takes B's grouping point (followed
+  // through at most next.size() such steps, so a cycle of nested points ends).
+  std::vector<const LeakDetector::AccumulationPoint*> GroupPoints(
+      const std::vector<Member>& next) const {
+    std::vector<const LeakDetector::AccumulationPoint*> own(next.size(), nullptr);
+    absl::flat_hash_map<std::string_view, size_t> index_of;
+    for (size_t i = 0; i < next.size(); ++i) {
+      index_of.emplace(next[i].suspect.class_name, i);
+      auto p = points.find(next[i].suspect.class_name);
+      if (p != points.end()) own[i] = &p->second;
+    }
+    // outer[i]: the suspect whose structure holds i's point, or i itself.
+    std::vector<size_t> outer(next.size());
+    for (size_t i = 0; i < next.size(); ++i) {
+      outer[i] = i;
+      if (own[i] == nullptr) continue;
+      auto b = index_of.find(own[i]->object_class);
+      if (b == index_of.end() || b->second == i || own[b->second] == nullptr) continue;
+      const LeakDetector::AccumulationPoint& pb = *own[b->second];
+      const auto& doms = own[i]->dominator_ids;
+      if (pb.object_id == own[i]->object_id ||
+          std::find(doms.begin(), doms.end(), pb.object_id) != doms.end()) {
+        outer[i] = b->second;
+      }
+    }
+    std::vector<const LeakDetector::AccumulationPoint*> out(next.size(), nullptr);
+    for (size_t i = 0; i < next.size(); ++i) {
+      size_t k = i;
+      for (size_t steps = 0; steps < next.size() && outer[k] != k; ++steps) k = outer[k];
+      out[i] = own[k];
+    }
+    return out;
+  }
+
   void Regroup() {
     // Suspects on any scale; the finest scale's figures.
     std::vector<Member> next;
@@ -604,18 +640,20 @@ struct LeakDetector::Impl {
       }
     }
 
+    // Each suspect's grouping point: its accumulation point, or for a point nested in another
+    // suspect class's structure, that class's grouping point.
+    const std::vector<const LeakDetector::AccumulationPoint*> group_point = GroupPoints(next);
     Components comp(next.size());
     for (size_t i = 0; i < next.size(); ++i) {
-      auto p = points.find(next[i].suspect.class_name);
-      if (p != points.end()) comp.SetPoint(i, p->second.object_id);
+      if (group_point[i] != nullptr) comp.SetPoint(i, group_point[i]->object_id);
     }
     // Same accumulation point: one leak.
     for (size_t i = 0; i < next.size(); ++i) {
-      auto pi = points.find(next[i].suspect.class_name);
-      if (pi == points.end()) continue;
+      if (group_point[i] == nullptr) continue;
       for (size_t j = i + 1; j < next.size(); ++j) {
-        auto pj = points.find(next[j].suspect.class_name);
-        if (pj != points.end() && pj->second.object_id == pi->second.object_id) comp.Join(i, j);
+        if (group_point[j] != nullptr && group_point[j]->object_id == group_point[i]->object_id) {
+          comp.Join(i, j);
+        }
       }
     }
     // Correlation, among the kMaxCorrelated suspects that grow fastest (O(s^2 w^2) otherwise; the
@@ -685,9 +723,8 @@ struct LeakDetector::Impl {
         leak.score = std::max(leak.score, m.suspect.score);
         leak.first_seen = std::min(leak.first_seen, m.suspect.first_seen);
         leak.time_scale = std::min(leak.time_scale, m.suspect.time_scale);
-        auto p = points.find(m.suspect.class_name);
-        if (p != points.end() && leak.accumulation_point.empty()) {
-          leak.accumulation_point = p->second.object_class;
+        if (group_point[i] != nullptr && leak.accumulation_point.empty()) {
+          leak.accumulation_point = group_point[i]->object_class;
         }
       }
       std::sort(leak.classes.begin(), leak.classes.end(),

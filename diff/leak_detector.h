@@ -46,7 +46,8 @@
 //   - once SetAccumulationPoints() has named, for some classes, the accumulation point that retains
 //     their growth (from an extended dump, analysis/report.h), classes with the same accumulation
 //     point are one leak and classes with different ones are different leaks, whatever their
-//     increments say; classes without one join the group they correlate with.
+//     increments say; classes without one join the group they correlate with. A point nested in
+//     another suspect class's structure counts as that class's point (see AccumulationPoint).
 // A leak is named by its main class: the grouped class that is not a JDK class (IsJdkClass) and
 // holds the most bytes, else the accumulation point's class when that is not a JDK class, else the
 // class holding the most bytes. Its id is stable while the leak exists:
@@ -204,10 +205,16 @@ class LeakDetector {
   // suspect class's growth, as (suspect class, accumulation point id, accumulation point class).
   // The id distinguishes two objects of the same class (e.g. "0x7f0012345678"). Replaces earlier
   // calls; classes that are no longer suspects are ignored. Regroups at once.
+  // `dominator_ids`: the ids of the point's dominators, immediate dominator first (a few levels;
+  // may be empty). Nested points: when the point of class A is an instance of suspect class B and
+  // B's point is A's point itself or one of its dominators, A's growth accumulates inside B's
+  // growing structure (a Cleaner's list of PhantomCleanable nodes holds the objects the nodes
+  // clean; a map's table holds the map's values), and A is grouped under B's point: one leak.
   struct AccumulationPoint {
     std::string suspect_class;
     std::string object_id;
     std::string object_class;
+    std::vector<std::string> dominator_ids;
   };
   void SetAccumulationPoints(const std::vector<AccumulationPoint>& points);
 

@@ -60,6 +60,7 @@ v1::AccumulationPoint ToProto(const analysis::AccumulationPointReport& point) {
   out.set_suspect_bytes(point.suspect_bytes);
   out.set_share(point.share);
   *out.mutable_path() = ToProto(point.path);
+  for (uint64_t id : point.dominator_ids) out.add_dominator_object_ids(id);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // ReferenceQueue.ENQUEUED (JDK 9+; the static field's object). The pattern matches when at least
 // options.finalizer_min_pending are; their referents are counted by class. O(objects).
 #include <map>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,18 +19,32 @@ Status RecognizeFinalizerBacklog(const PatternContext& c, const LeakPatternOptio
   const ClassId queue_class = graph.FindClass("java.lang.ref.ReferenceQueue");
   const std::vector<ClassId> finalizer_classes = graph.FindClasses("java.lang.ref.Finalizer");
   if (!queue_class.valid() || finalizer_classes.empty()) return absl::OkStatus();
-  // ReferenceQueue.ENQUEUED.
-  ObjectIndex enqueued = kNoObject;
-  const ObjectIndex co = graph.class_info(queue_class).class_object;
-  if (!co.valid()) return absl::OkStatus();
-  for (uint64_t e = g.first_edge(co); e < g.first_edge(ObjectIndex(co.value + 1)); ++e) {
-    const ReferenceSlot slot = graph.ResolveReference(co, e);
-    if (slot.kind == ReferenceSlot::Kind::kStaticField &&
-        graph.class_info(slot.declaring_class).static_fields[slot.field].name == "ENQUEUED") {
-      enqueued = g.targets[e];
+  // The object a static field of `cls` refers to (kNoObject when absent or null).
+  auto static_field = [&](ClassId cls, std::string_view name) {
+    const ObjectIndex co = graph.class_info(cls).class_object;
+    if (!co.valid()) return kNoObject;
+    for (uint64_t e = g.first_edge(co); e < g.first_edge(ObjectIndex(co.value + 1)); ++e) {
+      const ReferenceSlot slot = graph.ResolveReference(co, e);
+      if (slot.kind == ReferenceSlot::Kind::kStaticField &&
+          graph.class_info(slot.declaring_class).static_fields[slot.field].name == name) {
+        return g.targets[e];
+      }
     }
-  }
+    return kNoObject;
+  };
+  // ReferenceQueue.ENQUEUED.
+  const ObjectIndex enqueued = static_field(queue_class, "ENQUEUED");
   if (!enqueued.valid()) return absl::OkStatus();
+  // The head of Finalizer's own queue (static Finalizer.queue -> ReferenceQueue.head): the path is
+  // shown to its referent, a few steps from a GC root. Any other pending Finalizer can lie
+  // thousands of `next` links down the queue.
+  ObjectIndex head_referent = kNoObject;
+  for (ClassId fc : finalizer_classes) {
+    const ObjectIndex queue = static_field(fc, "queue");
+    if (!queue.valid()) continue;
+    const ObjectIndex head = c.Field(queue, "head");
+    if (head.valid() && c.Field(head, "queue") == enqueued) head_referent = c.Field(head, "referent");
+  }
   std::map<std::string, uint64_t> referents;
   uint64_t pending = 0, bytes = 0;
   std::vector<ObjectIndex> anchors;
@@ -65,7 +80,9 @@ Status RecognizeFinalizerBacklog(const PatternContext& c, const LeakPatternOptio
       "%d objects wait for the finalizer thread (%s first): their finalize() runs slower than "
       "they become unreachable",
       pending, by_count.empty() ? "?" : by_count.front().second);
-  if (!anchors.empty()) {
+  if (head_referent.valid() && c.reachable(head_referent)) {
+    HW_ASSIGN_OR_RETURN(match.path, c.PathTo(head_referent));
+  } else if (!anchors.empty()) {
     HW_ASSIGN_OR_RETURN(match.path, c.PathTo(anchors.front()));
   }
   match.anchors = std::move(anchors);

@@ -215,6 +215,74 @@ TEST_F(GoldenHeapTest, AccumulationPointIsTheArrayHoldingMostInstances) {
   EXPECT_EQ(sum, total);
 }
 
+// A reference queue as the JDK keeps finalizable objects: class Holder --static QUEUE--> Queue Q
+// --head--> Entry E1 --next--> E2 ... --next--> E20, each Entry --referent--> Payload P_i
+// --data--> byte[]. Every Entry dominates the rest of the list, so the walk for the payloads
+// descends the list until the tail's share drops below the ratio: an arbitrary Entry deep in it.
+// With the graph the point is the list's head, the same object the Entry class's own point
+// names (the Entry set's top-level member E1, held by Q: the walk ends at Q).
+TEST(AccumulationPointTest, LinkedListPointIsItsHeadWithTheGraph) {
+  HeapGraphBuilder b{DumpInfo{}};
+  b.AddClass(InstanceClass("java.lang.Object", {}, 16), 0x10);
+  ClassInfo holder_info = InstanceClass("com.acme.Holder", {}, 16);
+  holder_info.static_fields.push_back(FieldInfo{"QUEUE", FieldType::kObject});
+  ClassId holder = b.AddClass(holder_info, 0x20);
+  ClassId queue = b.AddClass(InstanceClass("com.acme.Queue", {"head"}, 24), 0x30);
+  ClassId entry = b.AddClass(InstanceClass("com.acme.Entry", {"next", "referent"}, 32), 0x40);
+  ClassId payload = b.AddClass(InstanceClass("com.acme.Payload", {"data"}, 24), 0x50);
+  ClassId bytes = b.AddClass(ArrayClass("byte[]", FieldType::kByte), 0x60);
+  constexpr int kEntries = 20;
+  auto entry_id = [](int i) -> uint64_t { return 0x1000 + 0x10 * i; };
+  auto payload_id = [](int i) -> uint64_t { return 0x3000 + 0x10 * i; };
+  b.SetStaticReferences(holder, {0x900});
+  b.AddInstance(0x900, queue, {entry_id(0)});
+  for (int i = 0; i < kEntries; ++i) {
+    b.AddInstance(entry_id(i), entry, {i + 1 < kEntries ? entry_id(i + 1) : 0, payload_id(i)});
+    b.AddInstance(payload_id(i), payload, {0x5000 + 0x10 * static_cast<uint64_t>(i)});
+    b.AddPrimitiveArray(0x5000 + 0x10 * static_cast<uint64_t>(i), bytes, 500);
+  }
+  for (uint64_t c : {0x10, 0x20, 0x30, 0x40, 0x50, 0x60}) b.AddRoot(c, GcRootKind::kStickyClass);
+  auto graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto tree = ComputeDominatorTree(graph->graph(), graph->root_objects());
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  RetainedSizes retained =
+      ComputeRetainedSizes(*tree, [&](ObjectIndex v) { return graph->shallow_size(v); });
+  std::vector<ObjectIndex> payloads, entries;
+  for (int i = 0; i < kEntries; ++i) {
+    payloads.push_back(graph->FindObject(payload_id(i)));
+    entries.push_back(graph->FindObject(entry_id(i)));
+  }
+  auto deep = FindAccumulationPoints(*tree, retained, payloads, 0.7);
+  ASSERT_TRUE(deep.ok()) << deep.status();
+  ASSERT_EQ(deep->points.size(), 1u);
+  EXPECT_EQ(graph->class_of(deep->points[0].object), entry);
+  EXPECT_NE(deep->points[0].object, entries[0]);  // somewhere down the list
+  EXPECT_LT(deep->points[0].set_members, static_cast<uint64_t>(kEntries));
+
+  auto head = FindAccumulationPoints(*tree, retained, payloads, 0.7, 5, 0.05, &*graph);
+  ASSERT_TRUE(head.ok()) << head.status();
+  ASSERT_EQ(head->points.size(), 1u);
+  EXPECT_EQ(head->points[0].object, entries[0]);
+  EXPECT_EQ(head->points[0].set_members, static_cast<uint64_t>(kEntries));
+  EXPECT_EQ(head->points[0].set_bytes, head->minimum_retained_bytes);
+
+  // The entries' own point: the holder of the list's first entry.
+  auto list = FindAccumulationPoints(*tree, retained, entries, 0.7, 5, 0.05, &*graph);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->points.size(), 1u);
+  EXPECT_EQ(list->points[0].object, graph->FindObject(0x900));
+  EXPECT_EQ(tree->immediate_dominator(head->points[0].object), list->points[0].object);
+
+  // A graph of another heap is refused.
+  HeapGraphBuilder other{DumpInfo{}};
+  other.AddClass(InstanceClass("java.lang.Object", {}, 16), 0x10);
+  other.AddRoot(0x10, GcRootKind::kStickyClass);
+  auto small = std::move(other).Build();
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(FindAccumulationPoints(*tree, retained, payloads, 0.7, 5, 0.05, &*small).ok());
+}
+
 TEST_F(GoldenHeapTest, MinimumRetainedOfAccumulationEqualsLibraryFunction) {
   auto result = FindAccumulationPoints(tree(), retained(), Leaked());
   ASSERT_TRUE(result.ok());
@@ -402,11 +470,26 @@ TEST(AggregationsRandomTest, AccumulationWalkMatchesBruteForceWeights) {
       continue;
     }
     ASSERT_FALSE(result->points.empty());
+    // With the graph, a single point climbs its run of one class (linked structures).
+    auto linked = FindAccumulationPoints(tree, heap->retained, set, ratio, 5, 0.05, &heap->graph);
+    ASSERT_TRUE(linked.ok()) << linked.status();
     if (current != tree.super_root()) {
       ASSERT_EQ(result->points.size(), 1u);
       EXPECT_EQ(result->points[0].object, current);
       EXPECT_EQ(result->points[0].set_bytes, w[current.value]);
+      ObjectIndex head = current;
+      while (tree.immediate_dominator(head) != tree.super_root() &&
+             heap->graph.class_of(tree.immediate_dominator(head)) == heap->graph.class_of(head)) {
+        head = tree.immediate_dominator(head);
+      }
+      ASSERT_EQ(linked->points.size(), 1u);
+      EXPECT_EQ(linked->points[0].object, head);
+      EXPECT_EQ(linked->points[0].set_bytes, w[head.value]);
     } else {
+      ASSERT_EQ(linked->points.size(), result->points.size());
+      for (size_t i = 0; i < linked->points.size(); ++i) {
+        EXPECT_EQ(linked->points[i].object, result->points[i].object);
+      }
       for (const auto& p : result->points) {
         EXPECT_EQ(tree.immediate_dominator(p.object), tree.super_root());
         EXPECT_EQ(p.set_bytes, w[p.object.value]);

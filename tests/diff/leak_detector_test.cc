@@ -2,6 +2,7 @@
 // cycle veto, the grouping of suspects into leaks, explanations and determinism.
 #include "diff/leak_detector.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -295,6 +296,65 @@ TEST(LeakDetectorTest, AccumulationPointsDecideTheGrouping) {
   // The group that kept the most classes keeps the id.
   EXPECT_TRUE(detector.LeakFor(id).has_value());
   EXPECT_EQ(detector.LeakFor(id)->main_class, "com.example.A");
+}
+
+// A point that lies inside another suspect class's growing structure groups its class with that
+// one: a Cleaner's PhantomCleanable list (class B = the list's nodes, point = the CleanerImpl that
+// holds the list) holds the Connections (class A, point = the list's first node, an instance of B
+// whose immediate dominator is B's point). A point of B's class elsewhere (another list, not under
+// B's point) does not, and neither does one whose class is not a suspect.
+TEST(LeakDetectorTest, PointInsideAnotherSuspectsStructureIsThatLeak) {
+  LeakDetector detector{LeakOptions{}};
+  Snapshot s;
+  s.agent = AgentId("a");
+  for (int i = 0; i < 60; ++i) {
+    s.time = absl::FromUnixSeconds(1'700'000'000 + 2 * i);
+    const uint64_t v = 1'000'000 + 300'000 * static_cast<uint64_t>(i);
+    s.histogram.rows = {{"com.example.Connection", "", 1, v},
+                        {"jdk.internal.ref.CleanerImpl$PhantomCleanableRef", "", 1, 2 * v},
+                        {"com.example.Other", "", 1, 3 * v},
+                        {"com.example.Stray", "", 1, 4 * v}};
+    detector.Observe(s);
+  }
+  ASSERT_EQ(detector.Leaks().size(), 1u) << "lockstep growth";
+  using Point = LeakDetector::AccumulationPoint;
+  detector.SetAccumulationPoints(
+      {Point{"com.example.Connection", "0x10", "jdk.internal.ref.CleanerImpl$PhantomCleanableRef",
+             {"0x1", "0x9"}},
+       Point{"jdk.internal.ref.CleanerImpl$PhantomCleanableRef", "0x1",
+             "jdk.internal.ref.CleanerImpl", {"0x9"}},
+       // Another list of the same node class, under a different holder: not nested.
+       Point{"com.example.Other", "0x20", "jdk.internal.ref.CleanerImpl$PhantomCleanableRef",
+             {"0x2", "0x9"}},
+       // A point of a class that is not a suspect: its own leak.
+       Point{"com.example.Stray", "0x30", "java.util.HashMap", {"0x1"}}});
+  std::vector<Leak> leaks = detector.Leaks();
+  ASSERT_EQ(leaks.size(), 3u);
+  bool cleaner = false;
+  for (const Leak& l : leaks) {
+    if (l.main_class != "com.example.Connection") continue;
+    cleaner = true;
+    EXPECT_EQ(l.accumulation_point, "jdk.internal.ref.CleanerImpl");
+    std::vector<std::string> names;
+    for (const LeakClass& c : l.classes) names.push_back(c.class_name);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{
+                         "com.example.Connection",
+                         "jdk.internal.ref.CleanerImpl$PhantomCleanableRef"}));
+  }
+  EXPECT_TRUE(cleaner);
+
+  // Without the dominators (reports stored before they were recorded) the points differ: two leaks.
+  detector.SetAccumulationPoints(
+      {Point{"com.example.Connection", "0x10", "jdk.internal.ref.CleanerImpl$PhantomCleanableRef",
+             {}},
+       Point{"jdk.internal.ref.CleanerImpl$PhantomCleanableRef", "0x1",
+             "jdk.internal.ref.CleanerImpl", {}}});
+  const std::optional<Suspect> connection = detector.SuspectFor("com.example.Connection");
+  const std::optional<Suspect> node =
+      detector.SuspectFor("jdk.internal.ref.CleanerImpl$PhantomCleanableRef");
+  ASSERT_TRUE(connection && node);
+  EXPECT_NE(connection->leak, node->leak);
 }
 
 TEST(LeakDetectorTest, ExplainShowsEveryScaleAndTest) {

@@ -14,14 +14,16 @@
 //    data dir the leak comes back from the replayed history and the stored report (one leak, all
 //    six classes, the same main class and accumulation point). It prints how long each step took.
 //
-//  KnownPatternProgramsAreOneLeakEach: one heapwatchd watches four JVMs at once: ThreadLocalPoolApp
-//  (a
-//    pool's ThreadLocal lists never removed) and ListenerApp (method-reference listeners never
-//    unregistered from a static bus), both growing, and their clean variants
-//    (ThreadLocalPoolCleanApp, ListenerCleanApp). Each leaking JVM must have exactly one leak whose
-//    report names its known-leak pattern (thread-local-value / listeners-never-removed) with the
-//    path through the right fields and the thread names masked; the clean JVMs no leak. It prints
-//    how long it took.
+//  KnownPatternProgramsAreOneLeakEach: one heapwatchd watches six JVMs at once: ThreadLocalPoolApp
+//    (a pool's ThreadLocal lists never removed), ListenerApp (method-reference listeners never
+//    unregistered from a static bus), FinalizerBacklogApp (finalizable objects queued behind a
+//    blocked finalizer thread) and CleanerBacklogApp (Cleaner actions capturing their own object),
+//    all growing, and the clean variants of the first two (ThreadLocalPoolCleanApp,
+//    ListenerCleanApp; the finalizer and cleaner programs' clean variants are checked on their dumps
+//    in tests/pipeline). Each leaking JVM must have exactly one leak whose report names its
+//    known-leak pattern (thread-local-value / listeners-never-removed / finalizer-backlog /
+//    cleaner-backlog) with the path through the right fields and the thread names masked; the clean
+//    JVMs no leak. It prints how long it took.
 //
 // The JVM is started from a copy of its jar in the test's own directory and heapwatchd watches only
 // that (OwnJarsWatchConfig), so other e2e tests running in parallel are never watched or dumped.
@@ -400,6 +402,8 @@ TEST_F(LeakEndToEnd, KnownPatternProgramsAreOneLeakEach) {
   };
   std::vector<Jvm> jvms = {{"ThreadLocalPoolApp", "thread-local-value"},
                            {"ListenerApp", "listeners-never-removed"},
+                           {"FinalizerBacklogApp", "finalizer-backlog"},
+                           {"CleanerBacklogApp", "cleaner-backlog"},
                            {"ThreadLocalPoolCleanApp", ""},
                            {"ListenerCleanApp", ""}};
   for (Jvm& j : jvms) {
@@ -486,7 +490,7 @@ escalation:
       EXPECT_EQ(refs[1], "table");
       EXPECT_EQ(refs[3], "value");
       EXPECT_EQ(m.path().steps(0).object().thread_name(), "pool-#-thread-#");
-    } else {
+    } else if (j.pattern == "listeners-never-removed") {
       EXPECT_TRUE(absl::StrContains(m.summary(),
                                     "listeners registered by ListenerApp$ViewModel "
                                     "(lambda, capturing a ListenerApp$ViewModel) "
@@ -495,6 +499,19 @@ escalation:
       ASSERT_GE(refs.size(), 3u);
       EXPECT_EQ(absl::StrJoin(refs.end() - 3, refs.end(), " -> "),
                 "static BUS -> listeners -> elementData");
+    } else if (j.pattern == "finalizer-backlog") {
+      EXPECT_TRUE(absl::StrContains(m.summary(), "objects wait for the finalizer thread "
+                                                 "(FinalizerBacklogApp$Resource first)"))
+          << m.summary();
+      ASSERT_FALSE(refs.empty());
+      EXPECT_LE(refs.size(), 8u) << "the path goes to the queue's head";
+      EXPECT_TRUE(absl::StrContains(refs.back(), "referent")) << absl::StrJoin(refs, " -> ");
+    } else if (j.pattern == "cleaner-backlog") {
+      EXPECT_TRUE(absl::StrContains(m.summary(), "(CleanerBacklogApp$Connection) registered with "
+                                                 "a java.lang.ref.Cleaner are never cleaned"))
+          << m.summary();
+      ASSERT_GE(refs.size(), 2u);
+      EXPECT_EQ(absl::StrJoin(refs.end() - 2, refs.end(), " -> "), "action -> arg$1");
     }
     // heapwatchctl report prints the pattern at the top of the leak's report.
     const testing::CommandResult ctl = RunCommand(
