@@ -14,16 +14,16 @@
 //    data dir the leak comes back from the replayed history and the stored report (one leak, all
 //    six classes, the same main class and accumulation point). It prints how long each step took.
 //
-//  KnownPatternProgramsAreOneLeakEach: one heapwatchd watches six JVMs at once: ThreadLocalPoolApp
+//  KnownPatternProgramsAreOneLeakEach: one heapwatchd watches seven JVMs at once: ThreadLocalPoolApp
 //    (a pool's ThreadLocal lists never removed), ListenerApp (method-reference listeners never
 //    unregistered from a static bus), FinalizerBacklogApp (finalizable objects queued behind a
-//    blocked finalizer thread) and CleanerBacklogApp (Cleaner actions capturing their own object),
-//    all growing, and the clean variants of the first two (ThreadLocalPoolCleanApp,
-//    ListenerCleanApp; the finalizer and cleaner programs' clean variants are checked on their dumps
-//    in tests/pipeline). Each leaking JVM must have exactly one leak whose report names its
-//    known-leak pattern (thread-local-value / listeners-never-removed / finalizer-backlog /
-//    cleaner-backlog) with the path through the right fields and the thread names masked; the clean
-//    JVMs no leak. It prints how long it took.
+//    blocked finalizer thread), CleanerBacklogApp (Cleaner actions capturing their own object) and
+//    StaticCacheApp (a static HashMap cache without eviction), all growing, and the clean variants
+//    of the first two (ThreadLocalPoolCleanApp, ListenerCleanApp; the other programs' clean variants
+//    are checked on their dumps in tests/pipeline). Each leaking JVM must have exactly one leak
+//    whose report names its known-leak pattern (thread-local-value / listeners-never-removed /
+//    finalizer-backlog / cleaner-backlog / static-collection) with the path through the right
+//    fields and the thread names masked; the clean JVMs no leak. It prints how long it took.
 //
 // The JVM is started from a copy of its jar in the test's own directory and heapwatchd watches only
 // that (OwnJarsWatchConfig), so other e2e tests running in parallel are never watched or dumped.
@@ -404,6 +404,7 @@ TEST_F(LeakEndToEnd, KnownPatternProgramsAreOneLeakEach) {
                            {"ListenerApp", "listeners-never-removed"},
                            {"FinalizerBacklogApp", "finalizer-backlog"},
                            {"CleanerBacklogApp", "cleaner-backlog"},
+                           {"StaticCacheApp", "static-collection"},
                            {"ThreadLocalPoolCleanApp", ""},
                            {"ListenerCleanApp", ""}};
   for (Jvm& j : jvms) {
@@ -506,6 +507,12 @@ escalation:
       ASSERT_FALSE(refs.empty());
       EXPECT_LE(refs.size(), 8u) << "the path goes to the queue's head";
       EXPECT_TRUE(absl::StrContains(refs.back(), "referent")) << absl::StrJoin(refs, " -> ");
+    } else if (j.pattern == "static-collection") {
+      EXPECT_TRUE(absl::StrContains(m.summary(),
+                                    "static StaticCacheApp.CACHE (a java.util.HashMap) retains"))
+          << m.summary();
+      ASSERT_FALSE(refs.empty());
+      EXPECT_EQ(refs.back(), "static CACHE");
     } else if (j.pattern == "cleaner-backlog") {
       EXPECT_TRUE(absl::StrContains(m.summary(), "(CleanerBacklogApp$Connection) registered with "
                                                  "a java.lang.ref.Cleaner are never cleaned"))
