@@ -102,6 +102,7 @@ record_counts() {
   done
   echo "$stored / $listed"
 }
+count_lines() { if [[ -z $1 ]]; then echo 0; else wc -l <<<"$1"; fi; }
 store_used() { "${ctl[@]}" --json store | jq -r '"\(.used_bytes) \(.max_bytes)"'; }
 retention_passed() { [[ $(hw_metric 'heapwatch_retention_runs_total{result="ok"}') -ge 1 ]]; }
 
@@ -190,14 +191,14 @@ for round in $(seq "$kills"); do
     fi
   fi
   # Before a retention round the daemon restarts with a budget under what the store uses now by more
-  # than the dump records can free (their pages, plus one a kind) and by half the snapshots' pages, so
-  # that its first retention pass deletes the oldest snapshots; check_interval 2s leaves the restart's
+  # than the dump records can free (their pages, plus one a kind) and one page more, so that its first
+  # retention pass deletes the oldest snapshots after the records over their shares; check_interval 2s leaves the restart's
   # checks and the acknowledged reads time to end before that pass. The round after it starts with the
   # usual budget and interval again.
   if (((round + 1) % 4 == 3)); then
     write_config "$("${ctl[@]}" --json store | jq -r '(.kinds | map({(.kind): (.bytes | tonumber)}) | add)
       as $k | ([$k.dump_records, $k.reports, $k.summaries] | map((. + 4095) / 4096 | floor | . + 1) |
-      add * 4096) as $records | (.used_bytes | tonumber) - $records - ($k.snapshots / 2 | floor)')" 2s
+      add * 4096) as $records | (.used_bytes | tonumber) - $records - 4096')" 2s
   else
     write_config "$budget"
   fi
@@ -219,11 +220,16 @@ for round in $(seq "$kills"); do
   now_history=$(history_times)
   now_dumps=$(dump_states)
   oldest=$(head -n1 <<<"$now_history")
-  missing=0
+  # With no snapshot left, every acknowledged one must have been deleted by retention: no more than
+  # the passes since the round began said they deleted (the tracked class is in every snapshot).
+  snapshots_deleted_now=$(tail -n "+$log_line" "$tmp/heapwatchd.log" |
+    { grep -o 'retention by size deleted [0-9]* snapshots' || true; } | awk '{ n += $5 } END { print n + 0 }')
+  missing=0 aged=0
   while read -r t; do
     [[ -z $t ]] && continue
     grep -qxF "$t" <<<"$now_history" && continue
     [[ -n $oldest && $t < $oldest ]] && continue  # aged out by retention: oldest first
+    if [[ -z $oldest ]] && ((aged < snapshots_deleted_now)); then aged=$((aged + 1)); continue; fi
     missing=$((missing + 1))
   done <"$tmp/acked_history"
   ((missing == 0)) || { holes=$((holes + missing)); log "round $round: $missing acknowledged snapshots missing"; }
@@ -257,7 +263,7 @@ for round in $(seq "$kills"); do
   fi
   log "round $round: killed with the newest dump ${what}; $(wc -l <"$tmp/acked_history") snapshots" \
       "and $(wc -l <"$tmp/acked_dumps") dumps acknowledged before the kill; after restart" \
-      "$(wc -l <<<"$now_history") snapshots, missing $missing; $(wc -l <<<"$now_dumps") dumps; records $counts;" \
+      "$(count_lines "$now_history") snapshots, missing $missing; $(count_lines "$now_dumps") dumps; records $counts;" \
       "store $used / $max bytes"
 done
 
