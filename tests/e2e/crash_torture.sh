@@ -91,17 +91,35 @@ counts_of_store() {
   "${ctl[@]}" --json store | jq -r '[.kinds[] | {(.kind): (.records | tonumber)}] | add |
     "\(.dump_records) \(.reports) \(.summaries)"'
 }
+counts_of_list() {
+  "${ctl[@]}" --json reports "$agent" | jq -r '[(.dumps // [])[]] | "\(length) \([.[] |
+    (.report_classes // []) | length] | add // 0) \([.[] | select(.state | test("DONE"))] | length)"'
+}
+# The reads of one check run at once (each is a heapwatchctl process): the short form must stay as
+# fast as before the checks were added. in_parallel FILE COMMAND [FILE COMMAND ...]: each COMMAND's
+# output into its FILE, waiting for all.
+in_parallel() {
+  local jobs=()
+  while (($# > 0)); do
+    { $2 >"$1" || true; } &
+    jobs+=($!)
+    shift 2
+  done
+  wait "${jobs[@]}" || true
+}
 record_counts() {
   local stored listed
   for _ in 1 2 3 4 5; do
-    stored=$(counts_of_store)
-    listed=$("${ctl[@]}" --json reports "$agent" | jq -r '[(.dumps // [])[]] | "\(length) \([.[] |
-      (.report_classes // []) | length] | add // 0) \([.[] | select(.state | test("DONE"))] | length)"')
+    in_parallel "$tmp/counts_store" counts_of_store "$tmp/counts_list" counts_of_list
+    stored=$(<"$tmp/counts_store")
+    listed=$(<"$tmp/counts_list")
     [[ $stored == "$listed" ]] && break
     sleep 0.2  # a retention pass may have deleted between the two reads: read again
   done
   echo "$stored / $listed"
 }
+# The store's "used max" bytes once a retention pass ran since the start, else nothing.
+used_after_pass() { if retention_passed; then store_used; fi; }
 count_lines() { if [[ -z $1 ]]; then echo 0; else wc -l <<<"$1"; fi; }
 store_used() { "${ctl[@]}" --json store | jq -r '"\(.used_bytes) \(.max_bytes)"'; }
 retention_passed() { [[ $(hw_metric 'heapwatch_retention_runs_total{result="ok"}') -ge 1 ]]; }
@@ -166,24 +184,23 @@ for round in $(seq "$kills"); do
     # the first deletion commits). What was acknowledged is read first.
     on_retention=1
     retention_rounds=$((retention_rounds + 1))
-    history_times >"$tmp/acked_history" || true
-    dump_states >"$tmp/acked_dumps" || true
+    in_parallel "$tmp/acked_history" history_times "$tmp/acked_dumps" dump_states
     kill_on_retention "$start_line" 10 ||
       log "round $round: no retention pass deleted snapshots within 10 s; killed anyway"
   else
     # Half of the rounds kill soon after the request (the dump is being written or analysed), half later.
     if ((RANDOM % 2)); then max_wait=0.5; else max_wait=2.5; fi
     sleep "$(awk -v r=$RANDOM -v m=$max_wait 'BEGIN { printf "%.2f", r / 32767 * m }')"
-    history_times >"$tmp/acked_history" || true
-    dump_states >"$tmp/acked_dumps" || true
+    in_parallel "$tmp/acked_history" history_times "$tmp/acked_dumps" dump_states \
+      "$tmp/used_after_pass" used_after_pass
     sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", r / 32767 * 0.2 }')"
   fi
   # Once a retention pass ran since the restart the store is under its budget (within 16 KiB: the
   # pages the collections' commits since the pass may have added to the snapshot, live-set,
   # class-loading and dictionary tables). Read before the kill, so that no round waits for a pass.
   used=-1 max=-1
-  if ((on_retention == 0)) && retention_passed; then
-    read -r used max < <(store_used)
+  if ((on_retention == 0)) && [[ -s $tmp/used_after_pass ]]; then
+    read -r used max <"$tmp/used_after_pass"
     budget_checks=$((budget_checks + 1))
     if ((used > max + 16384)); then
       over_budget=$((over_budget + 1))
@@ -192,13 +209,13 @@ for round in $(seq "$kills"); do
   fi
   # Before a retention round the daemon restarts with a budget under what the store uses now by more
   # than the dump records can free (their pages, plus one a kind) and one page more, so that its first
-  # retention pass deletes the oldest snapshots after the records over their shares; check_interval 2s leaves the restart's
-  # checks and the acknowledged reads time to end before that pass. The round after it starts with the
-  # usual budget and interval again.
+  # retention pass (about 1 s after the start, after the restart's checks and the acknowledged reads)
+  # deletes the oldest snapshots after the records over their shares. The round after it starts with
+  # the usual budget again.
   if (((round + 1) % 4 == 3)); then
     write_config "$("${ctl[@]}" --json store | jq -r '(.kinds | map({(.kind): (.bytes | tonumber)}) | add)
       as $k | ([$k.dump_records, $k.reports, $k.summaries] | map((. + 4095) / 4096 | floor | . + 1) |
-      add * 4096) as $records | (.used_bytes | tonumber) - $records - 4096')" 2s
+      add * 4096) as $records | (.used_bytes | tonumber) - $records - 4096')" 1s
   else
     write_config "$budget"
   fi
@@ -217,8 +234,9 @@ for round in $(seq "$kills"); do
   # 1. restart and check
   start_line=$(($(wc -l <"$tmp/heapwatchd.log") + 1))
   start_daemon
-  now_history=$(history_times)
-  now_dumps=$(dump_states)
+  in_parallel "$tmp/now_history" history_times "$tmp/now_dumps" dump_states
+  now_history=$(<"$tmp/now_history")
+  now_dumps=$(<"$tmp/now_dumps")
   oldest=$(head -n1 <<<"$now_history")
   # With no snapshot left, every acknowledged one must have been deleted by retention: no more than
   # the passes since the round began said they deleted (the tracked class is in every snapshot).
