@@ -25,6 +25,8 @@ namespace {
 // The health service's Watch is a subscription that stays open by design (gRPC client-side health
 // checking); the call time limit does not apply to it.
 constexpr std::string_view kExemptMethod = "/grpc.health.v1.Health/Watch";
+// The status message of a call refused for want of a server thread (grpc.max_threads).
+constexpr std::string_view kThreadpoolExhausted = "Server Threadpool Exhausted";
 
 int Millis(absl::Duration d) {
   const int64_t ms = absl::ToInt64Milliseconds(d);
@@ -65,6 +67,12 @@ class Limiter final : public GrpcCallLimiter {
   void Unregister(const void* key) {
     std::lock_guard<std::mutex> l(mu_);
     calls_.erase(key);
+  }
+
+  // A call gRPC answered itself with RESOURCE_EXHAUSTED because the thread quota left no server
+  // thread for it (grpc.max_threads): counted, not logged (a flood would flood the log).
+  void CountThreadQuotaRefusal() {
+    if (metrics_ != nullptr) metrics_->RecordFault(FaultReason::kGrpcThreadQuota);
   }
 
  private:
@@ -126,6 +134,13 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
       limiter_->Unregister(this);
+      // gRPC's synchronous server answers a call it has no thread for with this status (gRPC 1.51,
+      // src/cpp/server/server_cc.cc, kServerThreadpoolExhausted); the interceptors still see it.
+      const grpc::Status status = methods->GetSendStatus();
+      if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+          status.error_message() == kThreadpoolExhausted) {
+        limiter_->CountThreadQuotaRefusal();
+      }
     }
     methods->Proceed();
   }

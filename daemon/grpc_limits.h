@@ -31,15 +31,18 @@ struct GrpcLimits {
   // Streams (calls) one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS,
   // RFC 9113 section 6.5.2); a client's further calls wait in its own transport.
   int max_concurrent_streams = 64;
-  // Threads gRPC may use to serve calls, over all connections (grpc::ResourceQuota::SetMaxThreads);
-  // a call that would need one more fails with RESOURCE_EXHAUSTED.
+  // Threads gRPC may use to serve calls, over all connections (grpc::ResourceQuota::SetMaxThreads;
+  // the synchronous server's polling threads count too). A call arriving when none is left is not
+  // queued: gRPC answers it with RESOURCE_EXHAUSTED "Server Threadpool Exhausted", counted in
+  // heapwatch_faults_total{reason="grpc_thread_quota"} (tests/daemon/grpc_keepalive_quota_test.cc).
   int max_threads = 32;
   // Memory gRPC may use for connections and calls, bytes (grpc::ResourceQuota::Resize); beyond it
   // new connections and reads are refused or slowed until memory is released.
   uint64_t max_memory_bytes = 256ull << 20;
   // Keepalive enforcement (gRFC A8): a client that pings more often than this without data gets a
-  // strike; after max_ping_strikes strikes the server closes the connection (GOAWAY
-  // ENHANCE_YOUR_CALM).
+  // strike; after more than max_ping_strikes strikes the server closes the connection (GOAWAY
+  // ENHANCE_YOUR_CALM "too_many_pings"; not counted in heapwatch_faults_total: it happens in gRPC's
+  // transport). gRPC C-core clients ping at most once a second while a call is open.
   absl::Duration min_ping_interval = absl::Seconds(10);
   int max_ping_strikes = 2;
   // The server pings an idle connection this often, and closes it when the ping is not answered

@@ -71,6 +71,8 @@ std::string_view FaultReasonName(FaultReason reason) {
       return "report_write_failed";
     case FaultReason::kGrpcCallTimeLimit:
       return "grpc_call_time_limit";
+    case FaultReason::kGrpcThreadQuota:
+      return "grpc_thread_quota";
   }
   return "unknown";
 }

@@ -67,13 +67,16 @@ enum class FaultReason {
   kDumpFailed,         // an extended dump failed otherwise (attach error, JVM error)
   kReportWriteFailed,  // an analysed dump's reports could not be stored
   kGrpcCallTimeLimit,  // a gRPC call ran past grpc.max_call_time and was cancelled by the server
+  kGrpcThreadQuota,    // gRPC refused a call: no server thread left under grpc.max_threads
 };
 inline constexpr FaultReason kAllFaultReasons[] = {
     FaultReason::kStoreDiskFull, FaultReason::kStoreError,        FaultReason::kCollectionTimeout,
     FaultReason::kJvmExited,     FaultReason::kDumpDiskFull,      FaultReason::kDumpTimeout,
-    FaultReason::kDumpFailed,    FaultReason::kReportWriteFailed, FaultReason::kGrpcCallTimeLimit};
+    FaultReason::kDumpFailed,    FaultReason::kReportWriteFailed, FaultReason::kGrpcCallTimeLimit,
+    FaultReason::kGrpcThreadQuota};
 // "store_disk_full", "store_error", "collection_timeout", "jvm_exited", "dump_disk_full",
-// "dump_timeout", "dump_failed", "report_write_failed", "grpc_call_time_limit".
+// "dump_timeout", "dump_failed", "report_write_failed", "grpc_call_time_limit",
+// "grpc_thread_quota".
 std::string_view FaultReasonName(FaultReason reason);
 
 class Metrics {

@@ -13,6 +13,8 @@ packages=(
   tomcat10 jetty9 wrk
   # The web pages (web/): the HTTP server library, and a headless browser for their tests.
   libcivetweb-dev chromium
+  # tests/e2e/crash_torture.sh: the watcher that kills heapwatchd on a retention pass's first log line.
+  python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -57,6 +57,9 @@ case "$reader" in
   query_server) limits[2]=-max_len=4096 ;;
 esac
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
+# LeakSanitizer suppressions (each says why the report is not heapwatch's): libFuzzer checks for leaks
+# after inputs, also inside gRPC's own threads (the query_server target).
+export LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 corpora=${HEAPWATCH_CORPORA_DIR:-$root/../shared/corpora}
 
 launcher=()

@@ -194,6 +194,7 @@ Status SnapshotStore::Impl::RetainByAge(int64_t cutoff_micros) {
 
 Status SnapshotStore::Impl::RetainBySize(uint64_t target_bytes) {
   size_t deleted = 0;
+  bool announced = false;  // the pass's first deletion was logged
   for (;;) {
     std::lock_guard<std::mutex> lock(write_mu);
     bool done = false;
@@ -213,6 +214,16 @@ Status SnapshotStore::Impl::RetainBySize(uint64_t target_bytes) {
       uint64_t avg = std::max<uint64_t>(1, snapshot_bytes / st.ms_entries);
       uint64_t n =
           std::clamp<uint64_t>((used - target_bytes + avg - 1) / avg, 1, detail::kDeleteBatch);
+      // Said once per deleting pass, before its first deletion commits: with the line below
+      // ("deleted N snapshots", after the last commit) it brackets the deletion in the log (the
+      // crash torture times kills on it, tests/e2e/crash_torture.sh).
+      if (!announced) {
+        spdlog::info(
+            "heapwatch store {}: retention by size: {} bytes used, budget {}; deleting the oldest "
+            "snapshots",
+            dir, used, target_bytes);
+        announced = true;
+      }
       // The n globally oldest snapshots: a k-way merge over the agents' time-ordered keys.
       HW_ASSIGN_OR_RETURN(std::vector<AgentRecord> all, AllAgents(txn));
       using Item = std::pair<int64_t, size_t>;  // (time, index into all)

@@ -443,5 +443,36 @@ TEST(ByteSize, Suffixes) {
   EXPECT_EQ(p->retention.max_bytes, 2048u);
 }
 
+// A control character in a string value is an error naming the key: ConfigToYaml could not write
+// it back (fuzz/config_fuzzer.cc found "log_level: info<CR>   # comment", whose carriage return
+// yaml-cpp keeps, written back as a line break).
+TEST(Config, ControlCharactersInStringsAreErrors) {
+  auto c = ParseConfigYaml("grpc_port_file: ab\r   # comment\n", Config(), "t.yml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("grpc_port_file"), std::string::npos) << c.status();
+  EXPECT_NE(c.status().message().find("control characters (byte 0x0d"), std::string::npos)
+      << c.status();
+  c = ParseConfigYaml("watch:\n  agents:\n    include: [\"a\\x01b\"]\n", Config(), "t.yml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("watch.agents.include"), std::string::npos) << c.status();
+  // Invalid UTF-8: an overlong encoding of 0x16 (yaml-cpp would write the control character back),
+  // a lone continuation byte, a truncated sequence.
+  for (const char* bad : {"a\xc0\x96b", "a\x80", "a\xe2\x82", "a\xed\xa0\x80"}) {
+    c = ParseConfigYaml(std::string("grpc_port_file: \"") + bad + "\"\n", Config(), "t.yml");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.status().message().find("must be valid UTF-8"), std::string::npos) << c.status();
+  }
+  c = ParseConfigYaml("grpc_port_file: \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x98\"\n", Config(),
+                      "t.yml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  // A tab is kept, and what is accepted is written back unchanged.
+  c = ParseConfigYaml("grpc_port_file: \"a\\tb\"\n", Config(), "t.yml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->grpc_port_file, "a\tb");
+  auto again = ParseConfigYaml(ConfigToYaml(*c), Config(), "again");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->grpc_port_file, "a\tb");
+}
+
 }  // namespace
 }  // namespace heapwatch::daemon

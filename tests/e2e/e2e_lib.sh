@@ -116,3 +116,47 @@ start_heapwatchd() {
   pids+=("$hw_pid")
   grpc=$(wait_port_file "$dir/grpc.port" 30) || fail "heapwatchd wrote no gRPC port (see $name.log)"
 }
+
+# ---- One heapwatchd restarted on one store (tests/e2e/crash_torture.sh, tests/e2e/fault_injection.sh) ----
+# hw_start_daemon HEAPWATCHD HEAPWATCHCTL CONFIG DATA_DIR: starts HEAPWATCHD on CONFIG and DATA_DIR with
+# gRPC and metrics on free loopback ports (log appended to $tmp/heapwatchd.log), adds its pid to pids and
+# sets hw_daemon_pid, then waits up to 30 s for both ports and sets hw_grpc_port, hw_metrics_port and the
+# array hw_ctl (HEAPWATCHCTL on that server, 5 s timeout). Fails the test when the daemon does not come up.
+hw_start_daemon() {
+  local bin=$1 ctl_bin=$2 config=$3 data=$4
+  rm -f "$tmp/grpc.port" "$tmp/metrics.port"
+  "$bin" --config "$config" --data-dir "$data" --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --grpc-port-file "$tmp/grpc.port" --metrics-port-file "$tmp/metrics.port" >>"$tmp/heapwatchd.log" 2>&1 &
+  hw_daemon_pid=$!
+  pids+=("$hw_daemon_pid")
+  hw_grpc_port=$(wait_port_file "$tmp/grpc.port" 30) || fail "heapwatchd did not start (see heapwatchd.log)"
+  hw_metrics_port=$(wait_port_file "$tmp/metrics.port" 30) || fail "heapwatchd did not serve /metrics"
+  hw_ctl=("$ctl_bin" --server "127.0.0.1:$hw_grpc_port" --timeout 5s)
+}
+# hw_metric NAME_WITH_LABELS: the value of one sample of the running daemon's /metrics (integer part), or
+# -1 when it is not exported.
+hw_metric() {
+  curl -sf "http://127.0.0.1:$hw_metrics_port/metrics" |
+    awk -v k="$1" '$1 == k { printf "%d\n", $2; found = 1 } END { if (!found) print -1 }'
+}
+# hw_history_times AGENT CLASS: the snapshot times of CLASS (RFC 3339, sorted, one a line); none when the
+# agent or class has no snapshot (retention may have deleted every one).
+hw_history_times() {
+  { "${hw_ctl[@]}" --json history "$1" "$2" 2>/dev/null || echo '{}'; } | jq -r '.points[]?.time' | sort
+}
+# hw_dump_states AGENT: "id state" lines of the agent's extended dumps, sorted by id (= by request time).
+hw_dump_states() {
+  "${hw_ctl[@]}" --json reports "$1" | jq -r '(.dumps // .extendedDumps // .extended_dumps)[]? |
+    "\(.dumpId // .dump_id) \(.state)"' | sort
+}
+# hw_wait_until SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds; fails (returns 1) after
+# SECONDS.
+hw_wait_until() {
+  local limit=$1
+  shift
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    ((SECONDS < end)) || return 1
+    sleep 0.2
+  done
+}

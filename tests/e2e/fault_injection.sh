@@ -96,16 +96,11 @@ escalation:
 EOF
 
 daemon_pid=0
-start_daemon() {
-  rm -f "$tmp/grpc.port" "$tmp/metrics.port"
-  "$heapwatchd" --config "$tmp/heapwatchd.yml" --data-dir "$data" --grpc-listen 127.0.0.1:0 \
-    --metrics-listen 127.0.0.1:0 --grpc-port-file "$tmp/grpc.port" \
-    --metrics-port-file "$tmp/metrics.port" >>"$tmp/heapwatchd.log" 2>&1 &
-  daemon_pid=$!
-  pids+=("$daemon_pid")
-  port=$(wait_port_file "$tmp/grpc.port" 30) || fail "heapwatchd did not start"
-  metrics_port=$(wait_port_file "$tmp/metrics.port" 30) || fail "heapwatchd did not serve /metrics"
-  ctl=("$heapwatchctl" --server "127.0.0.1:$port" --timeout 5s)
+start_daemon() {  # e2e_lib.sh
+  hw_start_daemon "$heapwatchd" "$heapwatchctl" "$tmp/heapwatchd.yml" "$data"
+  daemon_pid=$hw_daemon_pid
+  metrics_port=$hw_metrics_port
+  ctl=("${hw_ctl[@]}")
 }
 declare -A faults_seen=()  # heapwatch_faults_total summed over every daemon run
 add_fault_counters() {
@@ -122,10 +117,7 @@ stop_daemon() {
   wait "$daemon_pid" 2>/dev/null || true
 }
 # heapwatch_faults_total{reason=$1}.
-fault_count() {
-  curl -sf "http://127.0.0.1:$metrics_port/metrics" |
-    awk -v r="heapwatch_faults_total{reason=\"$1\"}" '$1 == r { print $2 + 0; found = 1 } END { if (!found) print -1 }'
-}
+fault_count() { hw_metric "heapwatch_faults_total{reason=\"$1\"}"; }
 agent_of() {  # agent id of the JVM running jar $1
   "${ctl[@]}" --json agents | jq -r --arg j "$1" '.agents[]? | select((.mainClass // .main_class) | contains($j)) | .agent' | head -n1
 }
@@ -134,27 +126,13 @@ agent_field() {  # field $2 of agent $1
     (.[$f] // .[$f | gsub("(?<c>[A-Z])"; "_\(.c | ascii_downcase)")]) // empty'
 }
 tracked_class='LeakyApp$Leak'
-history_times() {
-  { "${ctl[@]}" --json history "$1" "$tracked_class" 2>/dev/null || echo '{}'; } | jq -r '.points[]?.time' | sort
-}
-dump_states() {  # "id state" lines of agent $1's dumps
-  "${ctl[@]}" --json reports "$1" | jq -r '(.dumps // .extendedDumps // .extended_dumps)[]? |
-    "\(.dumpId // .dump_id) \(.state)"' | sort
-}
+history_times() { hw_history_times "$1" "$tracked_class"; }
+dump_states() { hw_dump_states "$1"; }  # "id state" lines of agent $1's dumps
 dump_error() {  # error text of dump $2 of agent $1
   "${ctl[@]}" --json reports "$1" | jq -r --arg d "$2" '(.dumps // .extendedDumps // .extended_dumps)[]? |
     select((.dumpId // .dump_id) == $d) | .error // empty'
 }
-# Waits up to $1 seconds for command "$2..." to succeed.
-wait_until() {
-  local limit=$1
-  shift
-  local end=$((SECONDS + limit))
-  until "$@"; do
-    ((SECONDS < end)) || return 1
-    sleep 0.2
-  done
-}
+wait_until() { hw_wait_until "$@"; }  # up to $1 seconds for command "$2..." to succeed
 count_lines() { if [[ -z $1 ]]; then echo 0; else wc -l <<<"$1"; fi; }
 
 # Acknowledged state: every snapshot time of both agents and every DONE dump seen over gRPC.
