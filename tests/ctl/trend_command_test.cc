@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -102,14 +103,18 @@ std::string WithRows(const std::string& text, const std::vector<Row>& rows) {
     std::smatch m;
     if (std::regex_match(line, m, kRow)) {
       last_num = std::stoi(m[1].str().substr(0, m[1].str().size() - 1));
+      // `m` points into `line`: the rewritten row goes to `out`, so that the match stays valid for
+      // the next rows (ASan saw the read of a freed string when `line` itself was overwritten).
+      std::string out = line;
       for (size_t r = 0; r < rows.size(); ++r) {
         if (m[4] != rows[r].name) continue;
         d_instances += static_cast<int64_t>(rows[r].instances) - std::stoll(m[2]);
         d_bytes += static_cast<int64_t>(rows[r].bytes) - std::stoll(m[3]);
-        line = absl::StrFormat("%s %13d  %13d  %s%s", m[1].str(), rows[r].instances, rows[r].bytes,
-                               m[4].str(), m[5].str());
+        out = absl::StrFormat("%s %13d  %13d  %s%s", m[1].str(), rows[r].instances, rows[r].bytes,
+                              m[4].str(), m[5].str());
         found[r] = true;
       }
+      line = std::move(out);
     }
     lines.push_back(line);
   }
