@@ -51,6 +51,13 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launc
 nice -n 5 cmake --build "$build" -j2 ${targets[@]:+--target "${targets[@]}"}
 
 exclude='_fuzz_smoke$'
+if [ "$mode" = asan ]; then
+  # Not a finding, a property of this build: the test checks that the Containerfile's runtime stage
+  # installs the Debian package of every library heapwatchd links, and an instrumented heapwatchd
+  # links libasan8 and libubsan1, which the release image rightly does not ship (seen failing only for
+  # those two on 2026-11-24).
+  exclude+='|^deploy\.DeployFiles\.ContainerRuntimePackagesProvideEveryLinkedLibrary$'
+fi
 if [ "$mode" = tsan ]; then
   # Too slow under TSan, not failing: RealDiskFull appends snapshots until a 6 MiB tmpfs is full
   # (6.6 s in the normal build); under TSan it needs ~150 s (it passed, without a report, in 146 s run
