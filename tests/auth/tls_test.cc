@@ -280,6 +280,12 @@ TEST_F(TlsQueryTest, ClientCertificatesMappedToRoles) {
   // A certificate named "oncall" by a CA the server does not trust fails the handshake.
   auto foreign = Stub(pki.ca.cert_pem(), pki.foreign_admin);
   EXPECT_EQ(Trigger(foreign.get()).error_code(), grpc::StatusCode::UNAVAILABLE);
+  // So do an expired certificate of the right CA and one issued for servers only (extendedKeyUsage
+  // serverAuth): UNAVAILABLE, not the UNAUTHENTICATED of an unmapped name.
+  auto expired = Stub(pki.ca.cert_pem(), pki.ca.Client({"oncall"}, -10, -1));
+  EXPECT_EQ(Trigger(expired.get()).error_code(), grpc::StatusCode::UNAVAILABLE);
+  auto server_cert = Stub(pki.ca.cert_pem(), pki.server);
+  EXPECT_EQ(List(server_cert.get()).error_code(), grpc::StatusCode::UNAVAILABLE);
 
   const std::string text = metrics_.ExpositionText();
   for (const char* series : {R"(heapwatch_auth_failures_total{reason="unmapped_certificate"} 2)",

@@ -126,12 +126,14 @@ TEST_F(CtlTlsTest, EnvironmentServerNameAndRefusals) {
   Result other = Run({"--tls-ca", dir_ + "/other-ca.crt", "agents"});
   EXPECT_EQ(other.code, 1);
   EXPECT_THAT(other.err, HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(other.err, HasSubstr("check that --tls-ca signed heapwatchd's certificate"));
 
   for (const char* v : {"HEAPWATCH_TLS_CA", "HEAPWATCH_TLS_CERT", "HEAPWATCH_TLS_KEY"}) unsetenv(v);
   // Plaintext against the TLS listener.
   Result plain = Run({"agents"});
   EXPECT_EQ(plain.code, 1);
   EXPECT_THAT(plain.err, HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(plain.err, HasSubstr("if heapwatchd serves TLS, give --tls-ca FILE"));
   // TLS without a client certificate: this daemon has no tokens file, so the handshake requires
   // one.
   Result anonymous = Run({"--tls-ca", dir_ + "/ca.crt", "agents"});
