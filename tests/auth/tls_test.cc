@@ -343,6 +343,16 @@ TEST(TlsConfig, YamlFlagsAndValidation) {
   EXPECT_EQ(again->tls.key_file, "/etc/h/server.key");
   EXPECT_EQ(again->auth.client_certificates, parsed->auth.client_certificates);
 
+  // Every valid name survives the round trip, also those that read as something else when plain.
+  daemon::Config odd = *parsed;
+  for (const char* name : {"null", "~", "true", "a: b", "#x", "- y", "'q'", "\"dq\"", "[x]", "x #y",
+                           "back\\slash", "{z}", "*alias", "&anchor", "!tag", "%p", "@at", "`b`"}) {
+    odd.auth.client_certificates[name] = "read";
+  }
+  auto odd_again = daemon::ParseConfigYaml(daemon::ConfigToYaml(odd), daemon::Config(), "odd");
+  ASSERT_TRUE(odd_again.ok()) << odd_again.status() << "\n" << daemon::ConfigToYaml(odd);
+  EXPECT_EQ(odd_again->auth.client_certificates, odd.auth.client_certificates);
+
   auto bad_role = daemon::ParseConfigYaml("auth:\n  client_certificates: {oncall: root}\n",
                                           daemon::Config(), "t.yaml");
   ASSERT_FALSE(bad_role.ok());
