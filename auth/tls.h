@@ -75,7 +75,7 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 
 // The PEM files of a TLS client.
 struct TlsClientFiles {
-  // CA certificates that verify the server. Empty: the system's roots (gRPC's default).
+  // CA certificates that verify the server. Empty: gRPC's default roots.
   std::string ca_file;
   // Client certificate (then intermediates) and its private key, for mutual TLS; both or neither.
   std::string cert_file;
