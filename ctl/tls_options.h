@@ -1,8 +1,8 @@
 // heapwatchctl's TLS options (docs/security.md "TLS"): --tls-ca FILE verifies heapwatchd's
 // certificate (and turns TLS on), --tls-cert FILE --tls-key FILE present a client certificate
-// (mutual TLS; also turn TLS on, verifying the server against the system's roots unless --tls-ca is
-// given), --tls-server-name NAME checks the server certificate for NAME instead of --server's host.
-// Each file option falls back on an environment variable when absent: HEAPWATCH_TLS_CA,
+// (mutual TLS; also turn TLS on, verifying the server against gRPC's default roots unless --tls-ca
+// is given), --tls-server-name NAME checks the server certificate for NAME instead of --server's
+// host. Each file option falls back on an environment variable when absent: HEAPWATCH_TLS_CA,
 // HEAPWATCH_TLS_CERT, HEAPWATCH_TLS_KEY (like HEAPWATCH_TOKEN_FILE, ctl/token_file.h).
 //
 // Thread-safety: LoadTls reads the environment; call it from one thread before any RPC.
