@@ -41,6 +41,8 @@ std::string_view RefusalReasonName(RefusalReason reason) {
       return "wrong_role";
     case RefusalReason::kUnknownMethod:
       return "unknown_method";
+    case RefusalReason::kUnmappedCertificate:
+      return "unmapped_certificate";
   }
   return "unknown";
 }

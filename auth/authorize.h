@@ -17,6 +17,8 @@
 
 namespace heapwatch::auth {
 
+struct ClientCertificateEntry;  // auth/tls.h
+
 // The outcome of a check. kUnauthenticated maps to gRPC UNAUTHENTICATED / HTTP 401,
 // kPermissionDenied to PERMISSION_DENIED / HTTP 403.
 enum class AuthOutcome { kOk, kUnauthenticated, kPermissionDenied };
@@ -29,13 +31,17 @@ enum class RefusalReason {
   kUnknownCredential,    // a secret that matches no token                 -> kUnauthenticated
   kWrongRole,            // a valid token whose role does not allow it     -> kPermissionDenied
   kUnknownMethod,        // an RPC missing from the method table (fails closed) -> kPermissionDenied
+  // No token, and a verified client certificate whose name is not in auth.client_certificates (or
+  // that has no usable name; auth/tls.h)                                  -> kUnauthenticated
+  kUnmappedCertificate,
 };
 // "none", "missing_credential", "malformed_credential", "unknown_credential", "wrong_role",
-// "unknown_method".
+// "unknown_method", "unmapped_certificate".
 std::string_view RefusalReasonName(RefusalReason reason);
 inline constexpr RefusalReason kAllRefusalReasons[] = {
     RefusalReason::kMissingCredential, RefusalReason::kMalformedCredential,
-    RefusalReason::kUnknownCredential, RefusalReason::kWrongRole, RefusalReason::kUnknownMethod};
+    RefusalReason::kUnknownCredential, RefusalReason::kWrongRole,
+    RefusalReason::kUnknownMethod,     RefusalReason::kUnmappedCertificate};
 
 struct AuthDecision {
   AuthOutcome outcome = AuthOutcome::kUnauthenticated;
@@ -43,6 +49,9 @@ struct AuthDecision {
   // The matching token (its name and role; never its secret), or null when none matched. Points
   // into the TokenSet given to the check.
   const TokenEntry* token = nullptr;
+  // The mapped client certificate (auth/tls.h) when it was the credential, else null. Points into
+  // the ClientCertificateMap given to the check.
+  const ClientCertificateEntry* certificate = nullptr;
 };
 
 // Checks the value of an `Authorization` header (HTTP) or `authorization` metadata (gRPC) against

@@ -15,13 +15,26 @@ absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.
 
 GrpcAuthorizer::GrpcAuthorizer(TokenSet tokens, std::span<const MethodAccess> table,
                                RefusalListener listener, absl::Duration log_interval)
+    : GrpcAuthorizer(std::move(tokens), ClientCertificateMap(), table, std::move(listener),
+                     log_interval) {}
+
+GrpcAuthorizer::GrpcAuthorizer(TokenSet tokens, ClientCertificateMap certificates,
+                               std::span<const MethodAccess> table, RefusalListener listener,
+                               absl::Duration log_interval)
     : tokens_(std::move(tokens)),
+      certificates_(std::move(certificates)),
       table_(table),
       listener_(std::move(listener)),
       limiter_(log_interval) {}
 
 AuthDecision GrpcAuthorizer::Decide(std::string_view full_method,
                                     const std::vector<std::string_view>& authorization) const {
+  return Decide(full_method, authorization, PeerCertificate());
+}
+
+AuthDecision GrpcAuthorizer::Decide(std::string_view full_method,
+                                    const std::vector<std::string_view>& authorization,
+                                    const PeerCertificate& peer) const {
   AuthDecision d;
   std::optional<MethodAccess> access = FindMethodAccess(table_, full_method);
   if (!access) {
@@ -38,6 +51,23 @@ AuthDecision GrpcAuthorizer::Decide(std::string_view full_method,
     d.reason = RefusalReason::kMalformedCredential;
     return d;
   }
+  if (authorization.empty() && !certificates_.empty() && peer.present) {
+    // No token: the verified client certificate is the credential.
+    const ClientCertificateEntry* entry = certificates_.Find(peer.name);
+    if (peer.name.empty() || entry == nullptr) {
+      d.reason = RefusalReason::kUnmappedCertificate;
+      return d;
+    }
+    d.certificate = entry;
+    if (!RoleSatisfies(entry->role, access->role)) {
+      d.outcome = AuthOutcome::kPermissionDenied;
+      d.reason = RefusalReason::kWrongRole;
+      return d;
+    }
+    d.outcome = AuthOutcome::kOk;
+    d.reason = RefusalReason::kNone;
+    return d;
+  }
   return CheckAuthorizationHeader(tokens_, authorization.empty() ? "" : authorization.front(),
                                   access->role);
 }
@@ -50,7 +80,12 @@ grpc::Status GrpcAuthorizer::Check(const grpc::ServerContextBase& context,
   for (auto it = begin; it != end; ++it) {
     values.emplace_back(it->second.data(), it->second.size());
   }
-  const AuthDecision d = Decide(full_method, values);
+  PeerCertificate peer;
+  if (values.empty() && !certificates_.empty()) {
+    std::shared_ptr<const grpc::AuthContext> auth_context = context.auth_context();
+    if (auth_context != nullptr) peer = VerifiedPeerCertificate(*auth_context);
+  }
+  const AuthDecision d = Decide(full_method, values, peer);
   if (d.outcome == AuthOutcome::kOk) return grpc::Status::OK;
 
   Refusal r;
@@ -59,14 +94,30 @@ grpc::Status GrpcAuthorizer::Check(const grpc::ServerContextBase& context,
   r.outcome = d.outcome;
   r.reason = d.reason;
   r.token = d.token;
+  r.certificate = d.certificate;
+  if (d.reason == RefusalReason::kUnmappedCertificate) r.certificate_name = peer.name;
   r.log = limiter_.ShouldLog(r.peer_host, absl::Now());
   if (listener_) listener_(r);
 
   switch (d.reason) {
     case RefusalReason::kMissingCredential:
+      if (!certificates_.empty()) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            "no credential: this heapwatchd requires 'authorization: Bearer "
+                            "SECRET' metadata (heapwatchctl --token-file PATH) or a client "
+                            "certificate named in auth.client_certificates (heapwatchctl "
+                            "--tls-cert FILE --tls-key FILE)");
+      }
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           "no credential: this heapwatchd requires 'authorization: Bearer SECRET' "
                           "metadata (heapwatchctl --token-file PATH)");
+    case RefusalReason::kUnmappedCertificate:
+      return grpc::Status(
+          grpc::StatusCode::UNAUTHENTICATED,
+          peer.name.empty()
+              ? std::string("client certificate without a single valid commonName; no token")
+              : absl::StrCat("client certificate '", peer.name,
+                             "' is not named in auth.client_certificates; no token"));
     case RefusalReason::kMalformedCredential:
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           "malformed credential: expected one 'authorization: Bearer SECRET'");
@@ -74,6 +125,12 @@ grpc::Status GrpcAuthorizer::Check(const grpc::ServerContextBase& context,
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown credential");
     case RefusalReason::kWrongRole: {
       std::optional<MethodAccess> access = FindMethodAccess(table_, full_method);
+      if (d.certificate != nullptr) {
+        return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                            absl::StrCat("client certificate '", d.certificate->name, "' has role ",
+                                         AV(RoleName(d.certificate->role)), "; ", AV(full_method),
+                                         " needs role ", AV(RoleName(access->role))));
+      }
       return grpc::Status(
           grpc::StatusCode::PERMISSION_DENIED,
           absl::StrCat("token '", d.token->name, "' has role ", AV(RoleName(d.token->role)), "; ",

@@ -1,10 +1,14 @@
 // The server-side credential check for any of heapwatchd's gRPC services: each handler calls
 // GrpcAuthorizer::Check first and returns its status when it is not OK. The role each method needs
 // comes from one table (auth/method_roles.h); the credential is the call's `authorization: Bearer
-// SECRET` metadata checked against a TokenSet (auth/tokens.h, auth/authorize.h).
+// SECRET` metadata checked against a TokenSet (auth/tokens.h, auth/authorize.h), or, when the call
+// has no such metadata, the verified TLS client certificate's name looked up in a
+// ClientCertificateMap (auth/tls.h; docs/security.md "Client certificates"). A presented token is
+// always the credential: a wrong token is refused even on a connection with a mapped certificate.
 //
 // Errors returned by Check: UNAUTHENTICATED without a valid credential (none, malformed, given
-// twice, unknown secret); PERMISSION_DENIED for a valid token whose role does not allow the method,
+// twice, unknown secret; no token and a client certificate that is not mapped,
+// kUnmappedCertificate); PERMISSION_DENIED for a valid token whose role does not allow the method,
 // and for a method missing from the table. Every refusal is reported to the listener (the daemon
 // counts it in heapwatch_auth_failures_total{reason} and logs it when Refusal::log is set: the
 // first refusal of a peer host, then at most one a minute per host). Neither the status message nor
@@ -23,6 +27,7 @@
 
 #include "auth/authorize.h"
 #include "auth/method_roles.h"
+#include "auth/tls.h"
 #include "auth/tokens.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
@@ -35,6 +40,11 @@ struct Refusal {
   AuthOutcome outcome = AuthOutcome::kUnauthenticated;
   RefusalReason reason = RefusalReason::kMissingCredential;
   const TokenEntry* token = nullptr;  // the valid token of a kWrongRole refusal, else null
+  // The mapped client certificate of a kWrongRole refusal, else null.
+  const ClientCertificateEntry* certificate = nullptr;
+  // The client certificate's name of a kUnmappedCertificate refusal (validated printable ASCII,
+  // ValidateCertificateName; empty when the certificate has no usable name).
+  std::string certificate_name;
   bool log = false;                   // RefusalLogLimiter said this one should be logged
 };
 using RefusalListener = std::function<void(const Refusal&)>;
@@ -45,6 +55,11 @@ class GrpcAuthorizer {
   // null.
   GrpcAuthorizer(TokenSet tokens, std::span<const MethodAccess> table, RefusalListener listener,
                  absl::Duration log_interval = absl::Minutes(1));
+  // The same, also accepting verified TLS client certificates named in `certificates` (calls
+  // without a token). An empty map accepts tokens only.
+  GrpcAuthorizer(TokenSet tokens, ClientCertificateMap certificates,
+                 std::span<const MethodAccess> table, RefusalListener listener,
+                 absl::Duration log_interval = absl::Minutes(1));
 
   // OK when the call may proceed; see the header comment for the errors. O(len(metadata) + tokens).
   grpc::Status Check(const grpc::ServerContextBase& context, std::string_view full_method) const;
@@ -53,11 +68,18 @@ class GrpcAuthorizer {
   // several), without a gRPC context. Public methods are kOk whatever the metadata.
   AuthDecision Decide(std::string_view full_method,
                       const std::vector<std::string_view>& authorization) const;
+  // The same with the call's client certificate (VerifiedPeerCertificate), used when
+  // `authorization` is empty and the certificate map is not.
+  AuthDecision Decide(std::string_view full_method,
+                      const std::vector<std::string_view>& authorization,
+                      const PeerCertificate& peer) const;
 
   const TokenSet& tokens() const { return tokens_; }
+  const ClientCertificateMap& certificates() const { return certificates_; }
 
  private:
   const TokenSet tokens_;
+  const ClientCertificateMap certificates_;
   const std::span<const MethodAccess> table_;
   const RefusalListener listener_;
   mutable RefusalLogLimiter limiter_;

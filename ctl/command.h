@@ -9,11 +9,16 @@
 #define HEAPWATCH_CTL_COMMAND_H_
 
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
+
+namespace grpc {
+class ChannelCredentials;  // grpcpp/security/credentials.h
+}  // namespace grpc
 
 namespace heapwatch::ctl {
 
@@ -31,6 +36,14 @@ struct GlobalOptions {
   // `authorization: Bearer SECRET` on every call; empty: no credential (ctl/token_file.h).
   std::string token_file;
   std::string token;  // the secret read from token_file
+  // TLS (ctl/tls_options.h): --tls-ca / HEAPWATCH_TLS_CA, --tls-cert / HEAPWATCH_TLS_CERT,
+  // --tls-key / HEAPWATCH_TLS_KEY, --tls-server-name; channel_credentials is made from the files
+  // (null: plaintext).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_server_name;
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 struct Subcommand {

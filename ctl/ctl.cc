@@ -10,6 +10,7 @@
 #include "ctl/query_commands.h"
 #include "ctl/report_commands.h"
 #include "ctl/token_file.h"
+#include "ctl/tls_options.h"
 #include "ctl/store_command.h"
 #include "ctl/trend_command.h"
 
@@ -29,6 +30,17 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   app.add_option("--token-file", global.token_file,
                  "File whose first line is the API secret, sent as 'authorization: Bearer SECRET' "
                  "(default: $HEAPWATCH_TOKEN_FILE)");
+  // TLS (ctl/tls_options.h, docs/security.md).
+  app.add_option("--tls-ca", global.tls_ca_file,
+                 "PEM CA certificates that verify heapwatchd's certificate; turns TLS on "
+                 "(default: $HEAPWATCH_TLS_CA)");
+  app.add_option("--tls-cert", global.tls_cert_file,
+                 "PEM client certificate for mutual TLS; needs --tls-key (default: "
+                 "$HEAPWATCH_TLS_CERT)");
+  app.add_option("--tls-key", global.tls_key_file,
+                 "PEM private key of --tls-cert (default: $HEAPWATCH_TLS_KEY)");
+  app.add_option("--tls-server-name", global.tls_server_name,
+                 "Name the server certificate must carry, instead of --server's host");
 
   // Subcommands. Others (e.g. `analyze`) are added here with their own Add*Command function.
   std::vector<Subcommand> commands = AddQueryCommands(app);
@@ -50,6 +62,10 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   }
   global.timeout = d;
   if (Status s = LoadToken(&global); !s.ok()) {
+    err << "heapwatchctl: " << s.message() << "\n";
+    return kExitError;
+  }
+  if (Status s = LoadTls(&global); !s.ok()) {
     err << "heapwatchctl: " << s.message() << "\n";
     return kExitError;
   }

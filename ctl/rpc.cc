@@ -38,6 +38,15 @@ int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view
   }
   err << "heapwatchctl: " << what << " on " << global.server
       << " failed: " << StatusCodeName(status.error_code()) << ": " << message << "\n";
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    // A failed TLS handshake looks like an unreachable server (docs/security.md "TLS").
+    err << (global.channel_credentials == nullptr
+                ? "heapwatchctl: (the connection was plaintext; if heapwatchd serves TLS, give "
+                  "--tls-ca FILE)\n"
+                : "heapwatchctl: (over TLS: check that --tls-ca signed heapwatchd's certificate, "
+                  "that it names the --server host or --tls-server-name, and that heapwatchd "
+                  "accepts the client certificate)\n");
+  }
   return kExitError;
 }
 

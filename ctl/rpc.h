@@ -13,20 +13,20 @@
 #include <string_view>
 
 #include "ctl/command.h"
+#include "ctl/tls_options.h"
 #include "grpcpp/grpcpp.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
 
 namespace heapwatch::ctl {
 
-// A heapwatch.v1.QueryService client on `global.server` (plaintext; heapwatchd listens on loopback
-// by default). Creating it does not connect; each Call does, with `global.timeout` as its deadline
-// and, when `global.token` is set, `authorization: Bearer <token>` metadata.
+// A heapwatch.v1.QueryService client on `global.server` (plaintext, or TLS with the --tls-*
+// options: ctl/tls_options.h MakeChannel). Creating it does not connect; each Call does, with
+// `global.timeout` as its deadline and, when `global.token` is set, `authorization: Bearer <token>`
+// metadata.
 class RpcClient {
  public:
   explicit RpcClient(const GlobalOptions& global)
-      : global_(global),
-        stub_(heapwatch::v1::QueryService::NewStub(
-            grpc::CreateChannel(global.server, grpc::InsecureChannelCredentials()))) {}
+      : global_(global), stub_(heapwatch::v1::QueryService::NewStub(MakeChannel(global))) {}
 
   // Calls one unary RPC, e.g. Call(&v1::QueryService::Stub::ListAgents, request, &response).
   // Returns gRPC's status: UNAVAILABLE when the server cannot be reached, DEADLINE_EXCEEDED after

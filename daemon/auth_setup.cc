@@ -1,5 +1,8 @@
 #include "daemon/auth_setup.h"
 
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,31 +10,72 @@
 #include "auth/authorize.h"
 #include "auth/grpc_auth.h"
 #include "auth/method_roles.h"
+#include "auth/tls.h"
 #include "auth/tokens.h"
+#include "grpcpp/security/server_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace heapwatch::daemon {
 
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
     const AuthConfig& config, std::string_view grpc_listen, Metrics* metrics) {
-  if (config.tokens_file.empty()) {
+  return MakeQueryAuthorizer(config, TlsConfig(), grpc_listen, metrics);
+}
+
+StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
+    const AuthConfig& config, const TlsConfig& tls, std::string_view grpc_listen,
+    Metrics* metrics) {
+  const bool with_certificates = !config.client_certificates.empty();
+  if (with_certificates && tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "auth.client_certificates needs tls.client_ca_file (the CA that signs the client "
+        "certificates)");
+  }
+  if (config.tokens_file.empty() && !with_certificates) {
     if (auth::IsLoopbackListenAddress(grpc_listen)) return nullptr;
     return absl::FailedPreconditionError(absl::StrCat(
         "refusing to serve gRPC on ", std::string(grpc_listen),
         " without credentials: it is not a loopback address, so anyone who can reach it could "
         "read every report and trigger heap dumps. Give a tokens file (--auth-tokens FILE or "
-        "auth.tokens_file, see docs/security.md) or listen on 127.0.0.1"));
+        "auth.tokens_file) or client certificates (--tls-client-ca FILE and "
+        "auth.client_certificates), see docs/security.md, or listen on 127.0.0.1"));
   }
-  auto tokens = auth::TokenSet::Load(config.tokens_file);
-  if (!tokens.ok()) {
-    return Status(tokens.status().code(),
-                  absl::StrCat("auth.tokens_file: ", tokens.status().message()));
+  auth::TokenSet tokens;
+  if (!config.tokens_file.empty()) {
+    auto loaded = auth::TokenSet::Load(config.tokens_file);
+    if (!loaded.ok()) {
+      return Status(loaded.status().code(),
+                    absl::StrCat("auth.tokens_file: ", loaded.status().message()));
+    }
+    tokens = *std::move(loaded);
+  }
+  std::map<std::string, auth::Role> roles;
+  for (const auto& [name, role_name] : config.client_certificates) {
+    std::optional<auth::Role> role = auth::ParseRole(role_name);
+    if (!role) {
+      return absl::InvalidArgumentError(absl::StrCat("auth.client_certificates: unknown role for '",
+                                                     name, "' (expected agent, read or admin)"));
+    }
+    roles.emplace(name, *role);
+  }
+  auto certificates = auth::ClientCertificateMap::Make(roles);
+  if (!certificates.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("auth.client_certificates: ", certificates.status().message()));
   }
   for (auth::RefusalReason r : auth::kAllRefusalReasons) {
     metrics->DeclareAuthFailureReason(auth::RefusalReasonName(r));
   }
-  spdlog::info("gRPC API credentials: {} tokens from {}", tokens->entries().size(),
-               config.tokens_file);
+  spdlog::info("gRPC API credentials: {} tokens{}{}, {} client certificate names",
+               tokens.entries().size(), config.tokens_file.empty() ? "" : " from ",
+               config.tokens_file, certificates->size());
+  if (!config.tokens_file.empty() && tls.cert_file.empty() &&
+      !auth::IsLoopbackListenAddress(grpc_listen)) {
+    spdlog::warn(
+        "gRPC on {} checks tokens but does not speak TLS: the secrets cross the network in "
+        "plaintext (give --tls-cert and --tls-key, see docs/security.md)",
+        grpc_listen);
+  }
   auto listener = [metrics](const auth::Refusal& r) {
     metrics->RecordAuthFailure(auth::RefusalReasonName(r.reason));
     if (!r.log) return;
@@ -41,6 +85,18 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
           "peer are counted, logged at most once a minute",
           r.method, r.peer_host, auth::RefusalReasonName(r.reason), r.token->name,
           auth::RoleName(r.token->role));
+    } else if (r.certificate != nullptr) {
+      spdlog::warn(
+          "gRPC: refused {} from {}: {} (client certificate '{}', role {}); further refusals of "
+          "this peer are counted, logged at most once a minute",
+          r.method, r.peer_host, auth::RefusalReasonName(r.reason), r.certificate->name,
+          auth::RoleName(r.certificate->role));
+    } else if (r.reason == auth::RefusalReason::kUnmappedCertificate) {
+      spdlog::warn(
+          "gRPC: refused {} from {}: {} (client certificate '{}'); further refusals of this "
+          "peer are counted, logged at most once a minute",
+          r.method, r.peer_host, auth::RefusalReasonName(r.reason),
+          r.certificate_name.empty() ? "(no valid commonName)" : r.certificate_name);
     } else {
       spdlog::warn(
           "gRPC: refused {} from {}: {}; further refusals of this peer are counted, "
@@ -48,8 +104,33 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
           r.method, r.peer_host, auth::RefusalReasonName(r.reason));
     }
   };
-  return std::make_shared<const auth::GrpcAuthorizer>(
-      *std::move(tokens), auth::QueryListenerAccessTable(), std::move(listener));
+  return std::make_shared<const auth::GrpcAuthorizer>(std::move(tokens), *std::move(certificates),
+                                                      auth::QueryListenerAccessTable(),
+                                                      std::move(listener));
+}
+
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const TlsConfig& tls,
+                                                                        const AuthConfig& auth) {
+  auth::TlsServerFiles files;
+  files.cert_file = tls.cert_file;
+  files.key_file = tls.key_file;
+  files.client_ca_file = tls.client_ca_file;
+  auto credentials = auth::MakeServerCredentials(
+      files, auth.tokens_file.empty() ? auth::ClientCertificatePolicy::kRequired
+                                      : auth::ClientCertificatePolicy::kOptional);
+  if (!credentials.ok()) {
+    return Status(credentials.status().code(),
+                  absl::StrCat("tls: ", credentials.status().message()));
+  }
+  if (!tls.cert_file.empty()) {
+    spdlog::info("gRPC: TLS with {}{}", tls.cert_file,
+                 tls.client_ca_file.empty()
+                     ? std::string()
+                     : absl::StrCat(", client certificates verified against ", tls.client_ca_file,
+                                    auth.tokens_file.empty() ? " (required)"
+                                                             : " (optional: tokens accepted)"));
+  }
+  return credentials;
 }
 
 web::RequestGate MakeWebGate(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,

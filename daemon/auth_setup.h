@@ -19,6 +19,9 @@
 namespace heapwatch::auth {
 class GrpcAuthorizer;
 }  // namespace heapwatch::auth
+namespace grpc {
+class ServerCredentials;
+}  // namespace grpc
 
 namespace heapwatch::daemon {
 
@@ -30,6 +33,27 @@ namespace heapwatch::daemon {
 // PermissionDenied, InvalidArgument with the line) prefixed with "auth.tokens_file: ".
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
     const AuthConfig& config, std::string_view grpc_listen, Metrics* metrics);
+
+// The same, with TLS client certificates as a second kind of credential (docs/security.md):
+// with auth.client_certificates (which needs tls.client_ca_file) the authorizer also accepts a call
+// without a token whose verified client certificate is named there, with that role; an unmapped
+// certificate is refused (UNAUTHENTICATED, reason unmapped_certificate). A non-loopback
+// `grpc_listen` counts as "with credentials" when a tokens file or a client CA with a non-empty
+// auth.client_certificates is configured. Without either on loopback: null (no check). Errors: as
+// above (FailedPrecondition names both kinds of credentials); InvalidArgument for a client
+// certificate mapping that auth::ClientCertificateMap::Make refuses, or one without
+// tls.client_ca_file.
+StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
+    const AuthConfig& config, const TlsConfig& tls, std::string_view grpc_listen, Metrics* metrics);
+
+// The gRPC query listener's server credentials (auth::MakeServerCredentials) from `tls`: plaintext
+// without tls.cert_file; TLS otherwise; with tls.client_ca_file client certificates are requested
+// and verified, and required when no tokens file is configured (then a certificate is the only
+// credential, so a client without one need not get past the handshake); optional when tokens are
+// also accepted (a client may present a token instead). Errors: auth::MakeServerCredentials's,
+// each naming the file, prefixed with "tls: ".
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const TlsConfig& tls,
+                                                                        const AuthConfig& auth);
 
 // The web pages' and /metrics' gate (web/web_server.h) with the same credentials as the gRPC API:
 // with `authorizer` (from MakeQueryAuthorizer) a request needs `Authorization: Bearer SECRET` of a

@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "auth/tls.h"
+#include "auth/tokens.h"
 #include "daemon/config_fields.h"
 #include "yaml-cpp/yaml.h"
 
@@ -306,6 +308,39 @@ Field ThreadNamesField(analysis::ThreadNamePrivacy* target) {
     return absl::OkStatus();
   };
 }
+// auth.client_certificates: a mapping of certificate names (auth::ValidateCertificateName) to role
+// names (agent, read, admin).
+Field CertificateRolesField(std::map<std::string, std::string>* target) {
+  return [target](const YAML::Node& node, const std::string& path) -> Status {
+    target->clear();
+    if (node.IsNull()) return absl::OkStatus();
+    if (!node.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Located(node, path), " must be a mapping of certificate names to roles"));
+    }
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Located(kv.first, path), ": a certificate name must be a string"));
+      }
+      const std::string name = kv.first.Scalar();
+      if (Status v = auth::ValidateCertificateName(name); !v.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(Located(kv.first, path), ": ", v.message()));
+      }
+      HW_ASSIGN_OR_RETURN(std::string role, ReadString(kv.second, path));
+      if (!auth::ParseRole(role)) {
+        return absl::InvalidArgumentError(absl::StrCat(Located(kv.second, path),
+                                                       ": unknown role for '", name,
+                                                       "' (expected agent, read or admin)"));
+      }
+      if (!target->emplace(name, role).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Located(kv.first, path), ": '", name, "' is given twice"));
+      }
+    }
+    return absl::OkStatus();
+  };
+}
 Field Section(FieldMap fields) {
   return [fields = std::move(fields)](const YAML::Node& node, const std::string& path) {
     return ReadMap(node, path, fields);
@@ -371,7 +406,14 @@ FieldMap TopLevelFields(Config* c) {
            {"top_objects", IntField(&c->escalation.top_objects, 1, 1000)},
            {"thread_names", ThreadNamesField(&c->escalation.thread_names)},
        })},
-      {"auth", Section({{"tokens_file", StringField(&c->auth.tokens_file)}})},
+      {"auth",
+       Section({{"tokens_file", StringField(&c->auth.tokens_file)},
+                {"client_certificates", CertificateRolesField(&c->auth.client_certificates)}})},
+      {"tls", Section({
+                  {"cert_file", StringField(&c->tls.cert_file)},
+                  {"key_file", StringField(&c->tls.key_file)},
+                  {"client_ca_file", StringField(&c->tls.client_ca_file)},
+              })},
       {"grpc", Section({
                    {"max_receive_message_bytes", ByteSizeField(&c->grpc.max_receive_message_bytes)},
                    {"max_concurrent_streams", IntField(&c->grpc.max_concurrent_streams, 1, 100000)},
@@ -425,6 +467,18 @@ Status ValidateConfig(const Config& c) {
     return fail("web.external_url", "must not end with '/'");
   }
   HW_RETURN_IF_ERROR(ValidateGrpcLimits(c.grpc));
+  // TLS (auth/tls.h): a certificate needs its key; client certificates need the server's own.
+  if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
+    return fail(c.tls.cert_file.empty() ? "tls.cert_file" : "tls.key_file",
+                "tls.cert_file and tls.key_file must be given together");
+  }
+  if (!c.tls.client_ca_file.empty() && c.tls.cert_file.empty()) {
+    return fail("tls.client_ca_file", "needs tls.cert_file and tls.key_file (TLS on the listener)");
+  }
+  if (!c.auth.client_certificates.empty() && c.tls.client_ca_file.empty()) {
+    return fail("auth.client_certificates",
+                "needs tls.client_ca_file (the CA that signs the client certificates)");
+  }
   const CollectionConfig& col = c.collection;
   if (col.interval < absl::Milliseconds(100))
     return fail("collection.interval", "must be >= 100ms");
@@ -592,6 +646,16 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::EndMap;
   out << YAML::Key << "auth" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "tokens_file" << YAML::Value << c.auth.tokens_file;
+  out << YAML::Key << "client_certificates" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, role] : c.auth.client_certificates) {
+    out << YAML::Key << name << YAML::Value << role;
+  }
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "cert_file" << YAML::Value << c.tls.cert_file;
+  out << YAML::Key << "key_file" << YAML::Value << c.tls.key_file;
+  out << YAML::Key << "client_ca_file" << YAML::Value << c.tls.client_ca_file;
   out << YAML::EndMap;
   out << YAML::Key << "grpc" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "max_receive_message_bytes" << YAML::Value

@@ -7,6 +7,7 @@
 #define HEAPWATCH_DAEMON_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -162,6 +163,18 @@ struct AuthConfig {
   // Tokens file (auth/tokens.h: `ROLE NAME SHA256HEX` per line). Empty: no credentials, and then
   // grpc_listen must be a loopback address (the daemon refuses to start otherwise).
   std::string tokens_file;
+  // Roles of TLS client certificates by their subject commonName (auth/tls.h), e.g.
+  // {"grafana.example.com": "read", "oncall": "admin"}; values are role names (agent, read, admin).
+  // Needs tls.client_ca_file.
+  std::map<std::string, std::string> client_certificates;
+};
+
+// TLS of the gRPC query listener (auth/tls.h, docs/security.md). All empty: plaintext. PEM files,
+// read once at start.
+struct TlsConfig {
+  std::string cert_file;       // the server certificate (then intermediates); needs key_file
+  std::string key_file;        // its private key, unencrypted
+  std::string client_ca_file;  // CAs of client certificates (mutual TLS); needs cert_file
 };
 
 struct Config {
@@ -189,6 +202,7 @@ struct Config {
   EscalationConfig escalation;
   WebConfig web;
   AuthConfig auth;  // YAML section `auth`
+  TlsConfig tls;    // YAML section `tls`
   // YAML section `grpc`: resource limits of the gRPC server (daemon/grpc_limits.h).
   GrpcLimits grpc;
 };

@@ -1060,7 +1060,11 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   impl->escalation->SetReportListener(
       [raw = impl.get()](const AnalysedDump& dump) { raw->OnReport(dump); });
   HW_ASSIGN_OR_RETURN(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
-                      MakeQueryAuthorizer(config.auth, config.grpc_listen, &impl->metrics));
+                      MakeQueryAuthorizer(config.auth, config.tls, config.grpc_listen,
+                                          &impl->metrics));
+  // TLS of the gRPC listener (auth/tls.h; plaintext without tls.cert_file).
+  HW_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> grpc_credentials,
+                      MakeQueryCredentials(config.tls, config.auth));
   HW_ASSIGN_OR_RETURN(
       impl->grpc,
       QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents, &impl->metrics,
@@ -1068,7 +1072,7 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                          [raw = impl.get()](const AgentId& id, std::string_view class_name) {
                            return raw->Explain(id, class_name);
                          },
-                         authorizer, config.grpc));
+                         authorizer, config.grpc, grpc_credentials));
   {
     web::WebServerOptions web_options;
     web_options.listen = config.metrics_listen;

@@ -55,6 +55,16 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   app.add_option("--auth-tokens", auth_tokens,
                  "Tokens file of the gRPC API's credentials (ROLE NAME SHA256HEX per line, see "
                  "docs/security.md); required to listen on a non-loopback address");
+  // TLS of the gRPC query listener (auth/tls.h, docs/security.md).
+  std::string tls_cert, tls_key, tls_client_ca;
+  app.add_option("--tls-cert", tls_cert,
+                 "PEM certificate (then intermediates) of the gRPC listener: serve TLS (YAML "
+                 "tls.cert_file; needs --tls-key)");
+  app.add_option("--tls-key", tls_key,
+                 "PEM private key of --tls-cert, unencrypted (YAML tls.key_file)");
+  app.add_option("--tls-client-ca", tls_client_ca,
+                 "PEM CA certificates of client certificates: request and verify them (mutual "
+                 "TLS; YAML tls.client_ca_file; roles in auth.client_certificates)");
   app.add_flag("--print-config", result.print_config,
                "Print the effective configuration as YAML and exit");
 
@@ -87,6 +97,9 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   if (app.count("--concurrency")) config.collection.concurrency = concurrency;
   if (app.count("--top-classes")) config.exporter.top_classes = top_classes;
   if (app.count("--auth-tokens")) config.auth.tokens_file = auth_tokens;
+  if (app.count("--tls-cert")) config.tls.cert_file = tls_cert;
+  if (app.count("--tls-key")) config.tls.key_file = tls_key;
+  if (app.count("--tls-client-ca")) config.tls.client_ca_file = tls_client_ca;
   if (app.count("--interval")) {
     auto d = ParseDurationText(interval);
     if (!d.ok()) return usage_error("--interval: " + std::string(d.status().message()));

@@ -652,7 +652,8 @@ QueryServer::~QueryServer() { Shutdown(absl::ZeroDuration()); }
 StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
     const std::string& listen, storage::SnapshotStore* store, const AgentTable* agents,
     Metrics* metrics, Escalation* escalation, SuspectExplainer explainer,
-    std::shared_ptr<const auth::GrpcAuthorizer> authorizer, const GrpcLimits& limits) {
+    std::shared_ptr<const auth::GrpcAuthorizer> authorizer, const GrpcLimits& limits,
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
   if (listen.empty()) return absl::InvalidArgumentError("empty gRPC listen address");
   auto impl = std::make_unique<Impl>();
   impl->service = std::make_unique<QueryServiceImpl>(store, agents, metrics, escalation,
@@ -664,7 +665,9 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
   // gRPC sets SO_REUSEPORT by default, which would let a second daemon bind the same port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl->limiter = ApplyGrpcLimits(limits, metrics, &builder);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.AddListeningPort(listen,
+                           credentials != nullptr ? credentials : grpc::InsecureServerCredentials(),
+                           &impl->port);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {

@@ -34,6 +34,9 @@
 namespace heapwatch::auth {
 class GrpcAuthorizer;  // auth/grpc_auth.h
 }  // namespace heapwatch::auth
+namespace grpc {
+class ServerCredentials;  // grpcpp/security/server_credentials.h
+}  // namespace grpc
 
 namespace heapwatch::daemon {
 
@@ -60,11 +63,14 @@ class QueryServer {
   // enforced by the daemon, daemon/auth_setup.h).
   // `limits` (daemon/grpc_limits.h): the server's resource limits and call time limit; Start does
   // not validate them (ValidateGrpcLimits does, with the configuration).
+  // `credentials`: the listener's transport security (TLS, mutual TLS: auth/tls.h,
+  // daemon/auth_setup.h MakeQueryCredentials); null: plaintext.
   static StatusOr<std::unique_ptr<QueryServer>> Start(
       const std::string& listen, storage::SnapshotStore* store, const AgentTable* agents,
       Metrics* metrics, Escalation* escalation = nullptr, SuspectExplainer explainer = nullptr,
       std::shared_ptr<const auth::GrpcAuthorizer> authorizer = nullptr,
-      const GrpcLimits& limits = GrpcLimits());
+      const GrpcLimits& limits = GrpcLimits(),
+      std::shared_ptr<grpc::ServerCredentials> credentials = nullptr);
   ~QueryServer();  // Shutdown(absl::ZeroDuration()) if still running.
   QueryServer(const QueryServer&) = delete;
   QueryServer& operator=(const QueryServer&) = delete;
