@@ -55,6 +55,10 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   app.add_option("--auth-tokens", auth_tokens,
                  "Tokens file of the gRPC API's credentials (ROLE NAME SHA256HEX per line, see "
                  "docs/security.md); required to listen on a non-loopback address");
+  std::string agent_listen;
+  app.add_option("--agent-listen", agent_listen,
+                 "HOST:PORT or unix:PATH of the agent gateway for in-process JVM agents "
+                 "(agents.listen, see docs/agents.md); default: off");
   app.add_flag("--print-config", result.print_config,
                "Print the effective configuration as YAML and exit");
 
@@ -87,6 +91,7 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   if (app.count("--concurrency")) config.collection.concurrency = concurrency;
   if (app.count("--top-classes")) config.exporter.top_classes = top_classes;
   if (app.count("--auth-tokens")) config.auth.tokens_file = auth_tokens;
+  if (app.count("--agent-listen")) config.agents.listen = agent_listen;
   if (app.count("--interval")) {
     auto d = ParseDurationText(interval);
     if (!d.ok()) return usage_error("--interval: " + std::string(d.status().message()));
