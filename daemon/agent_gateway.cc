@@ -480,10 +480,15 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
       if (seq == 0 || seq <= last_in_stream) return false;
       last_in_stream = seq;
       *duplicate = seq <= stored_through;
-      if (!*duplicate && seq > stored_through + 1 && metrics != nullptr) {
+      return true;
+    };
+    // Counts the deliveries a stored sequence skipped (the agent's buffer overflowed).
+    auto stored_now = [&](uint64_t seq) {
+      if (seq > stored_through + 1 && metrics != nullptr) {
         metrics->RecordAgentDeliveryGap(seq - stored_through - 1);
       }
-      return true;
+      stored_through = seq;
+      if (metrics != nullptr) metrics->RecordAgentDelivery("stored");
     };
     while (stream->Read(&msg)) {
       Seen(id, stream_no);
@@ -531,8 +536,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
             return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 absl::StrCat("store: ", st.message()));
           }
-          stored_through = h.sequence();
-          if (metrics != nullptr) metrics->RecordAgentDelivery("stored");
+          stored_now(h.sequence());
           const bool acked = ack();  // after the commit, before the analysis
           sink->OnSnapshotStored(id, *snapshot);
           if (!acked) return grpc::Status::OK;
@@ -573,8 +577,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
             return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 absl::StrCat("store: ", st.message()));
           }
-          stored_through = l.sequence();
-          if (metrics != nullptr) metrics->RecordAgentDelivery("stored");
+          stored_now(l.sequence());
           const bool acked = ack();
           for (const LiveSetPoint& p : fresh) sink->OnLiveSetStored(id, p);
           if (!acked) return grpc::Status::OK;

@@ -1,0 +1,478 @@
+// The agent gateway of a real heapwatchd (daemon::Daemon in-process, real LMDB store, real gRPC
+// over a UNIX socket and loopback TCP), driven by a simulated agent: a gRPC client speaking
+// heapwatch.agent.v1 (proto/heapwatch/agent/v1/agent.proto) the way libheapwatch_agent.so does.
+// Registered agents must show up in the query service exactly like attach agents; deliveries must
+// be stored exactly once across reconnects and daemon restarts; malformed input, a second stream
+// and missing or wrong credentials are refused; silence makes an agent UNREACHABLE, then DOWN.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "auth/tokens.h"
+#include "collectors/agent_identity.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "heapwatch/agent/v1/agent.grpc.pb.h"
+#include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "proto/time_util.h"
+
+namespace heapwatch::testing {
+namespace {
+
+namespace v1 = ::heapwatch::v1;
+namespace av1 = ::heapwatch::agent::v1;
+using ::testing::HasSubstr;
+
+constexpr char kHost[] = "gw-test-host";
+constexpr int64_t kPid = 4242;
+// An hour ago, whole milliseconds (the agent id's resolution): within the store's retention.
+const absl::Time kJvmStart = absl::FromUnixMillis(absl::ToUnixMillis(absl::Now()) - 3'600'000);
+
+std::string AgentIdOf(int64_t pid = kPid) {
+  return collectors::MakeAgentId(kHost, pid, kJvmStart).value;
+}
+
+// GET http://127.0.0.1:<port><path>: the whole response.
+std::string HttpGet(int port, const std::string& path, const std::string& authorization = "") {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+    if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
+    request += "\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[65536];
+      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, n);
+    }
+  }
+  close(fd);
+  return out;
+}
+
+// One simulated agent's Connect stream.
+class SimAgent {
+ public:
+  SimAgent(std::shared_ptr<grpc::Channel> channel, const std::string& bearer = "")
+      : stub_(av1::AgentGateway::NewStub(std::move(channel))) {
+    if (!bearer.empty()) context_.AddMetadata("authorization", bearer);
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    stream_ = stub_->Connect(&context_);
+  }
+
+  static av1::AgentMessage Register(int64_t pid = kPid) {
+    av1::AgentMessage m;
+    av1::Register* r = m.mutable_register_();
+    r->set_agent_id(AgentIdOf(pid));
+    r->set_host(kHost);
+    r->set_pid(pid);
+    proto::ToTimestamp(kJvmStart, r->mutable_jvm_start_time());
+    r->set_main_class("com.example.Leaky");
+    r->set_jvm_version("17.0.15+6-Debian-1deb12u1");
+    r->set_agent_version("0.9.0");
+    r->set_protocol_version(1);
+    (*r->mutable_labels())["team"] = "payments";
+    return m;
+  }
+
+  // Sends Register and reads Registered; false when the stream ended instead.
+  bool Open(av1::Registered* registered, int64_t pid = kPid) {
+    if (!stream_->Write(Register(pid))) return false;
+    av1::DaemonMessage reply;
+    if (!stream_->Read(&reply) || !reply.has_registered()) return false;
+    *registered = reply.registered();
+    return true;
+  }
+
+  // A histogram with sequence `seq`: class "com.example.Leak" grows by 1,000 instances of 32 bytes
+  // per sequence, plus byte[] and java.lang.String. The first histogram of a stream defines the
+  // classes (refs 1..3).
+  av1::AgentMessage Histogram(uint64_t seq) {
+    av1::AgentMessage m;
+    av1::Histogram* h = m.mutable_histogram();
+    h->set_sequence(seq);
+    proto::ToTimestamp(kJvmStart + absl::Seconds(10 * seq), h->mutable_time());
+    h->set_mode(av1::HISTOGRAM_MODE_LIVE);
+    proto::ToDuration(absl::Milliseconds(3), h->mutable_pause());
+    if (!defined_) {
+      const char* names[] = {"com.example.Leak", "byte[]", "java.lang.String"};
+      for (uint32_t i = 0; i < 3; ++i) {
+        av1::ClassDefinition* c = h->add_new_classes();
+        c->set_class_ref(i + 1);
+        c->set_class_name(names[i]);
+        c->set_module(i == 0 ? "" : "java.base@17.0.15");
+      }
+      defined_ = true;
+    }
+    const uint64_t instances[] = {1000 * seq, 500, 700};
+    const uint64_t bytes[] = {32000 * seq, 80000, 16800};
+    uint64_t ti = 0, tb = 0;
+    for (uint32_t i = 0; i < 3; ++i) {
+      h->add_class_refs(i + 1);
+      h->add_instances(instances[i]);
+      h->add_bytes(bytes[i]);
+      ti += instances[i];
+      tb += bytes[i];
+    }
+    h->set_total_instances(ti);
+    h->set_total_bytes(tb);
+    return m;
+  }
+
+  // Sends the histogram and returns the Ack's stored_through (0 when the stream ended).
+  uint64_t Deliver(const av1::AgentMessage& m) {
+    if (!stream_->Write(m)) return 0;
+    av1::DaemonMessage reply;
+    if (!stream_->Read(&reply) || !reply.has_ack()) return 0;
+    return reply.ack().stored_through();
+  }
+  uint64_t Deliver(uint64_t seq) { return Deliver(Histogram(seq)); }
+
+  bool Write(const av1::AgentMessage& m) { return stream_->Write(m); }
+  // Closes the sending side and returns the stream's status.
+  grpc::Status Finish() {
+    stream_->WritesDone();
+    av1::DaemonMessage ignored;
+    while (stream_->Read(&ignored)) {
+    }
+    return stream_->Finish();
+  }
+  void Cancel() { context_.TryCancel(); }
+
+ private:
+  std::unique_ptr<av1::AgentGateway::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<av1::AgentMessage, av1::DaemonMessage>> stream_;
+  bool defined_ = false;
+};
+
+class AgentGatewayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "/heapwatch-gw-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    config_.data_dir = dir_ + "/data";
+    config_.grpc_listen = "127.0.0.1:0";
+    config_.metrics_listen = "127.0.0.1:0";
+    config_.agents.listen = "127.0.0.1:0";
+    config_.watch.agents.include = {"heapwatch-gateway-test-watches-no-local-jvm"};
+    config_.shutdown_grace = absl::Seconds(5);
+    config_.escalation.enabled = false;
+  }
+  void TearDown() override {
+    daemon_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartDaemon() {
+    ASSERT_TRUE(daemon::ValidateConfig(config_).ok()) << daemon::ValidateConfig(config_);
+    auto d = daemon::Daemon::Start(config_);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = *std::move(d);
+    query_ = v1::QueryService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", daemon_->grpc_port()), grpc::InsecureChannelCredentials()));
+  }
+  std::shared_ptr<grpc::Channel> AgentChannel() {
+    const std::string target = config_.agents.listen.starts_with("unix:")
+                                   ? config_.agents.listen
+                                   : absl::StrCat("127.0.0.1:", daemon_->agent_port());
+    return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  }
+
+  std::vector<v1::Agent> ListAgents() {
+    grpc::ClientContext context;
+    v1::ListAgentsResponse response;
+    grpc::Status s = query_->ListAgents(&context, v1::ListAgentsRequest(), &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return {response.agents().begin(), response.agents().end()};
+  }
+  std::optional<v1::Agent> FindAgent(const std::string& id) {
+    for (const v1::Agent& a : ListAgents()) {
+      if (a.agent() == id) return a;
+    }
+    return std::nullopt;
+  }
+  // The stored samples of com.example.Leak.
+  std::vector<v1::ClassSample> LeakHistory() {
+    grpc::ClientContext context;
+    v1::GetClassHistoryRequest request;
+    request.set_agent(AgentIdOf());
+    request.set_class_name("com.example.Leak");
+    proto::ToTimestamp(kJvmStart - absl::Hours(1), request.mutable_start_time());
+    proto::ToTimestamp(absl::Now() + absl::Hours(1), request.mutable_end_time());
+    v1::GetClassHistoryResponse response;
+    grpc::Status s = query_->GetClassHistory(&context, request, &response);
+    // NOT_FOUND: nothing of the class stored (yet).
+    EXPECT_TRUE(s.ok() || s.error_code() == grpc::StatusCode::NOT_FOUND) << s.error_message();
+    return {response.samples().begin(), response.samples().end()};
+  }
+  // Waits up to 5 s for `pred`.
+  template <typename Pred>
+  bool Eventually(Pred pred) {
+    for (int i = 0; i < 500; ++i) {
+      if (pred()) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return pred();
+  }
+
+  std::string dir_;
+  daemon::Config config_;
+  std::unique_ptr<daemon::Daemon> daemon_;
+  std::unique_ptr<v1::QueryService::Stub> query_;
+};
+
+TEST_F(AgentGatewayTest, RegisteredAgentOverUnixSocketIsServedLikeAnAttachAgent) {
+  const std::string sock_dir = dir_ + "/run";
+  ASSERT_EQ(mkdir(sock_dir.c_str(), 0700), 0);
+  config_.agents.listen = "unix:" + sock_dir + "/agent.sock";
+  StartDaemon();
+  struct stat st {};
+  ASSERT_EQ(stat((sock_dir + "/agent.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  EXPECT_EQ(registered.stored_through(), 0u);
+  EXPECT_EQ(registered.config().heartbeat_interval().seconds(), 10);
+  EXPECT_EQ(registered.config().histogram_interval().seconds(),
+            absl::ToInt64Seconds(config_.collection.interval));
+  EXPECT_EQ(registered.config().mode(), av1::HISTOGRAM_MODE_LIVE);
+  for (uint64_t seq = 1; seq <= 4; ++seq) EXPECT_EQ(agent.Deliver(seq), seq);
+
+  auto listed = FindAgent(AgentIdOf());
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_EQ(listed->kind(), v1::AGENT_KIND_REGISTERED);
+  EXPECT_EQ(listed->state(), v1::AGENT_STATE_UP);
+  EXPECT_EQ(listed->pid(), kPid);
+  EXPECT_EQ(listed->main_class(), "com.example.Leaky");
+  EXPECT_TRUE(listed->has_last_snapshot_time());
+  const std::vector<v1::ClassSample> history = LeakHistory();
+  ASSERT_EQ(history.size(), 4u);
+  EXPECT_EQ(history[0].bytes(), 32000u);
+  EXPECT_EQ(history[3].instances(), 4000u);
+  // The same path as attach collections: the agent's series are on /metrics.
+  const std::string metrics = HttpGet(daemon_->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr(absl::StrCat("heapwatch_agent_up{agent=\"", AgentIdOf())));
+  EXPECT_THAT(metrics, HasSubstr("heapwatch_agent_deliveries_total{result=\"stored\"} 4"));
+  EXPECT_THAT(metrics, HasSubstr("heapwatch_agents_connected 1"));
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
+TEST_F(AgentGatewayTest, ResentDeliveriesAreStoredOnceAcrossReconnectsAndRestarts) {
+  StartDaemon();
+  {
+    SimAgent agent(AgentChannel());
+    av1::Registered registered;
+    ASSERT_TRUE(agent.Open(&registered));
+    EXPECT_EQ(agent.Deliver(1), 1u);
+    EXPECT_EQ(agent.Deliver(2), 2u);
+    agent.Cancel();  // the connection breaks
+  }
+  ASSERT_TRUE(Eventually([&] {
+    return HttpGet(daemon_->metrics_port(), "/metrics").find("heapwatch_agents_connected 0") !=
+           std::string::npos;
+  }));
+  {
+    // The agent's buffer still holds 2 (say its Ack was lost) and has 3 and 5 (4 overflowed).
+    SimAgent agent(AgentChannel());
+    av1::Registered registered;
+    ASSERT_TRUE(agent.Open(&registered));
+    EXPECT_EQ(registered.stored_through(), 2u);
+    EXPECT_EQ(agent.Deliver(2), 2u);  // acknowledged, dropped
+    EXPECT_EQ(agent.Deliver(3), 3u);
+    EXPECT_EQ(agent.Deliver(5), 5u);
+    EXPECT_TRUE(agent.Finish().ok());
+  }
+  EXPECT_EQ(LeakHistory().size(), 4u);
+  const std::string metrics = HttpGet(daemon_->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("heapwatch_agent_deliveries_total{result=\"duplicate\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("heapwatch_agent_delivery_gaps_total 1"));
+
+  // A restarted daemon on the same store knows what it stored.
+  ASSERT_TRUE(daemon_->Shutdown());
+  daemon_.reset();
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  EXPECT_EQ(registered.stored_through(), 5u);
+  EXPECT_EQ(agent.Deliver(3), 5u);  // an old one: dropped
+  EXPECT_EQ(agent.Deliver(6), 6u);
+  EXPECT_TRUE(agent.Finish().ok());
+  EXPECT_EQ(LeakHistory().size(), 5u);
+  EXPECT_EQ(FindAgent(AgentIdOf())->kind(), v1::AGENT_KIND_REGISTERED);
+}
+
+TEST_F(AgentGatewayTest, MalformedMessagesAreRefused) {
+  StartDaemon();
+  auto refused = [&](const std::function<void(av1::Histogram*)>& corrupt) {
+    SimAgent agent(AgentChannel());
+    av1::Registered registered;
+    if (!agent.Open(&registered)) return grpc::Status(grpc::StatusCode::UNKNOWN, "no Registered");
+    av1::AgentMessage m = agent.Histogram(100);
+    corrupt(m.mutable_histogram());
+    agent.Write(m);
+    return agent.Finish();
+  };
+  struct Case {
+    const char* what;
+    std::function<void(av1::Histogram*)> corrupt;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"unequal arrays", [](av1::Histogram* h) { h->add_bytes(1); }, "equal lengths"},
+      {"undefined ref", [](av1::Histogram* h) { h->set_class_refs(1, 9); }, "undefined class_ref"},
+      {"totals", [](av1::Histogram* h) { h->set_total_bytes(h->total_bytes() + 1); }, "totals"},
+      {"control character",
+       [](av1::Histogram* h) { h->mutable_new_classes(0)->set_class_name("Evil\n[ERROR] x"); },
+       "printable"},
+      {"DEL", [](av1::Histogram* h) { h->mutable_new_classes(0)->set_class_name("A\x7f"); },
+       "printable"},
+      {"C1 control (U+0085)",
+       [](av1::Histogram* h) { h->mutable_new_classes(0)->set_class_name("A\xc2\x85"); },
+       "printable"},
+      {"long name",
+       [](av1::Histogram* h) { h->mutable_new_classes(0)->set_class_name(std::string(4097, 'a')); },
+       "4096"},
+      {"ref 0", [](av1::Histogram* h) { h->mutable_new_classes(0)->set_class_ref(0); }, "ref 0"},
+      {"no mode", [](av1::Histogram* h) { h->set_mode(av1::HISTOGRAM_MODE_UNSPECIFIED); }, "mode"},
+      {"sequence 0", [](av1::Histogram* h) { h->set_sequence(0); }, "sequence"},
+  };
+  for (const Case& c : cases) {
+    grpc::Status s = refused(c.corrupt);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.what;
+    EXPECT_THAT(s.error_message(), HasSubstr(c.message)) << c.what;
+  }
+  // A Register whose id is not the agent id scheme's, and a stream that does not start with one.
+  {
+    SimAgent agent(AgentChannel());
+    av1::AgentMessage m = SimAgent::Register();
+    m.mutable_register_()->set_agent_id("someone-else");
+    agent.Write(m);
+    grpc::Status s = agent.Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("MakeAgentId"));
+  }
+  {
+    SimAgent agent(AgentChannel());
+    av1::AgentMessage m;
+    m.mutable_heartbeat();
+    agent.Write(m);
+    EXPECT_EQ(agent.Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  EXPECT_TRUE(LeakHistory().empty());
+  EXPECT_THAT(
+      HttpGet(daemon_->metrics_port(), "/metrics"),
+      HasSubstr("heapwatch_agent_deliveries_refused_total{reason=\"invalid_histogram\"} 9"));
+  EXPECT_THAT(HttpGet(daemon_->metrics_port(), "/metrics"),
+              HasSubstr("heapwatch_agent_delivery_gaps_total 0"));
+}
+
+TEST_F(AgentGatewayTest, SecondStreamOfAnOpenAgentIsRefused) {
+  StartDaemon();
+  SimAgent first(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(first.Open(&registered));
+  SimAgent second(AgentChannel());
+  second.Write(SimAgent::Register());
+  grpc::Status s = second.Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(first.Deliver(1), 1u);  // the first stream is unaffected
+  EXPECT_TRUE(first.Finish().ok());
+}
+
+TEST_F(AgentGatewayTest, TcpWithTokensNeedsAnAgentToken) {
+  const std::string tokens = dir_ + "/tokens.txt";
+  {
+    std::ofstream out(tokens);
+    out << "read grafana " << auth::DigestHex(auth::Sha256("r-0123")) << "\n"
+        << "admin oncall " << auth::DigestHex(auth::Sha256("a-0123")) << "\n"
+        << "agent jvm1 " << auth::DigestHex(auth::Sha256("j-0123")) << "\n";
+  }
+  config_.auth.tokens_file = tokens;
+  StartDaemon();
+  auto open = [&](const std::string& bearer) {
+    SimAgent agent(AgentChannel(), bearer);
+    av1::Registered registered;
+    if (agent.Open(&registered)) {
+      agent.Finish();
+      return grpc::Status::OK;
+    }
+    return agent.Finish();
+  };
+  EXPECT_EQ(open("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(open("Bearer j-0124").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(open("Bearer r-0123").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(open("Bearer a-0123").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(open("Bearer j-0123").ok());
+  const std::string metrics = HttpGet(daemon_->metrics_port(), "/metrics", "Bearer r-0123");
+  EXPECT_THAT(metrics, HasSubstr("heapwatch_auth_failures_total{reason=\"wrong_role\"} 2"));
+}
+
+TEST_F(AgentGatewayTest, NonLoopbackTcpWithoutTokensIsRefusedAtStart) {
+  config_.agents.listen = "0.0.0.0:0";
+  auto d = daemon::Daemon::Start(config_);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("agent gateway"));
+}
+
+TEST_F(AgentGatewayTest, SilentAgentIsUnreachableThenDown) {
+  config_.agents.heartbeat_interval = absl::Milliseconds(50);
+  config_.agents.down_after = absl::Milliseconds(400);
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  EXPECT_EQ(registered.config().heartbeat_interval().nanos(), 50'000'000);
+  EXPECT_EQ(agent.Deliver(1), 1u);
+  // Heartbeats keep it up.
+  for (int i = 0; i < 8; ++i) {
+    av1::AgentMessage hb;
+    hb.mutable_heartbeat();
+    ASSERT_TRUE(agent.Write(hb));
+    absl::SleepFor(absl::Milliseconds(40));
+  }
+  EXPECT_EQ(FindAgent(AgentIdOf())->state(), v1::AGENT_STATE_UP);
+  // Silence: 3 heartbeat intervals.
+  EXPECT_TRUE(Eventually([&] {
+    auto a = FindAgent(AgentIdOf());
+    return a && a->state() == v1::AGENT_STATE_UNREACHABLE;
+  }));
+  EXPECT_THAT(FindAgent(AgentIdOf())->last_error(), HasSubstr("silent"));
+  // It speaks again: up.
+  EXPECT_EQ(agent.Deliver(2), 2u);
+  EXPECT_EQ(FindAgent(AgentIdOf())->state(), v1::AGENT_STATE_UP);
+  // Its stream ends: down after agents.down_after (reported from the store).
+  EXPECT_TRUE(agent.Finish().ok());
+  EXPECT_TRUE(Eventually([&] {
+    auto a = FindAgent(AgentIdOf());
+    return a && a->state() == v1::AGENT_STATE_DOWN;
+  }));
+}
+
+}  // namespace
+}  // namespace heapwatch::testing
