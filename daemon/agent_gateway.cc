@@ -1,7 +1,10 @@
 #include "daemon/agent_gateway.h"
 
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "auth/grpc_auth.h"
@@ -282,6 +286,52 @@ std::string_view StateName(AgentState s) {
 
 }  // namespace
 
+// The writing side of one Connect stream, shared by its handler (Registered, Ack) and the dump
+// source (DumpRequest): gRPC allows one Write at a time, and none after the handler returned.
+struct StreamWriter {
+  std::mutex mu;
+  grpc::ServerReaderWriter<av1::DaemonMessage, av1::AgentMessage>* rw = nullptr;  // guarded by mu
+  bool closed = false;                                                            // guarded by mu
+  bool Write(const av1::DaemonMessage& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    return !closed && rw->Write(m);
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu);
+    closed = true;
+  }
+  bool is_closed() {
+    std::lock_guard<std::mutex> lock(mu);
+    return closed;
+  }
+};
+
+// One extended dump the daemon asked an agent for (AgentDumpSource::WriteDump), from DumpRequest to
+// the complete file. All fields guarded by mu.
+struct PendingUpload {
+  std::mutex mu;
+  std::condition_variable cv;
+  AgentId agent;
+  std::string dump_id;
+  std::string path, part_path;  // the final file; the file being received
+  int fd = -1;                  // part_path, open for writing
+  EVP_MD_CTX* sha = nullptr;    // SHA-256 over the bytes received so far (in order)
+  bool ready = false;           // DumpReady received
+  uint64_t size = 0;            // DumpReady.size_bytes
+  std::string sha256;           // DumpReady.sha256 (32 bytes)
+  bool gzip = false;
+  absl::Duration pause = absl::ZeroDuration();
+  uint64_t received = 0;
+  bool uploading = false;  // an UploadDump call is running
+  bool complete = false;   // renamed to `path`, SHA-256 checked
+  std::string failed;      // why the dump failed (DumpFailed, checksum); empty while not failed
+  bool abandoned = false;  // WriteDump returned: the upload is over whatever happens
+  ~PendingUpload() {
+    if (fd >= 0) close(fd);
+    if (sha != nullptr) EVP_MD_CTX_free(sha);
+  }
+};
+
 struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   // One registered agent the gateway knows (open stream, or closed for less than down_after).
   struct Registered {
@@ -291,6 +341,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     absl::Time last_seen = absl::InfinitePast();
     absl::Time closed_at = absl::InfinitePast();
     AgentState state = AgentState::kUp;
+    std::shared_ptr<StreamWriter> writer;  // of the open stream
   };
 
   AgentGatewayOptions options;
@@ -311,6 +362,9 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   int open_streams = 0;                  // guarded by mu
   std::thread monitor;
   bool shut_down = false;
+  // Dumps requested from agents, by (agent, dump id); guarded by mu.
+  std::map<std::pair<AgentId, std::string>, std::shared_ptr<PendingUpload>> uploads;
+  std::unique_ptr<DumpSource> dump_source;
 
   grpc::Status Check(grpc::ServerContext* context, std::string_view method) const {
     if (authorizer == nullptr) return grpc::Status::OK;
@@ -385,6 +439,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     }
     const AgentId id = info->id;
     uint64_t stream_no;
+    std::shared_ptr<StreamWriter> writer;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stopping) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "heapwatchd is stopping");
@@ -402,7 +457,10 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
                      id.value);
       }
       stream_no = next_stream_no++;
+      writer = std::make_shared<StreamWriter>();
+      writer->rw = stream;
       Registered& r = agents[id];
+      r.writer = writer;
       r.info = *info;
       r.stream = context;
       r.stream_no = stream_no;
@@ -413,7 +471,9 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
       SetConnectedMetric();
     }
     grpc::Status result =
-        Serve(context, stream, *info, first.register_().agent_version(), stream_no);
+        Serve(context, writer.get(), stream, *info, first.register_().agent_version(), stream_no);
+    writer->Close();  // no Write after the handler returns
+    NotifyUploads(id);
     bool closed = false;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -439,7 +499,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   }
 
   // The session after the stream was admitted.
-  grpc::Status Serve(grpc::ServerContext* context,
+  grpc::Status Serve(grpc::ServerContext* context, StreamWriter* writer,
                      grpc::ServerReaderWriter<av1::DaemonMessage, av1::AgentMessage>* stream,
                      const AgentInfo& info, const std::string& agent_version, uint64_t stream_no) {
     const AgentId& id = info.id;
@@ -458,7 +518,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
       av1::DaemonMessage m;
       m.mutable_registered()->set_stored_through(stored_through);
       *m.mutable_registered()->mutable_config() = PushedConfig();
-      if (!stream->Write(m)) return grpc::Status::OK;
+      if (!writer->Write(m)) return grpc::Status::OK;
     }
     spdlog::info(
         "agent gateway: agent {} registered (pid {} on {}, {}, agent {}), stored through "
@@ -472,7 +532,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     auto ack = [&]() {
       av1::DaemonMessage m;
       m.mutable_ack()->set_stored_through(stored_through);
-      return stream->Write(m);
+      return writer->Write(m);
     };
     // A delivery's sequence: a duplicate (acknowledged, dropped), or the next to store (counting
     // a gap). Returns false for a sequence that does not increase within the stream.
@@ -495,9 +555,13 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
       switch (msg.body_case()) {
         case av1::AgentMessage::kHeartbeat:
         case av1::AgentMessage::kHistogramFailed:
+          break;
         case av1::AgentMessage::kDumpReady:
+          OnDumpReady(id, msg.dump_ready());
+          break;
         case av1::AgentMessage::kDumpFailed:
-          break;  // dumps through the agent: not served yet (docs/agents.md)
+          OnDumpFailed(id, msg.dump_failed());
+          break;
         case av1::AgentMessage::kHistogram: {
           const av1::Histogram& h = msg.histogram();
           bool duplicate = false;
@@ -597,24 +661,181 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status UploadDump(grpc::ServerContext* context, grpc::ServerReader<av1::DumpChunk>*,
-                          av1::UploadDumpReply*) override {
+  std::shared_ptr<PendingUpload> FindUpload(const AgentId& agent, const std::string& dump_id) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = uploads.find({agent, dump_id});
+    return it == uploads.end() ? nullptr : it->second;
+  }
+
+  // Wakes the dump source's waits of the agent (its stream ended).
+  void NotifyUploads(const AgentId& agent) {
+    std::vector<std::shared_ptr<PendingUpload>> of_agent;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& [key, u] : uploads) {
+        if (key.first == agent) of_agent.push_back(u);
+      }
+    }
+    for (auto& u : of_agent) {
+      std::lock_guard<std::mutex> lock(u->mu);
+      u->cv.notify_all();
+    }
+  }
+
+  void OnDumpReady(const AgentId& agent, const av1::DumpReady& r) {
+    auto u = FindUpload(agent, r.dump_id());
+    if (u == nullptr) return;  // not asked for, or given up
+    std::lock_guard<std::mutex> lock(u->mu);
+    if (u->ready || !u->failed.empty()) return;
+    if (r.sha256().size() != 32) {
+      u->failed = "the agent's DumpReady has no 32-byte SHA-256";
+    } else {
+      u->ready = true;
+      u->size = r.size_bytes();
+      u->sha256 = r.sha256();
+      u->gzip = r.gzip();
+      if (r.has_pause()) {
+        if (auto p = proto::FromDuration(r.pause()); p.ok() && *p >= absl::ZeroDuration()) {
+          u->pause = *p;
+        }
+      }
+    }
+    u->cv.notify_all();
+  }
+
+  void OnDumpFailed(const AgentId& agent, const av1::DumpFailed& f) {
+    auto u = FindUpload(agent, f.dump_id());
+    if (u == nullptr) return;
+    std::lock_guard<std::mutex> lock(u->mu);
+    if (u->complete || !u->failed.empty()) return;
+    std::string reason = f.reason().substr(0, 512);
+    if (!IsPrintableUtf8(reason, 512, true)) reason = "(unprintable reason)";
+    u->failed = absl::StrCat("the agent's dump failed: ", reason);
+    u->cv.notify_all();
+  }
+
+  // One chunk into the upload. REQUIRES: u->mu held, u->uploading by this call.
+  grpc::Status Accept(PendingUpload& u, const av1::DumpChunk& c) {
+    if (c.data().size() > (1u << 20)) return Invalid("a chunk holds at most 1 MiB");
+    if (c.offset() != u.received) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("chunk at offset ", c.offset(), ": the daemon holds ",
+                                       u.received, " bytes; resume at that offset"));
+    }
+    const uint32_t crc = static_cast<uint32_t>(
+        crc32(0, reinterpret_cast<const Bytef*>(c.data().data()), c.data().size()));
+    if (crc != c.crc32()) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                          absl::StrCat("chunk at offset ", c.offset(), ": CRC-32 mismatch"));
+    }
+    if (u.received + c.data().size() > u.size) {
+      return Invalid(
+          absl::StrCat("chunk at offset ", c.offset(), " goes past the dump's ", u.size, " bytes"));
+    }
+    for (size_t done = 0; done < c.data().size();) {
+      ssize_t n = pwrite(u.fd, c.data().data() + done, c.data().size() - done,
+                         static_cast<off_t>(u.received + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        u.failed = absl::StrCat("cannot write ", u.part_path, ": ", std::strerror(errno));
+        u.cv.notify_all();
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, u.failed);
+      }
+      done += static_cast<size_t>(n);
+    }
+    EVP_DigestUpdate(u.sha, c.data().data(), c.data().size());
+    u.received += c.data().size();
+    if (!c.last()) return grpc::Status::OK;
+    if (u.received != u.size) {
+      return Invalid(absl::StrCat("the last chunk ends at ", u.received, " of ", u.size, " bytes"));
+    }
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(u.sha, digest, &len);
+    if (std::string(reinterpret_cast<char*>(digest), len) != u.sha256) {
+      u.failed = "the uploaded dump's SHA-256 differs from DumpReady's";
+      u.cv.notify_all();
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, u.failed);
+    }
+    if (fsync(u.fd) != 0 || rename(u.part_path.c_str(), u.path.c_str()) != 0) {
+      u.failed = absl::StrCat("cannot store the dump as ", u.path, ": ", std::strerror(errno));
+      u.cv.notify_all();
+      return grpc::Status(grpc::StatusCode::INTERNAL, u.failed);
+    }
+    close(u.fd);
+    u.fd = -1;
+    u.complete = true;
+    u.cv.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status UploadDump(grpc::ServerContext* context, grpc::ServerReader<av1::DumpChunk>* reader,
+                          av1::UploadDumpReply* reply) override {
     if (grpc::Status s = Check(context, "/heapwatch.agent.v1.AgentGateway/UploadDump"); !s.ok()) {
       return s;
     }
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "extended dumps through the agent are not served yet");
+    av1::DumpChunk chunk;
+    if (!reader->Read(&chunk)) return Invalid("UploadDump without a chunk");
+    if (!IsPrintableUtf8(chunk.agent_id(), 128) || !IsPrintableUtf8(chunk.dump_id(), 64)) {
+      return Invalid("the first chunk names the agent and the dump");
+    }
+    auto u = FindUpload(AgentId(chunk.agent_id()), chunk.dump_id());
+    if (u == nullptr) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "no dump " + chunk.dump_id() + " is expected from this agent");
+    }
+    std::unique_lock<std::mutex> lock(u->mu);
+    // DumpReady travels on the Connect stream and may be a moment behind the first chunk.
+    u->cv.wait_for(lock, std::chrono::seconds(5),
+                   [&] { return u->ready || u->abandoned || !u->failed.empty(); });
+    if (!u->ready || u->abandoned || !u->failed.empty() || u->complete) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          u->complete ? "the dump is complete"
+                          : !u->ready ? "DumpReady has not arrived on the Connect stream"
+                                      : "the dump is no longer expected: " + u->failed);
+    }
+    if (u->uploading) {
+      return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "another upload of this dump runs");
+    }
+    u->uploading = true;
+    grpc::Status result = grpc::Status::OK;
+    do {
+      result = Accept(*u, chunk);
+      if (!result.ok() || u->complete) break;
+      lock.unlock();
+      const bool more = reader->Read(&chunk);
+      lock.lock();
+      if (!more) break;
+      if (u->abandoned) {
+        result = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the daemon gave up the dump");
+        break;
+      }
+    } while (true);
+    u->uploading = false;
+    reply->set_dump_id(u->dump_id);
+    reply->set_received_bytes(u->received);
+    reply->set_complete(u->complete);
+    return result;
   }
 
-  grpc::Status GetUploadStatus(grpc::ServerContext* context, const av1::GetUploadStatusRequest*,
-                               av1::GetUploadStatusReply*) override {
+  grpc::Status GetUploadStatus(grpc::ServerContext* context,
+                               const av1::GetUploadStatusRequest* request,
+                               av1::GetUploadStatusReply* reply) override {
     if (grpc::Status s = Check(context, "/heapwatch.agent.v1.AgentGateway/GetUploadStatus");
         !s.ok()) {
       return s;
     }
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "extended dumps through the agent are not served yet");
+    auto u = FindUpload(AgentId(request->agent_id()), request->dump_id());
+    if (u == nullptr) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such dump is expected");
+    }
+    std::lock_guard<std::mutex> lock(u->mu);
+    reply->set_received_bytes(u->received);
+    reply->set_complete(u->complete);
+    return grpc::Status::OK;
   }
+
+  StatusOr<WrittenDump> WriteDump(const DumpRequest& request, const std::string& path);
 
   // Every tick: open streams silent for 3 heartbeat intervals become UNREACHABLE; agents whose
   // stream has been closed for down_after become DOWN and are forgotten.
@@ -659,6 +880,135 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     }
   }
 };
+
+namespace {
+
+// Extended dumps of registered agents through their stream (daemon/dump_source.h).
+class AgentDumpSource final : public DumpSource {
+ public:
+  explicit AgentDumpSource(AgentGateway::Impl* gateway) : gateway_(gateway) {}
+  std::string PathFor(const DumpRequest& request) const override {
+    return absl::StrCat(request.dump_dir, "/", geteuid(), "/", request.file_name);
+  }
+  uint32_t FileOwner(const DumpRequest&) const override { return geteuid(); }
+  StatusOr<WrittenDump> WriteDump(const DumpRequest& request) override {
+    return gateway_->WriteDump(request, PathFor(request));
+  }
+
+ private:
+  AgentGateway::Impl* const gateway_;
+};
+
+}  // namespace
+
+StatusOr<WrittenDump> AgentGateway::Impl::WriteDump(const DumpRequest& request,
+                                                    const std::string& path) {
+  const absl::Time start = absl::Now();
+  std::string dump_id = request.file_name;
+  for (std::string_view suffix : {".gz", ".hprof"}) {
+    if (dump_id.ends_with(suffix)) dump_id.resize(dump_id.size() - suffix.size());
+  }
+  if (!IsPrintableUtf8(dump_id, 64) || dump_id.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError("dump file name " + request.file_name +
+                                      " does not make a dump id");
+  }
+  const AgentId& agent = request.agent.id;
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::filesystem::create_directories(dir, ec);
+  if (ec || chmod(dir.c_str(), 0700) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir.string()));
+  }
+  auto u = std::make_shared<PendingUpload>();
+  u->agent = agent;
+  u->dump_id = dump_id;
+  u->path = path;
+  u->part_path = path + ".part";
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " exists"));
+  }
+  unlink(u->part_path.c_str());  // left by an earlier run
+  u->fd = open(u->part_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (u->fd < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", u->part_path, ": ", std::strerror(errno)));
+  }
+  u->sha = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(u->sha, EVP_sha256(), nullptr);
+  std::shared_ptr<StreamWriter> writer;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = agents.find(agent);
+    if (it != agents.end() && it->second.stream != nullptr) writer = it->second.writer;
+    if (writer == nullptr || !uploads.emplace(std::make_pair(agent, dump_id), u).second) {
+      unlink(u->part_path.c_str());
+      return writer == nullptr
+                 ? absl::UnavailableError("agent " + agent.value + " is gone (not connected)")
+                 : absl::FailedPreconditionError("dump " + dump_id + " is already requested");
+    }
+  }
+  // Whatever happens from here: the upload is forgotten and no partial file is left.
+  auto finish = [&](StatusOr<WrittenDump> result) -> StatusOr<WrittenDump> {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      uploads.erase({agent, dump_id});
+    }
+    std::lock_guard<std::mutex> lock(u->mu);
+    u->abandoned = true;
+    if (!u->complete) unlink(u->part_path.c_str());
+    return result;
+  };
+  av1::DaemonMessage m;
+  m.mutable_dump_request()->set_dump_id(dump_id);
+  m.mutable_dump_request()->set_gzip(request.gzip);
+  m.mutable_dump_request()->set_live_only(true);
+  if (!writer->Write(m)) {
+    return finish(absl::UnavailableError("agent " + agent.value + " is gone (its stream ended)"));
+  }
+  spdlog::info("agent gateway: asked agent {} for extended dump {}", agent.value, dump_id);
+  const absl::Time deadline = start + request.timeout;
+  std::unique_lock<std::mutex> lock(u->mu);
+  while (true) {
+    if (u->complete) break;
+    if (!u->failed.empty()) {
+      std::string why = u->failed;
+      lock.unlock();
+      return finish(absl::FailedPreconditionError(why));
+    }
+    // Before DumpReady the dump lives on the stream; after it, the upload may resume on a new one.
+    if (!u->ready && writer->is_closed()) {
+      lock.unlock();
+      return finish(absl::UnavailableError("agent " + agent.value +
+                                           " is gone: its stream ended during the dump"));
+    }
+    bool stop;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      stop = stopping;
+    }
+    if (stop) {
+      lock.unlock();
+      return finish(absl::UnavailableError("heapwatchd is stopping"));
+    }
+    if (absl::Now() >= deadline) {
+      lock.unlock();
+      return finish(absl::DeadlineExceededError(
+          absl::StrCat("the agent's dump took longer than ", FormatDurationText(request.timeout))));
+    }
+    u->cv.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  WrittenDump written;
+  written.path = path;
+  written.file_bytes = u->size;
+  written.gzip = u->gzip;
+  written.pause = u->pause;
+  written.wall = absl::Now() - start;
+  lock.unlock();
+  spdlog::info("agent gateway: extended dump {} of agent {} arrived ({} bytes)", dump_id,
+               agent.value, written.file_bytes);
+  return finish(written);
+}
 
 namespace {
 
@@ -738,6 +1088,7 @@ StatusOr<std::unique_ptr<AgentGateway>> AgentGateway::Start(
         "agents.listen: cannot chmod ", impl->socket_path, ": ", std::strerror(errno)));
   }
   Impl* raw = impl.get();
+  raw->dump_source = std::make_unique<AgentDumpSource>(raw);
   raw->monitor = std::thread([raw] { raw->MonitorLoop(); });
   if (metrics != nullptr) metrics->SetAgentsConnected(0);
   spdlog::info("agent gateway on {}{}{}", options.listen,
@@ -762,6 +1113,8 @@ void AgentGateway::Shutdown() {
 }
 
 int AgentGateway::port() const { return impl_->port; }
+
+DumpSource* AgentGateway::dump_source() const { return impl_->dump_source.get(); }
 
 int AgentGateway::connected() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -41,6 +41,7 @@
 #include "common/histogram.h"
 #include "common/status.h"
 #include "daemon/agent_table.h"
+#include "daemon/dump_source.h"
 #include "daemon/grpc_limits.h"
 
 namespace heapwatch::auth {
@@ -112,6 +113,19 @@ class AgentGateway {
   int port() const;
   // Agents with an open stream now.
   int connected() const;
+
+  // Extended dumps of registered agents (daemon/dump_source.h), owned by the gateway: WriteDump
+  // sends DumpRequest on the agent's Connect stream (dump id = the file name without
+  // ".hprof[.gz]"), waits for DumpReady, receives the UploadDump chunks (each at the offset the
+  // daemon holds, CRC-32 checked; a broken upload resumes where GetUploadStatus says) into
+  // PathFor(request) + ".part" (mode 0600, in <dump_dir>/<daemon uid>/, created 0700), checks the
+  // SHA-256 against DumpReady's and renames the file to PathFor(request). Errors: Unavailable (the
+  // agent is not connected, or its stream ended before DumpReady; the daemon is stopping),
+  // FailedPrecondition (DumpFailed with the agent's reason; SHA-256 mismatch; the file exists),
+  // DeadlineExceeded (request.timeout), PermissionDenied (the directory or file cannot be
+  // created), InvalidArgument (a file name that makes no dump id). No partial file is left on
+  // error. Thread-safe; valid while the gateway lives.
+  DumpSource* dump_source() const;
 
   struct Impl;
 

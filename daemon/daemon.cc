@@ -182,6 +182,7 @@ struct Daemon::Impl {
   // through it: discovery does not collect them through the attach socket.
   std::unique_ptr<RegisteredAgentSink> gateway_sink;
   std::unique_ptr<AgentGateway> gateway;
+  std::unique_ptr<AttachDumpSource> attach_dumps;  // the escalation's source for attach agents
   std::set<AgentId> registered;  // guarded by mu
 
   explicit Impl(const Config& c)
@@ -1208,24 +1209,23 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   store_options.background_retention = false;  // the discovery thread runs it, to count and log it
   HW_ASSIGN_OR_RETURN(impl->store, storage::SnapshotStore::Open(store_options));
 
-  HW_ASSIGN_OR_RETURN(impl->escalation,
-                      Escalation::Start(config.escalation, config.data_dir, impl->attach,
-                                        impl->store.get(), &impl->metrics, Clock::Real()));
+  // Dumps of attach agents through the attach API, of registered agents through their gateway
+  // stream (daemon/agent_gateway.h dump_source); the gateway is set before any dump can start.
+  impl->attach_dumps = std::make_unique<AttachDumpSource>(impl->attach);
+  HW_ASSIGN_OR_RETURN(
+      impl->escalation,
+      Escalation::StartWithSources(
+          config.escalation, config.data_dir,
+          [raw = impl.get()](const AgentInfo& agent) -> DumpSource* {
+            if (agent.kind == AgentKind::kLocalAttach) return raw->attach_dumps.get();
+            return raw->gateway != nullptr ? raw->gateway->dump_source() : nullptr;
+          },
+          impl->store.get(), &impl->metrics, Clock::Real()));
   impl->escalation->SetDumpPauseListener([raw = impl.get()](const AgentId& id, absl::Duration pause) {
     raw->OnDumpPause(id, pause);
   });
   impl->escalation->SetReportListener(
       [raw = impl.get()](const AnalysedDump& dump) { raw->OnReport(dump); });
-  HW_ASSIGN_OR_RETURN(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
-                      MakeQueryAuthorizer(config.auth, config.grpc_listen, &impl->metrics));
-  HW_ASSIGN_OR_RETURN(
-      impl->grpc,
-      QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents, &impl->metrics,
-                         impl->escalation.get(),
-                         [raw = impl.get()](const AgentId& id, std::string_view class_name) {
-                           return raw->Explain(id, class_name);
-                         },
-                         authorizer, config.grpc));
   if (!config.agents.listen.empty()) {
     HW_ASSIGN_OR_RETURN(
         std::shared_ptr<const auth::GrpcAuthorizer> agent_authorizer,
@@ -1244,6 +1244,16 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                                             &impl->metrics, std::move(agent_authorizer)));
     HW_RETURN_IF_ERROR(WritePortFile(config.agents.port_file, impl->gateway->port()));
   }
+  HW_ASSIGN_OR_RETURN(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
+                      MakeQueryAuthorizer(config.auth, config.grpc_listen, &impl->metrics));
+  HW_ASSIGN_OR_RETURN(
+      impl->grpc,
+      QueryServer::Start(config.grpc_listen, impl->store.get(), &impl->agents, &impl->metrics,
+                         impl->escalation.get(),
+                         [raw = impl.get()](const AgentId& id, std::string_view class_name) {
+                           return raw->Explain(id, class_name);
+                         },
+                         authorizer, config.grpc));
   {
     web::WebServerOptions web_options;
     web_options.listen = config.metrics_listen;

@@ -29,7 +29,9 @@
 #include "gtest/gtest.h"
 #include "heapwatch/agent/v1/agent.grpc.pb.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "openssl/sha.h"
 #include "proto/time_util.h"
+#include "zlib.h"
 
 namespace heapwatch::testing {
 namespace {
@@ -157,6 +159,8 @@ class SimAgent {
     return stream_->Finish();
   }
   void Cancel() { context_.TryCancel(); }
+  // Reads the next daemon message (false when the stream ended).
+  bool Read(av1::DaemonMessage* m) { return stream_->Read(m); }
 
  private:
   std::unique_ptr<av1::AgentGateway::Stub> stub_;
@@ -226,10 +230,25 @@ class AgentGatewayTest : public ::testing::Test {
     EXPECT_TRUE(s.ok() || s.error_code() == grpc::StatusCode::NOT_FOUND) << s.error_message();
     return {response.samples().begin(), response.samples().end()};
   }
-  // Waits up to 5 s for `pred`.
+  // TriggerExtendedDump of the agent, retried while the escalation has not seen its first histogram
+  // (the Ack precedes the ingestion).
+  bool Trigger() {
+    grpc::Status s;
+    bool ok = Eventually([&] {
+      grpc::ClientContext context;
+      v1::TriggerExtendedDumpRequest trigger;
+      trigger.set_agent(AgentIdOf());
+      v1::TriggerExtendedDumpResponse triggered;
+      s = query_->TriggerExtendedDump(&context, trigger, &triggered);
+      return s.ok();
+    });
+    EXPECT_TRUE(ok) << s.error_message();
+    return ok;
+  }
+  // Waits up to `limit` for `pred`.
   template <typename Pred>
-  bool Eventually(Pred pred) {
-    for (int i = 0; i < 500; ++i) {
+  bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(5)) {
+    for (absl::Time end = absl::Now() + limit; absl::Now() < end;) {
       if (pred()) return true;
       absl::SleepFor(absl::Milliseconds(10));
     }
@@ -472,6 +491,174 @@ TEST_F(AgentGatewayTest, SilentAgentIsUnreachableThenDown) {
     auto a = FindAgent(AgentIdOf());
     return a && a->state() == v1::AGENT_STATE_DOWN;
   }));
+}
+
+// The file's bytes.
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+av1::DumpChunk Chunk(const std::string& dump_id, const std::string& file, uint64_t offset,
+                     size_t size) {
+  av1::DumpChunk c;
+  c.set_agent_id(AgentIdOf());
+  c.set_dump_id(dump_id);
+  c.set_offset(offset);
+  size = std::min(size, file.size() - offset);
+  c.set_data(file.substr(offset, size));
+  c.set_crc32(crc32(0, reinterpret_cast<const Bytef*>(c.data().data()), c.data().size()));
+  c.set_last(offset + size == file.size());
+  return c;
+}
+
+// An automatic-escalation-free manual dump of a registered agent travels through its stream: the
+// simulated agent answers DumpRequest with a real gzip HPROF (eclipse-mat corpus), its first upload
+// breaks after two chunks, a chunk with a bad CRC-32 is refused, the upload resumes where
+// GetUploadStatus says, and the escalation analyses the file (extended dump DONE).
+TEST_F(AgentGatewayTest, ExtendedDumpTravelsThroughTheAgentAndResumesAfterABrokenUpload) {
+  const std::string hprof =
+      std::string(HEAPWATCH_CORPORA_DIR) + "/eclipse-mat/java_pid1884.0001.hprof.gz";
+  if (!std::filesystem::exists(hprof)) GTEST_SKIP() << "corpus missing: " << hprof;
+  const std::string file = ReadFile(hprof);
+  config_.escalation.enabled = true;
+  config_.escalation.automatic = false;
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  ASSERT_EQ(agent.Deliver(1), 1u);
+
+  std::thread uploader([&] {
+    av1::DaemonMessage m;
+    while (agent.Read(&m) && !m.has_dump_request()) {
+    }
+    if (!m.has_dump_request()) return;
+    const std::string id = m.dump_request().dump_id();
+    EXPECT_TRUE(m.dump_request().gzip());
+    av1::AgentMessage ready;
+    ready.mutable_dump_ready()->set_dump_id(id);
+    ready.mutable_dump_ready()->set_size_bytes(file.size());
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(file.data()), file.size(), digest);
+    ready.mutable_dump_ready()->set_sha256(std::string(reinterpret_cast<char*>(digest), 32));
+    ready.mutable_dump_ready()->set_gzip(true);
+    proto::ToDuration(absl::Milliseconds(250), ready.mutable_dump_ready()->mutable_pause());
+    ASSERT_TRUE(agent.Write(ready));
+    auto stub = av1::AgentGateway::NewStub(AgentChannel());
+    constexpr size_t kChunk = 256 << 10;
+    {  // Broken after two chunks.
+      grpc::ClientContext context;
+      av1::UploadDumpReply reply;
+      auto writer = stub->UploadDump(&context, &reply);
+      ASSERT_TRUE(writer->Write(Chunk(id, file, 0, kChunk)));
+      ASSERT_TRUE(writer->Write(Chunk(id, file, kChunk, kChunk)));
+      absl::SleepFor(absl::Milliseconds(200));
+      context.TryCancel();
+      writer->Finish();
+    }
+    uint64_t offset = 0;
+    ASSERT_TRUE(Eventually([&] {
+      grpc::ClientContext context;
+      av1::GetUploadStatusRequest request;
+      request.set_agent_id(AgentIdOf());
+      request.set_dump_id(id);
+      av1::GetUploadStatusReply reply;
+      if (!stub->GetUploadStatus(&context, request, &reply).ok()) return false;
+      offset = reply.received_bytes();
+      return offset == 2 * kChunk;
+    }));
+    {  // A corrupted chunk: refused, nothing taken.
+      grpc::ClientContext context;
+      av1::UploadDumpReply reply;
+      auto writer = stub->UploadDump(&context, &reply);
+      av1::DumpChunk bad = Chunk(id, file, offset, kChunk);
+      bad.set_crc32(bad.crc32() ^ 1);
+      writer->Write(bad);
+      writer->WritesDone();
+      EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::DATA_LOSS);
+      grpc::ClientContext status_context;
+      av1::GetUploadStatusRequest request;
+      request.set_agent_id(AgentIdOf());
+      request.set_dump_id(id);
+      av1::GetUploadStatusReply status;
+      ASSERT_TRUE(stub->GetUploadStatus(&status_context, request, &status).ok());
+      EXPECT_EQ(status.received_bytes(), offset);
+    }
+    {  // Resumed to the end.
+      grpc::ClientContext context;
+      av1::UploadDumpReply reply;
+      auto writer = stub->UploadDump(&context, &reply);
+      for (uint64_t o = offset; o < file.size(); o += kChunk) {
+        ASSERT_TRUE(writer->Write(Chunk(id, file, o, kChunk)));
+      }
+      writer->WritesDone();
+      grpc::Status s = writer->Finish();
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      EXPECT_TRUE(reply.complete());
+      EXPECT_EQ(reply.received_bytes(), file.size());
+    }
+  });
+  ASSERT_TRUE(Trigger());
+  v1::ExtendedDump done;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        grpc::ClientContext c;
+        v1::ListReportsRequest request;
+        request.set_agent(AgentIdOf());
+        v1::ListReportsResponse response;
+        if (!query_->ListReports(&c, request, &response).ok() || response.dumps().empty())
+          return false;
+        done = response.dumps(0);
+        return done.state() == v1::EXTENDED_DUMP_STATE_DONE ||
+               done.state() == v1::EXTENDED_DUMP_STATE_FAILED;
+      },
+      absl::Seconds(60)));
+  EXPECT_EQ(done.state(), v1::EXTENDED_DUMP_STATE_DONE) << done.error();
+  EXPECT_EQ(done.file_bytes(), file.size());
+  uploader.join();
+  // No raw dump and no partial file left.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
+    EXPECT_FALSE(e.is_regular_file()) << e.path();
+  }
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
+// A dump the agent cannot take fails cleanly with the agent's reason and leaves no file.
+TEST_F(AgentGatewayTest, DumpFailedOnTheAgentFailsTheExtendedDump) {
+  config_.escalation.enabled = true;
+  config_.escalation.automatic = false;
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  ASSERT_EQ(agent.Deliver(1), 1u);
+  std::thread answer([&] {
+    av1::DaemonMessage m;
+    while (agent.Read(&m) && !m.has_dump_request()) {
+    }
+    av1::AgentMessage failed;
+    failed.mutable_dump_failed()->set_dump_id(m.dump_request().dump_id());
+    failed.mutable_dump_failed()->set_reason("GC.heap_dump failed: No space left on device");
+    agent.Write(failed);
+  });
+  ASSERT_TRUE(Trigger());
+  v1::ExtendedDump done;
+  EXPECT_TRUE(Eventually([&] {
+    grpc::ClientContext c;
+    v1::ListReportsRequest request;
+    request.set_agent(AgentIdOf());
+    v1::ListReportsResponse response;
+    if (!query_->ListReports(&c, request, &response).ok() || response.dumps().empty()) return false;
+    done = response.dumps(0);
+    return done.state() == v1::EXTENDED_DUMP_STATE_FAILED;
+  }));
+  EXPECT_THAT(done.error(), HasSubstr("No space left on device"));
+  answer.join();
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
+    EXPECT_FALSE(e.is_regular_file()) << e.path();
+  }
+  EXPECT_TRUE(agent.Finish().ok());
 }
 
 }  // namespace
