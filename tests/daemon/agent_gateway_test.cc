@@ -31,6 +31,7 @@
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
 #include "openssl/sha.h"
 #include "proto/time_util.h"
+#include "tests/daemon/test_jvm.h"
 #include "zlib.h"
 
 namespace heapwatch::testing {
@@ -658,6 +659,109 @@ TEST_F(AgentGatewayTest, DumpFailedOnTheAgentFailsTheExtendedDump) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
     EXPECT_FALSE(e.is_regular_file()) << e.path();
   }
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
+// An upload whose bytes do not match DumpReady's SHA-256 fails the dump; nothing is kept.
+TEST_F(AgentGatewayTest, UploadWithWrongSha256FailsTheExtendedDump) {
+  config_.escalation.enabled = true;
+  config_.escalation.automatic = false;
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  ASSERT_EQ(agent.Deliver(1), 1u);
+  const std::string file(100'000, 'x');
+  std::thread uploader([&] {
+    av1::DaemonMessage m;
+    while (agent.Read(&m) && !m.has_dump_request()) {
+    }
+    const std::string id = m.dump_request().dump_id();
+    av1::AgentMessage ready;
+    ready.mutable_dump_ready()->set_dump_id(id);
+    ready.mutable_dump_ready()->set_size_bytes(file.size());
+    ready.mutable_dump_ready()->set_sha256(std::string(32, '\0'));
+    agent.Write(ready);
+    auto stub = av1::AgentGateway::NewStub(AgentChannel());
+    grpc::ClientContext context;
+    av1::UploadDumpReply reply;
+    auto writer = stub->UploadDump(&context, &reply);
+    writer->Write(Chunk(id, file, 0, file.size()));
+    writer->WritesDone();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::DATA_LOSS);
+  });
+  ASSERT_TRUE(Trigger());
+  v1::ExtendedDump done;
+  EXPECT_TRUE(Eventually([&] {
+    grpc::ClientContext c;
+    v1::ListReportsRequest request;
+    request.set_agent(AgentIdOf());
+    v1::ListReportsResponse response;
+    if (!query_->ListReports(&c, request, &response).ok() || response.dumps().empty()) return false;
+    done = response.dumps(0);
+    return done.state() == v1::EXTENDED_DUMP_STATE_FAILED;
+  }));
+  EXPECT_THAT(done.error(), HasSubstr("SHA-256"));
+  uploader.join();
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
+    EXPECT_FALSE(e.is_regular_file()) << e.path();
+  }
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
+// A real JVM watched through the attach socket whose agent then registers: the attach collections
+// stop (the daemon's discovery leaves a registered id alone) and only the agent's deliveries are
+// stored; the agent is listed once, as REGISTERED.
+TEST_F(AgentGatewayTest, JvmWhoseAgentRegistersIsNoLongerCollectedThroughAttach) {
+  daemon::TestJvm jvm(10);
+  ASSERT_TRUE(jvm.ready());
+  auto local = jvm.Discover();
+  ASSERT_TRUE(local.has_value());
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  auto info = collectors::ReadAgentInfo(*local, host);
+  ASSERT_TRUE(info.ok()) << info.status();
+  config_.watch.agents.include = {"HwSecretHolder"};
+  config_.collection.all_objects.include = {"HwSecretHolder"};  // -all: no GC forced on any JVM
+  config_.collection.interval = absl::Milliseconds(200);
+  config_.collection.discovery_interval = absl::Milliseconds(100);
+  StartDaemon();
+  auto snapshot_count = [&]() -> size_t {
+    grpc::ClientContext context;
+    v1::GetClassHistoryRequest request;
+    request.set_agent(info->id.value);
+    request.set_class_name("java.lang.String");
+    proto::ToTimestamp(absl::Now() - absl::Hours(1), request.mutable_start_time());
+    proto::ToTimestamp(absl::Now() + absl::Hours(1), request.mutable_end_time());
+    v1::GetClassHistoryResponse response;
+    if (!query_->GetClassHistory(&context, request, &response).ok()) return 0;
+    return response.samples_size();
+  };
+  ASSERT_TRUE(Eventually([&] { return snapshot_count() >= 2; }, absl::Seconds(20)))
+      << "the JVM is not collected through the attach socket";
+  EXPECT_EQ(FindAgent(info->id.value)->kind(), v1::AGENT_KIND_LOCAL_ATTACH);
+
+  SimAgent agent(AgentChannel());
+  av1::AgentMessage reg = SimAgent::Register();
+  reg.mutable_register_()->set_agent_id(info->id.value);
+  reg.mutable_register_()->set_host(host);
+  reg.mutable_register_()->set_pid(info->pid);
+  reg.mutable_register_()->set_main_class(info->main_class);
+  proto::ToTimestamp(info->start_time, reg.mutable_register_()->mutable_jvm_start_time());
+  ASSERT_TRUE(agent.Write(reg));
+  av1::DaemonMessage registered;
+  ASSERT_TRUE(agent.Read(&registered) && registered.has_registered());
+  EXPECT_EQ(FindAgent(info->id.value)->kind(), v1::AGENT_KIND_REGISTERED);
+  absl::SleepFor(absl::Milliseconds(300));  // a collection in flight at registration may end
+  const size_t before = snapshot_count();
+  absl::SleepFor(absl::Milliseconds(1500));  // 7 attach intervals, 15 discoveries
+  EXPECT_EQ(snapshot_count(), before) << "still collected through the attach socket";
+  const auto listed_agent = FindAgent(info->id.value);
+  EXPECT_EQ(listed_agent->state(), v1::AGENT_STATE_UP);
+  EXPECT_EQ(listed_agent->last_error(), "");
+  size_t listed = 0;
+  for (const v1::Agent& a : ListAgents()) listed += a.agent() == info->id.value;
+  EXPECT_EQ(listed, 1u);
   EXPECT_TRUE(agent.Finish().ok());
 }
 
