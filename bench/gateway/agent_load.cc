@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof(host) - 1);
   const std::string agent_host = std::string("load-") + host;
 
-  std::atomic<uint64_t> acked{0}, lost{0}, refused{0};
+  std::atomic<uint64_t> acked{0}, acked_total{0}, lost{0}, refused{0};
   std::mutex lat_mu;
   std::vector<double> latencies_ms;
   std::vector<std::thread> pool;
@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
             continue;
           }
           if (reply.ack().stored_through() != a.sequence) lost++;
+          acked_total++;
           if (absl::ToUnixNanos(sent) >= measure_from_ns.load()) {
             acked++;
             local.push_back(absl::ToDoubleMilliseconds(absl::Now() - sent));
@@ -187,10 +188,12 @@ int main(int argc, char** argv) {
       "agents %d registered %d refused %llu classes %d window %.1f s\n"
       "acked %llu histograms = %.1f histograms/s (target %d/s)\n"
       "ack latency ms: p50 %.1f p99 %.1f max %.1f\n"
-      "lost or out-of-order acks %llu\n",
+      "lost or out-of-order acks %llu\n"
+      "acked in total (registration phase included) %llu\n",
       agents, registered.load(), static_cast<unsigned long long>(refused.load()), classes, window,
       static_cast<unsigned long long>(acked.load()), acked.load() / window, agents, pct(0.5),
       pct(0.99), latencies_ms.empty() ? 0.0 : latencies_ms.back(),
-      static_cast<unsigned long long>(lost.load()));
+      static_cast<unsigned long long>(lost.load()),
+      static_cast<unsigned long long>(acked_total.load()));
   return lost.load() == 0 && refused.load() == 0 ? 0 : 1;
 }

@@ -41,5 +41,6 @@ hwm=$(awk '/VmHWM/ {print $2}' "/proc/$daemon/status")
 echo "daemon CPU: $(echo "($cpu1 - $cpu0) / $ticks / ($t1 - $t0)" | bc -l | cut -c1-5) cores (user+system, whole run incl. registration)"
 echo "daemon peak RSS: $((hwm / 1024)) MiB"
 grpc=$(cat "$work/grpc.port")
+echo "stored (must equal 'acked in total'):"
 "$build/ctl/heapwatchctl" --server "127.0.0.1:$grpc" store 2>/dev/null | grep -i snapshot || true
 exit "${status:-0}"
