@@ -6,14 +6,17 @@
 // and missing or wrong credentials are refused; silence makes an agent UNREACHABLE, then DOWN.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,8 +78,10 @@ std::string HttpGet(int port, const std::string& path, const std::string& author
 // One simulated agent's Connect stream.
 class SimAgent {
  public:
-  SimAgent(std::shared_ptr<grpc::Channel> channel, const std::string& bearer = "")
-      : stub_(av1::AgentGateway::NewStub(std::move(channel))) {
+  // A null channel: only for building messages (Histogram).
+  SimAgent(std::shared_ptr<grpc::Channel> channel, const std::string& bearer = "") {
+    if (channel == nullptr) return;
+    stub_ = av1::AgentGateway::NewStub(std::move(channel));
     if (!bearer.empty()) context_.AddMetadata("authorization", bearer);
     context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     stream_ = stub_->Connect(&context_);
@@ -224,7 +229,7 @@ class AgentGatewayTest : public ::testing::Test {
     request.set_agent(AgentIdOf());
     request.set_class_name("com.example.Leak");
     proto::ToTimestamp(kJvmStart - absl::Hours(1), request.mutable_start_time());
-    proto::ToTimestamp(absl::Now() + absl::Hours(1), request.mutable_end_time());
+    proto::ToTimestamp(absl::Now() + absl::Hours(48), request.mutable_end_time());
     v1::GetClassHistoryResponse response;
     grpc::Status s = query_->GetClassHistory(&context, request, &response);
     // NOT_FOUND: nothing of the class stored (yet).
@@ -709,6 +714,106 @@ TEST_F(AgentGatewayTest, UploadWithWrongSha256FailsTheExtendedDump) {
   EXPECT_TRUE(agent.Finish().ok());
 }
 
+// heapwatchd as a process, killed with SIGKILL while an agent delivers as fast as it can: after a
+// restart on the same store, Registered.stored_through tells the agent where to resume, and every
+// histogram the agent produced is stored exactly once (the Leak class's instances name the
+// sequence).
+TEST_F(AgentGatewayTest, KillNineBetweenStoreAndAckLosesAndDuplicatesNothing) {
+  const std::string yaml = dir_ + "/config.yaml";
+  {
+    std::ofstream out(yaml);
+    out << "data_dir: " << dir_ << "/data\n"
+        << "grpc_listen: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\n"
+        << "grpc_port_file: " << dir_ << "/grpc.port\nlog_level: warn\n"
+        << "watch: {agents: {include: [heapwatch-gateway-test-watches-no-local-jvm]}}\n"
+        << "escalation: {enabled: false}\n"
+        << "agents: {listen: 'unix:" << dir_ << "/agent.sock'}\n";
+  }
+  config_.agents.listen = "unix:" + dir_ + "/agent.sock";
+  auto start = [&]() -> pid_t {
+    std::filesystem::remove(dir_ + "/grpc.port");
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(HEAPWATCHD, "heapwatchd", "--config", yaml.c_str(), nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && !std::filesystem::exists(dir_ + "/grpc.port"); ++i) {
+      absl::SleepFor(absl::Milliseconds(25));
+    }
+    return pid;
+  };
+  uint64_t produced = 0;  // the agent's last sequence
+  uint64_t acked = 0;
+  std::vector<av1::AgentMessage> buffer;  // produced, not acknowledged
+  std::mt19937 rng(7);
+  for (int round = 0; round < 3; ++round) {
+    const pid_t daemon_pid = start();
+    ASSERT_GT(daemon_pid, 0);
+    {
+      SimAgent agent(
+          grpc::CreateChannel(config_.agents.listen, grpc::InsecureChannelCredentials()));
+      av1::Registered registered;
+      ASSERT_TRUE(agent.Open(&registered)) << "round " << round;
+      EXPECT_GE(registered.stored_through(), acked);
+      acked = registered.stored_through();
+      std::erase_if(buffer,
+                    [&](const av1::AgentMessage& m) { return m.histogram().sequence() <= acked; });
+      // Resend what is buffered (a new stream defines its classes again), then produce more
+      // until the daemon is killed under our feet.
+      std::vector<av1::AgentMessage> resend;
+      for (const av1::AgentMessage& m : buffer) resend.push_back(m);
+      std::thread killer([&, daemon_pid] {
+        absl::SleepFor(absl::Milliseconds(150 + rng() % 200));
+        kill(daemon_pid, SIGKILL);
+      });
+      bool first = true;
+      for (size_t i = 0;; ++i) {
+        av1::AgentMessage m;
+        if (i < resend.size()) {
+          m = resend[i];
+        } else {
+          m = agent.Histogram(++produced);
+          m.mutable_histogram()->clear_new_classes();
+          buffer.push_back(m);
+        }
+        if (first) {  // the first message of a stream defines the classes
+          SimAgent fresh(nullptr);
+          av1::AgentMessage defs = fresh.Histogram(m.histogram().sequence());
+          *m.mutable_histogram()->mutable_new_classes() = defs.histogram().new_classes();
+          first = false;
+        }
+        const uint64_t ack = agent.Deliver(m);
+        if (ack == 0) break;  // killed
+        acked = std::max(acked, ack);
+      }
+      killer.join();
+    }
+    waitpid(daemon_pid, nullptr, 0);
+  }
+  // A last, gentle round: everything buffered is delivered.
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  EXPECT_GE(registered.stored_through(), acked);
+  bool first = true;
+  for (av1::AgentMessage m : buffer) {
+    if (m.histogram().sequence() <= registered.stored_through()) continue;
+    if (first) {
+      SimAgent fresh(nullptr);
+      *m.mutable_histogram()->mutable_new_classes() = fresh.Histogram(1).histogram().new_classes();
+      first = false;
+    }
+    EXPECT_EQ(agent.Deliver(m), m.histogram().sequence());
+  }
+  EXPECT_TRUE(agent.Finish().ok());
+  // Exactly once: one sample per produced sequence, each naming its own.
+  const std::vector<v1::ClassSample> history = LeakHistory();
+  ASSERT_EQ(history.size(), produced);
+  for (size_t i = 0; i < history.size(); ++i) EXPECT_EQ(history[i].instances(), 1000 * (i + 1));
+  EXPECT_GT(produced, 3u);
+}
+
 // A real JVM watched through the attach socket whose agent then registers: the attach collections
 // stop (the daemon's discovery leaves a registered id alone) and only the agent's deliveries are
 // stored; the agent is listed once, as REGISTERED.
@@ -732,7 +837,7 @@ TEST_F(AgentGatewayTest, JvmWhoseAgentRegistersIsNoLongerCollectedThroughAttach)
     request.set_agent(info->id.value);
     request.set_class_name("java.lang.String");
     proto::ToTimestamp(absl::Now() - absl::Hours(1), request.mutable_start_time());
-    proto::ToTimestamp(absl::Now() + absl::Hours(1), request.mutable_end_time());
+    proto::ToTimestamp(absl::Now() + absl::Hours(48), request.mutable_end_time());
     v1::GetClassHistoryResponse response;
     if (!query_->GetClassHistory(&context, request, &response).ok()) return 0;
     return response.samples_size();
