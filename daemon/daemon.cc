@@ -1207,6 +1207,12 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   store_options.retention_age = config.retention.max_age;
   store_options.retention_bytes = config.retention.max_bytes;
   store_options.background_retention = false;  // the discovery thread runs it, to count and log it
+  if (!config.agents.listen.empty()) {
+    // Registered agents deliver at once: keep each one's class dictionary and latest snapshot in
+    // the store's cache (~100 bytes per class), else every histogram reloads and decodes them.
+    store_options.max_cached_agents = std::max<size_t>(
+        store_options.max_cached_agents, static_cast<size_t>(config.agents.max_connected));
+  }
   HW_ASSIGN_OR_RETURN(impl->store, storage::SnapshotStore::Open(store_options));
 
   // Dumps of attach agents through the attach API, of registered agents through their gateway
