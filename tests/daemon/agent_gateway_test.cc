@@ -870,5 +870,44 @@ TEST_F(AgentGatewayTest, JvmWhoseAgentRegistersIsNoLongerCollectedThroughAttach)
   EXPECT_TRUE(agent.Finish().ok());
 }
 
+// A JVM that is already registered when discovery first sees it is never collected through the
+// attach socket (discovery skips registered ids).
+TEST_F(AgentGatewayTest, DiscoverySkipsAJvmWhoseAgentIsRegistered) {
+  config_.watch.agents.include = {"HwSecretHolder"};
+  config_.collection.all_objects.include = {"HwSecretHolder"};  // -all: no GC forced on any JVM
+  config_.collection.interval = absl::Milliseconds(200);
+  config_.collection.discovery_interval = absl::Seconds(3);
+  StartDaemon();  // its first discovery runs now, before the JVM exists
+  const absl::Time started = absl::Now();
+  daemon::TestJvm jvm(10);
+  ASSERT_TRUE(jvm.ready());
+  auto local = jvm.Discover();
+  ASSERT_TRUE(local.has_value());
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  auto info = collectors::ReadAgentInfo(*local, host);
+  ASSERT_TRUE(info.ok()) << info.status();
+  SimAgent agent(AgentChannel());
+  av1::AgentMessage reg = SimAgent::Register();
+  reg.mutable_register_()->set_agent_id(info->id.value);
+  reg.mutable_register_()->set_host(host);
+  reg.mutable_register_()->set_pid(info->pid);
+  reg.mutable_register_()->set_main_class(info->main_class);
+  proto::ToTimestamp(info->start_time, reg.mutable_register_()->mutable_jvm_start_time());
+  if (absl::Now() - started > absl::Milliseconds(2500) || FindAgent(info->id.value).has_value()) {
+    GTEST_SKIP() << "the JVM took too long to start: discovery may have seen it first";
+  }
+  ASSERT_TRUE(agent.Write(reg));
+  av1::DaemonMessage registered;
+  ASSERT_TRUE(agent.Read(&registered) && registered.has_registered());
+  absl::SleepFor(started + absl::Seconds(3) + absl::Milliseconds(800) - absl::Now());
+  // The second discovery has run (and collections every 200 ms would have followed).
+  const auto listed = FindAgent(info->id.value);
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_EQ(listed->kind(), v1::AGENT_KIND_REGISTERED);
+  EXPECT_FALSE(listed->has_last_snapshot_time()) << "collected through the attach socket";
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
 }  // namespace
 }  // namespace heapwatch::testing
