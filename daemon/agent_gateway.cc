@@ -38,7 +38,8 @@ namespace av1 = ::heapwatch::agent::v1;
 
 constexpr size_t kMaxClassNameBytes = 4096;  // agent.proto file comment
 constexpr size_t kMaxModuleBytes = 1024;
-constexpr size_t kMaxClassesPerStream = 1'000'000;  // bounds a stream's dictionary
+constexpr size_t kMaxClassesPerStream = 1'000'000;  // bounds a stream's dictionary ...
+constexpr size_t kMaxDictionaryBytes = 64 << 20;    // ... and its names' bytes
 constexpr size_t kMaxRowsPerHistogram = 1'000'000;
 constexpr size_t kMaxLiveSetPoints = 10'000;
 constexpr size_t kMaxLabels = 16;
@@ -157,6 +158,7 @@ struct ClassDictionary {
     std::string name, module;
   };
   std::unordered_map<uint32_t, Entry> classes;
+  size_t bytes = 0;  // of the names and modules
 };
 
 // Histogram -> Snapshot with the stream's dictionary (extended by new_classes only when the whole
@@ -187,6 +189,7 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
     return bad("too many classes in one stream");
   }
   std::unordered_map<uint32_t, ClassDictionary::Entry> fresh;
+  size_t fresh_bytes = 0;
   for (const av1::ClassDefinition& c : h.new_classes()) {
     if (c.class_ref() == 0) return bad("class_ref 0 is not allowed");
     if (dict->classes.contains(c.class_ref()) || fresh.contains(c.class_ref())) {
@@ -199,6 +202,10 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
     if (!IsPrintableUtf8(c.module(), kMaxModuleBytes, true)) {
       return bad(absl::StrCat("class_ref ", c.class_ref(),
                               ": module must be printable UTF-8 of at most 1024 bytes"));
+    }
+    fresh_bytes += c.class_name().size() + c.module().size();
+    if (dict->bytes + fresh_bytes > kMaxDictionaryBytes) {
+      return bad("the stream's class names exceed 64 MiB");
     }
     fresh.emplace(c.class_ref(), ClassDictionary::Entry{c.class_name(), c.module()});
   }
@@ -232,6 +239,7 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
   s.histogram.total_instances = instances;
   s.histogram.total_bytes = bytes;
   for (auto& [ref, e] : fresh) dict->classes.emplace(ref, std::move(e));
+  dict->bytes += fresh_bytes;
   return s;
 }
 
