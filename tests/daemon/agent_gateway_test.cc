@@ -416,6 +416,33 @@ TEST_F(AgentGatewayTest, MalformedMessagesAreRefused) {
               HasSubstr("heapwatch_agent_delivery_gaps_total 0"));
 }
 
+// A stream's class dictionary is bounded (64 MiB of names): an agent defining ever more long names
+// is refused before the daemon's memory is.
+TEST_F(AgentGatewayTest, ClassDictionaryOfAStreamIsBounded) {
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  grpc::Status status;
+  uint32_t next_ref = 1;
+  for (uint64_t seq = 1; seq <= 20; ++seq) {  // 20 x 3.9 MiB of names
+    av1::AgentMessage m;
+    av1::Histogram* h = m.mutable_histogram();
+    h->set_sequence(seq);
+    proto::ToTimestamp(kJvmStart + absl::Seconds(seq), h->mutable_time());
+    h->set_mode(av1::HISTOGRAM_MODE_ALL);
+    for (int i = 0; i < 1000; ++i) {
+      av1::ClassDefinition* c = h->add_new_classes();
+      c->set_class_ref(next_ref);
+      c->set_class_name(absl::StrCat("C", next_ref++, std::string(4000, 'x')));
+    }
+    if (agent.Deliver(m) != seq) break;
+  }
+  status = agent.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("64 MiB"));
+}
+
 TEST_F(AgentGatewayTest, SecondStreamOfAnOpenAgentIsRefused) {
   StartDaemon();
   SimAgent first(AgentChannel());
