@@ -25,9 +25,19 @@ constexpr MethodAccess kQueryListener[] = {
     {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", true, Role::kRead},
 };
 
+// heapwatch.agent.v1.AgentGateway (proto/heapwatch/agent/v1/agent.proto): on its own listener,
+// every method needs a token of role `agent` (read and admin tokens do not satisfy it).
+constexpr MethodAccess kAgentListener[] = {
+    {"/heapwatch.agent.v1.AgentGateway/Connect", false, Role::kAgent},
+    {"/heapwatch.agent.v1.AgentGateway/UploadDump", false, Role::kAgent},
+    {"/heapwatch.agent.v1.AgentGateway/GetUploadStatus", false, Role::kAgent},
+};
+
 }  // namespace
 
 std::span<const MethodAccess> QueryListenerAccessTable() { return kQueryListener; }
+
+std::span<const MethodAccess> AgentListenerAccessTable() { return kAgentListener; }
 
 std::optional<MethodAccess> FindMethodAccess(std::span<const MethodAccess> table,
                                              std::string_view full_method) {

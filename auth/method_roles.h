@@ -28,6 +28,9 @@ struct MethodAccess {
 // TriggerExtendedDump kAdmin), grpc.health.v1.Health and server reflection (public).
 std::span<const MethodAccess> QueryListenerAccessTable();
 
+// heapwatchd's agent listener (agents.listen): heapwatch.agent.v1.AgentGateway, every method kAgent.
+std::span<const MethodAccess> AgentListenerAccessTable();
+
 // The entry of `full_method` in `table`, or nullopt. O(table size).
 std::optional<MethodAccess> FindMethodAccess(std::span<const MethodAccess> table,
                                              std::string_view full_method);

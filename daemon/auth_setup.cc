@@ -133,6 +133,39 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const Tl
   return credentials;
 }
 
+StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
+    const AuthConfig& config, std::string_view agent_listen, Metrics* metrics) {
+  if (config.tokens_file.empty()) {
+    if (auth::IsLoopbackListenAddress(agent_listen)) return nullptr;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to serve the agent gateway on ", std::string(agent_listen),
+        " without credentials: it is not a loopback address, so anyone who can reach it could "
+        "feed histograms as any agent. Give a tokens file with `agent` tokens (--auth-tokens "
+        "FILE or auth.tokens_file, see docs/agents.md), listen on 127.0.0.1 or on unix:PATH"));
+  }
+  auto tokens = auth::TokenSet::Load(config.tokens_file);
+  if (!tokens.ok()) {
+    return Status(tokens.status().code(),
+                  absl::StrCat("auth.tokens_file: ", tokens.status().message()));
+  }
+  for (auth::RefusalReason r : auth::kAllRefusalReasons) {
+    metrics->DeclareAuthFailureReason(auth::RefusalReasonName(r));
+  }
+  auto listener = [metrics](const auth::Refusal& r) {
+    metrics->RecordAuthFailure(auth::RefusalReasonName(r.reason));
+    if (!r.log) return;
+    spdlog::warn(
+        "agent gateway: refused {} from {}: {}{}; further refusals of this peer are counted, "
+        "logged at most once a minute",
+        r.method, r.peer_host, auth::RefusalReasonName(r.reason),
+        r.token != nullptr ? absl::StrCat(" (token '", r.token->name, "', role ",
+                                          std::string(auth::RoleName(r.token->role)), ")")
+                           : std::string());
+  };
+  return std::make_shared<const auth::GrpcAuthorizer>(
+      *std::move(tokens), auth::AgentListenerAccessTable(), std::move(listener));
+}
+
 web::RequestGate MakeWebGate(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
                              Metrics* metrics) {
   if (authorizer == nullptr) return {};

@@ -414,6 +414,13 @@ FieldMap TopLevelFields(Config* c) {
                   {"key_file", StringField(&c->tls.key_file)},
                   {"client_ca_file", StringField(&c->tls.client_ca_file)},
               })},
+      {"agents", Section({
+                     {"listen", StringField(&c->agents.listen)},
+                     {"heartbeat_interval", DurationField(&c->agents.heartbeat_interval)},
+                     {"down_after", DurationField(&c->agents.down_after)},
+                     {"max_connected", IntField(&c->agents.max_connected, 1, 100000)},
+                     {"port_file", StringField(&c->agents.port_file)},
+                 })},
       {"grpc", Section({
                    {"max_receive_message_bytes", ByteSizeField(&c->grpc.max_receive_message_bytes)},
                    {"max_concurrent_streams", IntField(&c->grpc.max_concurrent_streams, 1, 100000)},
@@ -479,6 +486,13 @@ Status ValidateConfig(const Config& c) {
     return fail("auth.client_certificates",
                 "needs tls.client_ca_file (the CA that signs the client certificates)");
   }
+  if (c.agents.heartbeat_interval < absl::Milliseconds(10)) {
+    return fail("agents.heartbeat_interval", "must be >= 10ms");
+  }
+  if (c.agents.down_after <= absl::ZeroDuration()) {
+    return fail("agents.down_after", "must be positive");
+  }
+  if (c.agents.max_connected < 1) return fail("agents.max_connected", "must be >= 1");
   const CollectionConfig& col = c.collection;
   if (col.interval < absl::Milliseconds(100))
     return fail("collection.interval", "must be >= 100ms");
@@ -656,6 +670,13 @@ std::string ConfigToYaml(const Config& c) {
   out << YAML::Key << "cert_file" << YAML::Value << c.tls.cert_file;
   out << YAML::Key << "key_file" << YAML::Value << c.tls.key_file;
   out << YAML::Key << "client_ca_file" << YAML::Value << c.tls.client_ca_file;
+  out << YAML::EndMap;
+  out << YAML::Key << "agents" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "listen" << YAML::Value << c.agents.listen;
+  out << YAML::Key << "heartbeat_interval" << YAML::Value << dur(c.agents.heartbeat_interval);
+  out << YAML::Key << "down_after" << YAML::Value << dur(c.agents.down_after);
+  out << YAML::Key << "max_connected" << YAML::Value << c.agents.max_connected;
+  out << YAML::Key << "port_file" << YAML::Value << c.agents.port_file;
   out << YAML::EndMap;
   out << YAML::Key << "grpc" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "max_receive_message_bytes" << YAML::Value

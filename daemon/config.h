@@ -177,6 +177,25 @@ struct TlsConfig {
   std::string client_ca_file;  // CAs of client certificates (mutual TLS); needs cert_file
 };
 
+// The agent gateway (daemon/agent_gateway.h, docs/agents.md): in-process JVM agents register
+// over gRPC (proto/heapwatch/agent/v1/agent.proto). YAML section `agents`.
+struct AgentsConfig {
+  // "HOST:PORT" or "unix:PATH" of the AgentGateway listener; empty = no gateway (the default).
+  // A TCP address that is not loopback needs auth.tokens_file (agents present a token of role
+  // `agent`); a UNIX socket is protected by its file mode (0660, directory owned by the daemon).
+  std::string listen;
+  // How often agents send a Heartbeat (pushed to them in AgentConfig); an agent silent for 3
+  // intervals is UNREACHABLE.
+  absl::Duration heartbeat_interval = absl::Seconds(10);
+  // An agent whose stream ended is DOWN (and forgotten until it registers again) after this long.
+  absl::Duration down_after = absl::Minutes(5);
+  // Most Connect streams open at once (each holds one gRPC thread); more are refused with
+  // RESOURCE_EXHAUSTED by gRPC's thread quota.
+  int max_connected = 256;
+  // When set, the bound TCP port is written there (like grpc_port_file).
+  std::string port_file;
+};
+
 struct Config {
   // Where the LMDB store lives; relative paths are relative to the daemon's working directory.
   std::string data_dir = "./data";
@@ -205,6 +224,7 @@ struct Config {
   TlsConfig tls;    // YAML section `tls`
   // YAML section `grpc`: resource limits of the gRPC server (daemon/grpc_limits.h).
   GrpcLimits grpc;
+  AgentsConfig agents;  // YAML section `agents`
 };
 
 // Parses a duration written as in Go / absl::ParseDuration: a sequence of decimal numbers with

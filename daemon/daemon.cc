@@ -36,6 +36,7 @@
 #include "collectors/local_jvm.h"
 #include "collectors/string_table.h"
 #include "daemon/agent_table.h"
+#include "daemon/agent_gateway.h"
 #include "daemon/auth_setup.h"
 #include "daemon/escalation.h"
 #include "daemon/flags.h"
@@ -177,6 +178,12 @@ struct Daemon::Impl {
   std::thread discovery;
   std::thread gc_sampler;
   bool shut_down = false;
+  // Agent gateway (daemon/agent_gateway.h; null when agents.listen is empty). Agents registered
+  // through it: discovery does not collect them through the attach socket.
+  std::unique_ptr<RegisteredAgentSink> gateway_sink;
+  std::unique_ptr<AgentGateway> gateway;
+  std::unique_ptr<AttachDumpSource> attach_dumps;  // the escalation's source for attach agents
+  std::set<AgentId> registered;  // guarded by mu
 
   explicit Impl(const Config& c)
       : config(c),
@@ -275,7 +282,9 @@ struct Daemon::Impl {
         ++it;
         continue;
       }
-      if (it->second.kind == Known::kWatched) RemoveAgent(it->second.id, "its JVM exited");
+      if (it->second.kind == Known::kWatched && !IsRegistered(it->second.id)) {
+        RemoveAgent(it->second.id, "its JVM exited");
+      }
       it = known.erase(it);
     }
   }
@@ -293,6 +302,10 @@ struct Daemon::Impl {
                       info.status().ToString());
       }
       return {Known::kRetry, {}};
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (registered.contains(info->id)) return {Known::kRetry, {}};  // its agent delivers
     }
     if (!config.watch.agents.Matches(info->main_class)) {
       spdlog::debug("JVM pid {} ({}) is not watched (watch.agents)", jvm.pid, info->main_class);
@@ -825,6 +838,7 @@ struct Daemon::Impl {
         live.assign(runtimes.begin(), runtimes.end());
       }
       for (auto& [id, rt] : live) {
+        if (rt->info.kind == AgentKind::kRegistered) continue;  // its agent reports the live set
         auto counters = collectors::ReadGcCountersFile(rt->jvm.perfdata_path);
         if (!rt->cost->ExchangeCountersFailing(!counters.ok()) && !counters.ok()) {
           spdlog::warn("agent {}: cannot read its GC counters (no live-set series): {}",
@@ -1036,6 +1050,150 @@ struct Daemon::Impl {
     });
     return false;
   }
+
+  // ---- registered agents (daemon/agent_gateway.h): the gateway stores, then calls these ----
+
+  bool IsRegistered(const AgentId& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    return registered.contains(id);
+  }
+
+  std::shared_ptr<Runtime> RuntimeOf(const AgentId& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = runtimes.find(id);
+    return it == runtimes.end() ? nullptr : it->second;
+  }
+
+  // Starts watching a registered agent (as AddJvm does for attach agents, without scheduling:
+  // the agent takes its histograms itself), or marks a reconnected one up.
+  Status OnAgentRegistered(const AgentInfo& info) {
+    std::shared_ptr<Runtime> existing = RuntimeOf(info.id);
+    if (existing != nullptr && existing->info.kind == AgentKind::kRegistered) {
+      std::lock_guard<std::mutex> lock(mu);
+      registered.insert(info.id);
+      metrics.SetAgentUp(info.id, true);
+      agents.Update(info.id, [](AgentStatus& s) {
+        s.state = AgentState::kUp;
+        s.last_error.clear();
+      });
+      return absl::OkStatus();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopping) return absl::UnavailableError("heapwatchd is stopping");
+      registered.insert(info.id);  // from now on discovery leaves this JVM alone
+    }
+    if (existing != nullptr) RemoveAgent(info.id, "its JVM registered through the agent gateway");
+    Status put = store->PutAgent(info);
+    if (!put.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      registered.erase(info.id);
+      return put;
+    }
+    auto rt = std::make_shared<Runtime>();
+    rt->info = info;
+    rt->all_objects = config.collection.all_objects.Matches(info.main_class);
+    rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info.start_time);
+    rt->live_set_detector = std::make_unique<diff::LeakDetector>(config.trend, info.start_time);
+    rt->class_loading = std::make_unique<ClassLoadingWatch>(config.trend, info.start_time);
+    rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
+                                           absl::Now());
+    AgentStatus status;
+    status.info = info;
+    status.all_objects = rt->all_objects;
+    status.watched_since = absl::Now();
+    status.planned_interval = config.collection.interval;
+    status.next_collection = absl::InfiniteFuture();  // the agent decides
+    const size_t replayed = Replay(*rt, &status);
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return absl::UnavailableError("heapwatchd is stopping");
+    metrics.AddAgent(info);
+    if (replayed > 0) {
+      auto latest = store->ReadLatestAtOrBefore(info.id, absl::InfiniteFuture());
+      if (latest.ok() && latest->has_value()) {
+        metrics.PublishSnapshot(info.id, **latest, status.suspects, config.exporter.top_classes);
+      }
+      metrics.PublishLeaks(info.id, status.leaks);
+    }
+    runtimes[info.id] = rt;
+    agents.Put(std::move(status));
+    spdlog::info("watching registered agent {}: JVM {}{}", Describe(info), info.jvm_version,
+                 replayed > 0 ? absl::StrFormat(", replayed %d stored snapshots", replayed) : "");
+    return absl::OkStatus();
+  }
+
+  // A histogram of a registered agent is stored: the same path as an attach collection's.
+  void OnAgentSnapshot(const AgentId& id, const Snapshot& snapshot) {
+    std::shared_ptr<Runtime> rt = RuntimeOf(id);
+    if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
+    metrics.RecordCollectionPause(id, snapshot.cost.mode, snapshot.cost.pause);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      agents.Update(id, [&](AgentStatus& s) { s.last_cost = snapshot.cost; });
+    }
+    Succeeded(id, *rt, snapshot, absl::ZeroDuration());
+  }
+
+  void OnAgentLiveSet(const AgentId& id, const LiveSetPoint& point) {
+    std::shared_ptr<Runtime> rt = RuntimeOf(id);
+    if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
+    std::optional<diff::Suspect> growth;
+    {
+      std::lock_guard<std::mutex> lock(rt->detector_mu);
+      ObserveLiveSet(*rt, point);
+      growth = rt->live_set_detector->SuspectFor(kLiveSetSeries);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (point.source != LiveSetSource::kYoungUpperBound) metrics.SetLiveSet(id, point);
+    metrics.SetLiveSetGrowth(id, growth ? growth->growth_bytes_per_second : 0);
+    agents.Update(id, [&](AgentStatus& s) {
+      s.live_set = point;
+      s.live_set_growth = growth;
+    });
+  }
+
+  void OnAgentState(const AgentId& id, AgentState state, const std::string& why) {
+    std::shared_ptr<Runtime> rt = RuntimeOf(id);
+    if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
+    if (state == AgentState::kDown) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        registered.erase(id);
+      }
+      RemoveAgent(id, why);
+      return;
+    }
+    if (state == AgentState::kUnreachable) {
+      spdlog::warn("registered agent {} is unreachable: {}", Describe(rt->info), why);
+    } else {
+      spdlog::info("registered agent {} is reachable again", Describe(rt->info));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    metrics.SetAgentUp(id, state == AgentState::kUp);
+    agents.Update(id, [&](AgentStatus& s) {
+      s.state = state;
+      s.last_error = why;
+    });
+  }
+
+  // The gateway's view of the daemon (daemon/agent_gateway.h RegisteredAgentSink).
+  class GatewaySink final : public RegisteredAgentSink {
+   public:
+    explicit GatewaySink(Impl* d) : d_(d) {}
+    Status OnRegistered(const AgentInfo& info) override { return d_->OnAgentRegistered(info); }
+    void OnSnapshotStored(const AgentId& agent, const Snapshot& snapshot) override {
+      d_->OnAgentSnapshot(agent, snapshot);
+    }
+    void OnLiveSetStored(const AgentId& agent, const LiveSetPoint& point) override {
+      d_->OnAgentLiveSet(agent, point);
+    }
+    void OnStateChanged(const AgentId& agent, AgentState state, const std::string& why) override {
+      d_->OnAgentState(agent, state, why);
+    }
+
+   private:
+    Impl* const d_;
+  };
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -1049,16 +1207,49 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   store_options.retention_age = config.retention.max_age;
   store_options.retention_bytes = config.retention.max_bytes;
   store_options.background_retention = false;  // the discovery thread runs it, to count and log it
+  if (!config.agents.listen.empty()) {
+    // Registered agents deliver at once: keep each one's class dictionary and latest snapshot in
+    // the store's cache (~100 bytes per class), else every histogram reloads and decodes them.
+    store_options.max_cached_agents = std::max<size_t>(
+        store_options.max_cached_agents, static_cast<size_t>(config.agents.max_connected));
+  }
   HW_ASSIGN_OR_RETURN(impl->store, storage::SnapshotStore::Open(store_options));
 
-  HW_ASSIGN_OR_RETURN(impl->escalation,
-                      Escalation::Start(config.escalation, config.data_dir, impl->attach,
-                                        impl->store.get(), &impl->metrics, Clock::Real()));
+  // Dumps of attach agents through the attach API, of registered agents through their gateway
+  // stream (daemon/agent_gateway.h dump_source); the gateway is set before any dump can start.
+  impl->attach_dumps = std::make_unique<AttachDumpSource>(impl->attach);
+  HW_ASSIGN_OR_RETURN(
+      impl->escalation,
+      Escalation::StartWithSources(
+          config.escalation, config.data_dir,
+          [raw = impl.get()](const AgentInfo& agent) -> DumpSource* {
+            if (agent.kind == AgentKind::kLocalAttach) return raw->attach_dumps.get();
+            return raw->gateway != nullptr ? raw->gateway->dump_source() : nullptr;
+          },
+          impl->store.get(), &impl->metrics, Clock::Real()));
   impl->escalation->SetDumpPauseListener([raw = impl.get()](const AgentId& id, absl::Duration pause) {
     raw->OnDumpPause(id, pause);
   });
   impl->escalation->SetReportListener(
       [raw = impl.get()](const AnalysedDump& dump) { raw->OnReport(dump); });
+  if (!config.agents.listen.empty()) {
+    HW_ASSIGN_OR_RETURN(
+        std::shared_ptr<const auth::GrpcAuthorizer> agent_authorizer,
+        MakeAgentAuthorizer(config.auth, config.agents.listen, &impl->metrics));
+    AgentGatewayOptions gateway;
+    gateway.listen = config.agents.listen;
+    gateway.heartbeat_interval = config.agents.heartbeat_interval;
+    gateway.down_after = config.agents.down_after;
+    gateway.max_connected = config.agents.max_connected;
+    gateway.histogram_interval = config.collection.interval;
+    gateway.pause_budget = config.collection.pause_budget;
+    gateway.limits = config.grpc;
+    impl->gateway_sink = std::make_unique<Impl::GatewaySink>(impl.get());
+    HW_ASSIGN_OR_RETURN(impl->gateway,
+                        AgentGateway::Start(gateway, impl->store.get(), impl->gateway_sink.get(),
+                                            &impl->metrics, std::move(agent_authorizer)));
+    HW_RETURN_IF_ERROR(WritePortFile(config.agents.port_file, impl->gateway->port()));
+  }
   HW_ASSIGN_OR_RETURN(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
                       MakeQueryAuthorizer(config.auth, config.tls, config.grpc_listen,
                                           &impl->metrics));
@@ -1123,6 +1314,7 @@ bool Daemon::Shutdown() {
     d.stopping = true;
   }
   d.cv.notify_all();
+  if (d.gateway != nullptr) d.gateway->Shutdown();  // no agent delivers from here on
   if (d.discovery.joinable()) d.discovery.join();
   if (d.gc_sampler.joinable()) d.gc_sampler.join();
   bool finished;
@@ -1155,6 +1347,7 @@ Daemon::~Daemon() {
 
 int Daemon::grpc_port() const { return impl_->grpc->port(); }
 int Daemon::metrics_port() const { return impl_->metrics_port; }
+int Daemon::agent_port() const { return impl_->gateway != nullptr ? impl_->gateway->port() : 0; }
 
 int Run(const Config& config) {
   sigset_t signals;

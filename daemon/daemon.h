@@ -50,6 +50,9 @@ class Daemon {
 
   int grpc_port() const;
   int metrics_port() const;
+  // The agent gateway's bound TCP port (daemon/agent_gateway.h); 0 when it is off or on a UNIX
+  // socket.
+  int agent_port() const;
 
  private:
   struct Impl;

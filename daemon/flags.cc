@@ -65,6 +65,10 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   app.add_option("--tls-client-ca", tls_client_ca,
                  "PEM CA certificates of client certificates: request and verify them (mutual "
                  "TLS; YAML tls.client_ca_file; roles in auth.client_certificates)");
+  std::string agent_listen;
+  app.add_option("--agent-listen", agent_listen,
+                 "HOST:PORT or unix:PATH of the agent gateway for in-process JVM agents "
+                 "(agents.listen, see docs/agents.md); default: off");
   app.add_flag("--print-config", result.print_config,
                "Print the effective configuration as YAML and exit");
 
@@ -100,6 +104,7 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, std::ostream& ou
   if (app.count("--tls-cert")) config.tls.cert_file = tls_cert;
   if (app.count("--tls-key")) config.tls.key_file = tls_key;
   if (app.count("--tls-client-ca")) config.tls.client_ca_file = tls_client_ca;
+  if (app.count("--agent-listen")) config.agents.listen = agent_listen;
   if (app.count("--interval")) {
     auto d = ParseDurationText(interval);
     if (!d.ok()) return usage_error("--interval: " + std::string(d.status().message()));

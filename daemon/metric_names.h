@@ -127,16 +127,34 @@ inline constexpr std::string_view kBuildInfo = "heapwatch_build_info";
 // address>. Labels: url. Value 1. The alert rules' annotations link to pages under it.
 inline constexpr std::string_view kWebInfo = "heapwatch_web_info";
 
+// Agent gateway (registered agents, daemon/agent_gateway.h).
+// Deliveries (Histogram, LiveSet) of registered agents by result: stored (stored durably, then
+// acknowledged) | duplicate (its sequence was already stored: acknowledged and dropped).
+inline constexpr std::string_view kAgentDeliveries = "heapwatch_agent_deliveries_total";
+// Messages and streams of registered agents the gateway refused, by reason: invalid_register,
+// invalid_histogram, invalid_live_set, protocol (out of order or unsupported), already_connected,
+// store_error.
+inline constexpr std::string_view kAgentDeliveriesRefused =
+    "heapwatch_agent_deliveries_refused_total";
+// Deliveries missing in sequence gaps (the agent's buffer overflowed while it was disconnected).
+inline constexpr std::string_view kAgentDeliveryGaps = "heapwatch_agent_delivery_gaps_total";
+// Registered agents with an open Connect stream.
+inline constexpr std::string_view kAgentsConnected = "heapwatch_agents_connected";
+
 }  // namespace heapwatch::daemon::metric_names
 
 namespace heapwatch::daemon {
 
 // Every metric family name heapwatchd registers, sorted.
 inline constexpr std::array kExportedMetrics = {
+    metric_names::kAgentDeliveriesRefused,
+    metric_names::kAgentDeliveries,
+    metric_names::kAgentDeliveryGaps,
     metric_names::kAgentInfo,
     metric_names::kAgentLastSnapshot,
     metric_names::kAgentUp,
     metric_names::kAgents,
+    metric_names::kAgentsConnected,
     metric_names::kAuthFailures,
     metric_names::kBuildInfo,
     metric_names::kClassBytes,

@@ -326,8 +326,29 @@ struct Metrics::Impl {
       RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreRecords,
                      "Entries in the store per kind of data.", *registry);
 
+  // Agent gateway (daemon/agent_gateway.h).
+  Family<Counter>& agent_deliveries = RegisterFamily(
+      prometheus::BuildCounter(), metric_names::kAgentDeliveries,
+      "Deliveries of registered agents by result (stored, duplicate).", *registry);
+  Family<Counter>& agent_refusals = RegisterFamily(
+      prometheus::BuildCounter(), metric_names::kAgentDeliveriesRefused,
+      "Messages and streams of registered agents the gateway refused, by reason.", *registry);
+  Counter& agent_delivery_gaps =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kAgentDeliveryGaps,
+                     "Deliveries of registered agents missing in sequence gaps.", *registry)
+          .Add({});
+  Gauge& agents_connected =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentsConnected,
+                     "Registered agents with an open Connect stream.", *registry)
+          .Add({});
+
   Impl() {
     build_info.Add({{"version", HEAPWATCH_VERSION}}).Set(1);
+    for (const char* r : {"stored", "duplicate"}) agent_deliveries.Add({{"result", r}});
+    for (const char* r : {"invalid_register", "invalid_histogram", "invalid_live_set", "protocol",
+                          "already_connected", "store_error"}) {
+      agent_refusals.Add({{"reason", r}});
+    }
     for (HistogramMode m : {HistogramMode::kLive, HistogramMode::kAll, HistogramMode::kAllAfterGc}) {
       pause_by_mode[m] = &collection_pause_histogram.Add(
           {{"mode", std::string(HistogramModeName(m))}},
@@ -721,5 +742,19 @@ void Metrics::SetStoreUsage(const std::vector<storage::KindUsage>& usage) {
 void Metrics::RecordFault(FaultReason reason) {
   impl_->faults.Add({{"reason", std::string(FaultReasonName(reason))}}).Increment();
 }
+
+void Metrics::RecordAgentDelivery(std::string_view result) {
+  impl_->agent_deliveries.Add({{"result", std::string(result)}}).Increment();
+}
+
+void Metrics::RecordAgentRefusal(std::string_view reason) {
+  impl_->agent_refusals.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::RecordAgentDeliveryGap(uint64_t missing) {
+  impl_->agent_delivery_gaps.Increment(static_cast<double>(missing));
+}
+
+void Metrics::SetAgentsConnected(int n) { impl_->agents_connected.Set(n); }
 
 }  // namespace heapwatch::daemon

@@ -178,6 +178,17 @@ class Metrics {
   // Thread-safe.
   void RecordFault(FaultReason reason);
 
+  // Agent gateway (daemon/agent_gateway.h). heapwatch_agent_deliveries_total{result}: counts one
+  // delivery of a registered agent, `result` "stored" or "duplicate" (both exported from 0).
+  void RecordAgentDelivery(std::string_view result);
+  // heapwatch_agent_deliveries_refused_total{reason}: one refused message or stream (the reasons of
+  // metric_names::kAgentDeliveriesRefused are exported from 0).
+  void RecordAgentRefusal(std::string_view reason);
+  // heapwatch_agent_delivery_gaps_total: adds `missing` deliveries skipped by a sequence gap.
+  void RecordAgentDeliveryGap(uint64_t missing);
+  // heapwatch_agents_connected: registered agents with an open stream now.
+  void SetAgentsConnected(int n);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -99,7 +99,18 @@ void SnapshotStore::Impl::EvictIfNeeded() {
   }
 }
 
-Status SnapshotStore::Append(const Snapshot& snapshot) {
+Status SnapshotStore::Append(const Snapshot& snapshot) { return Append(snapshot, {}); }
+
+Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordPut>& records) {
+  std::vector<std::string> record_values;
+  record_values.reserve(records.size());
+  for (const RecordPut& p : records) {
+    HW_RETURN_IF_ERROR(detail::ValidateRecordKey(p.table, p.key));
+    if (p.value.size() > UINT32_MAX - 4) {
+      return absl::InvalidArgumentError("record value too large");
+    }
+    record_values.push_back(detail::EncodeRecordValue(p.value));
+  }
   const AgentId& id = snapshot.agent;
   HW_RETURN_IF_ERROR(detail::ValidateAgentId(id));
   HW_ASSIGN_OR_RETURN(const int64_t micros, detail::StorableMicros(snapshot.time, "snapshot"));
@@ -246,6 +257,10 @@ Status SnapshotStore::Append(const Snapshot& snapshot) {
     }
     if (write_record) {
       HW_RETURN_IF_ERROR(txn.Put(s.agents, id.value, detail::EncodeAgentRecord(*record)));
+    }
+    for (size_t i = 0; i < records.size(); ++i) {
+      HW_RETURN_IF_ERROR(txn.Put(s.records, detail::RecordKey(records[i].table, records[i].key),
+                                 record_values[i]));
     }
     return absl::OkStatus();
   });

@@ -290,6 +290,13 @@ class SnapshotStore {
   Status WriteRecords(const std::vector<RecordPut>& puts,
                       const std::vector<std::pair<std::string, std::string>>& deletes = {});
 
+  // Append, plus every `records` put in the SAME write transaction as the snapshot: the snapshot
+  // and the records are stored together or not at all. The agent gateway keeps each registered
+  // agent's highest stored delivery sequence this way (daemon/agent_gateway.h), so a crash between
+  // the store and the acknowledgement can neither lose nor duplicate a histogram. Errors: those of
+  // Append and WriteRecords (nothing is written on error). Cost: Append's plus O(records log N).
+  Status Append(const Snapshot& snapshot, const std::vector<RecordPut>& records);
+
   // The time of the agent's oldest snapshot, nullopt when it has none. Errors: NotFound (unknown
   // agent), InvalidArgument (malformed id). O(log n).
   StatusOr<std::optional<absl::Time>> OldestSnapshotTime(const AgentId& agent) const;

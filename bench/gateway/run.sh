@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Load benchmark of the agent gateway (docs/agents.md, "Load"): starts heapwatchd with a fresh store
+# and --agent-listen on loopback, runs AGENTS simulated agents each sending a CLASSES-class histogram
+# per second for SECONDS, and reports histograms/s acknowledged (= stored durably), ack latency, lost
+# deliveries, the daemon's CPU (user+system seconds per second) and peak RSS, and the snapshots the
+# store holds afterwards (must equal the acknowledged deliveries, registration histograms included).
+#
+# Usage: bench/gateway/run.sh [AGENTS=1000] [CLASSES=3000] [SECONDS=120] [THREADS=16]
+# Needs a build in $HEAPWATCH_BUILD_DIR (default build/) with heapwatchd, heapwatchctl and
+# heapwatch_agent_load.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${HEAPWATCH_BUILD_DIR:-$root/build}
+agents=${1:-1000} classes=${2:-3000} seconds=${3:-120} threads=${4:-16}
+work=$(mktemp -d /tmp/heapwatch-gw-load-XXXXXX)
+trap 'kill "$daemon" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+cat > "$work/config.yaml" <<YAML
+data_dir: $work/data
+grpc_listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+grpc_port_file: $work/grpc.port
+log_level: warn
+watch:
+  agents: {include: ["heapwatch-load-bench-watches-no-local-jvm"]}
+escalation: {enabled: false}
+agents:
+  listen: 127.0.0.1:0
+  port_file: $work/agent.port
+  max_connected: $((agents + 64))
+YAML
+"$build/daemon/heapwatchd" --config "$work/config.yaml" &
+daemon=$!
+for _ in $(seq 100); do [ -s "$work/agent.port" ] && break; sleep 0.1; done
+port=$(cat "$work/agent.port")
+ticks=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
+cpu0=$(cpu); t0=$(date +%s.%N)
+"$build/bench/gateway/heapwatch_agent_load" "127.0.0.1:$port" "$agents" "$classes" "$seconds" "$threads" || status=$?
+cpu1=$(cpu); t1=$(date +%s.%N)
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$daemon/status")
+echo "daemon CPU: $(echo "($cpu1 - $cpu0) / $ticks / ($t1 - $t0)" | bc -l | cut -c1-5) cores (user+system, whole run incl. registration)"
+echo "daemon peak RSS: $((hwm / 1024)) MiB"
+grpc=$(cat "$work/grpc.port")
+echo "stored (must equal 'acked in total'):"
+"$build/ctl/heapwatchctl" --server "127.0.0.1:$grpc" store 2>/dev/null | grep -i snapshot || true
+exit "${status:-0}"
