@@ -209,10 +209,11 @@ class Agent final : public Session::Listener {
     absl::Time start = absl::InfinitePast();
     std::string main_class;
     std::optional<collectors::PerfData> perf;
-    // The JVM marks its hsperfdata region accessible late in start-up; wait a little for it.
-    for (int attempt = 0; attempt < 40 && !perf_path_.empty(); ++attempt) {
+    // The JVM records sun.rt.createVmBeginTime at the very end of its start-up, after VMInit:
+    // wait for it (this runs on the agent's thread; the application is not held up).
+    for (int attempt = 0; attempt < 100 && !perf_path_.empty(); ++attempt) {
       StatusOr<collectors::PerfData> p = collectors::PerfData::ReadFile(perf_path_);
-      if (p.ok()) {
+      if (p.ok() && p->GetLong("sun.rt.createVmBeginTime").value_or(0) > 0) {
         perf = std::move(*p);
         break;
       }

@@ -217,10 +217,14 @@ bool Session::ServeOneStream(grpc::Status* status) {
       }
     }
   }
-  // Tear down: cancel, let the reader see the end, then collect the status.
-  s->context.TryCancel();
+  // Tear down: when the daemon ended the stream, the reader has seen the end (and Finish returns
+  // the daemon's status, e.g. UNAUTHENTICATED); otherwise cancel it so that the reader stops.
   {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!shutdown_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return s->reader_done; });
+    }
+    if (!s->reader_done) s->context.TryCancel();
     cv_.wait(lock, [&] { return s->reader_done; });
     stream_.reset();
     unsequenced_.clear();

@@ -1,0 +1,499 @@
+// libheapwatch_agent.so in real JVMs (HwAgentApp) against a real gRPC AgentGateway server that
+// records what arrives: registration, histograms, heartbeats, pushed configuration, requests,
+// reconnects with buffered deliveries, tokens over TCP, and the agent's failure modes (the JVM must
+// run its main to the end with exit code 0).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/agent_identity.h"
+#include "collectors/perf_data.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "heapwatch/agent/v1/agent.grpc.pb.h"
+#include "proto/time_util.h"
+
+namespace heapwatch::agent {
+namespace {
+
+namespace v1 = ::heapwatch::agent::v1;
+
+constexpr int kRetained = 1234;
+constexpr const char* kRetainedClass = "HwAgentApp$Retained";
+
+struct ReceivedHistogram {
+  int connection = 0;
+  uint64_t sequence = 0;
+  v1::HistogramMode mode = v1::HISTOGRAM_MODE_UNSPECIFIED;
+  uint64_t request_id = 0;
+  std::map<std::string, uint64_t> instances;  // class name -> instances
+};
+
+// What every server incarnation of one test shares: the "stored" state of a daemon.
+struct GatewayState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string required_token;               // empty: no check
+  v1::AgentConfig config;                   // sent in Registered
+  std::optional<uint64_t> stored_override;  // Registered.stored_through for the next connect
+  uint64_t stored_through = 0;
+  int connections = 0;
+  int refused = 0;
+  std::vector<v1::Register> registers;
+  std::vector<ReceivedHistogram> histograms;
+  std::vector<std::pair<int, uint64_t>> sequenced;  // (connection, sequence) of every delivery
+  std::vector<v1::Heartbeat> heartbeats;
+  std::vector<v1::HistogramFailed> failures;
+  grpc::ServerReaderWriter<v1::DaemonMessage, v1::AgentMessage>* current = nullptr;
+  std::mutex write_mu;
+
+  bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, absl::ToChronoNanoseconds(timeout), done);
+  }
+  // Sends `m` on the open stream; false when none.
+  bool Push(const v1::DaemonMessage& m) {
+    std::lock_guard<std::mutex> w(write_mu);
+    grpc::ServerReaderWriter<v1::DaemonMessage, v1::AgentMessage>* s;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      s = current;
+    }
+    return s != nullptr && s->Write(m);
+  }
+};
+
+class RecordingGateway final : public v1::AgentGateway::Service {
+ public:
+  explicit RecordingGateway(std::shared_ptr<GatewayState> state) : state_(std::move(state)) {}
+
+  grpc::Status Connect(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::DaemonMessage, v1::AgentMessage>* stream) override {
+    GatewayState& st = *state_;
+    if (!st.required_token.empty()) {
+      auto it = context->client_metadata().find("authorization");
+      if (it == context->client_metadata().end() ||
+          std::string(it->second.data(), it->second.size()) != "Bearer " + st.required_token) {
+        std::lock_guard<std::mutex> lock(st.mu);
+        ++st.refused;
+        st.cv.notify_all();
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token");
+      }
+    }
+    v1::AgentMessage m;
+    if (!stream->Read(&m) || !m.has_register_()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Register first");
+    }
+    int connection;
+    v1::DaemonMessage reply;
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      connection = ++st.connections;
+      st.registers.push_back(m.register_());
+      if (st.stored_override) {
+        st.stored_through = *st.stored_override;
+        st.stored_override.reset();
+      }
+      reply.mutable_registered()->set_stored_through(st.stored_through);
+      *reply.mutable_registered()->mutable_config() = st.config;
+      st.cv.notify_all();
+    }
+    {
+      std::lock_guard<std::mutex> w(st.write_mu);
+      if (!stream->Write(reply)) return grpc::Status::OK;
+    }
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.current = stream;
+    }
+    std::map<uint32_t, std::string> dictionary;
+    while (stream->Read(&m)) {
+      uint64_t sequence = 0;
+      std::lock_guard<std::mutex> lock(st.mu);
+      if (m.has_histogram()) {
+        const v1::Histogram& h = m.histogram();
+        for (const auto& def : h.new_classes()) dictionary[def.class_ref()] = def.class_name();
+        ReceivedHistogram r{connection, h.sequence(), h.mode(), h.request_id(), {}};
+        for (int i = 0; i < h.class_refs_size(); ++i) {
+          r.instances[dictionary.at(h.class_refs(i))] += h.instances(i);
+        }
+        st.histograms.push_back(std::move(r));
+        sequence = h.sequence();
+      } else if (m.has_live_set()) {
+        sequence = m.live_set().sequence();
+      } else if (m.has_heartbeat()) {
+        st.heartbeats.push_back(m.heartbeat());
+      } else if (m.has_histogram_failed()) {
+        st.failures.push_back(m.histogram_failed());
+      }
+      if (sequence != 0) {
+        st.sequenced.emplace_back(connection, sequence);
+        st.stored_through = std::max(st.stored_through, sequence);
+        v1::DaemonMessage ack;
+        ack.mutable_ack()->set_stored_through(st.stored_through);
+        std::lock_guard<std::mutex> w(st.write_mu);
+        stream->Write(ack);
+      }
+      st.cv.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.current = nullptr;
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::shared_ptr<GatewayState> state_;
+};
+
+// A gRPC server running one RecordingGateway.
+class TestServer {
+ public:
+  TestServer(std::shared_ptr<GatewayState> state, const std::string& address)
+      : service_(std::move(state)) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+  }
+  ~TestServer() { Stop(); }
+  void Stop() {
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    server_->Wait();
+    server_.reset();
+  }
+  bool ok() const { return server_ != nullptr; }
+  int port() const { return port_; }
+
+ private:
+  RecordingGateway service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// `java -agentpath:libheapwatch_agent.so=OPTIONS HwAgentApp COUNT SECONDS`, stdout and stderr in
+// files. Killed by the destructor if still running.
+class AgentJvm {
+ public:
+  AgentJvm(const std::string& agent_options, double seconds) {
+    char dir[] = "/tmp/hw_agent_jvm_XXXXXX";
+    dir_ = mkdtemp(dir);
+    std::string agentpath = std::string("-agentpath:") + HW_AGENT_SO + "=" + agent_options;
+    std::string secs = std::to_string(seconds);
+    std::string count = std::to_string(kRetained);
+    pid_ = fork();
+    if (pid_ == 0) {
+      int out = open((dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int err = open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(out, STDOUT_FILENO);
+      dup2(err, STDERR_FILENO);
+      execl(HW_JAVA, "java", "-Xmx128m", "-XX:+UseSerialGC", agentpath.c_str(), "-cp",
+            HW_AGENT_TEST_CLASSES, "HwAgentApp", count.c_str(), secs.c_str(), nullptr);
+      _exit(127);
+    }
+  }
+  ~AgentJvm() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::remove((dir_ + "/stdout").c_str());
+    std::remove((dir_ + "/stderr").c_str());
+    rmdir(dir_.c_str());
+  }
+  pid_t pid() const { return pid_; }
+  // Waits for the JVM to exit; its exit code, or -1 on a signal or timeout.
+  int WaitExit(absl::Duration timeout) {
+    absl::Time end = absl::Now() + timeout;
+    while (absl::Now() < end) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return -1;
+  }
+  std::string Stdout() const { return Slurp(dir_ + "/stdout"); }
+  std::string Stderr() const { return Slurp(dir_ + "/stderr"); }
+  // Lines of stderr that the agent wrote.
+  std::vector<std::string> AgentLogLines() const {
+    std::vector<std::string> lines;
+    std::istringstream in(Stderr());
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("heapwatch-agent: ", 0) == 0) lines.push_back(line);
+    }
+    return lines;
+  }
+
+ private:
+  static std::string Slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::string dir_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+std::string SocketPath() {
+  static int n = 0;
+  return "/tmp/hw_agent_test_" + std::to_string(getpid()) + "_" + std::to_string(++n) + ".sock";
+}
+
+v1::AgentConfig Config(absl::Duration interval, absl::Duration heartbeat) {
+  v1::AgentConfig c;
+  proto::ToDuration(interval, c.mutable_histogram_interval());
+  proto::ToDuration(heartbeat, c.mutable_heartbeat_interval());
+  c.set_mode(v1::HISTOGRAM_MODE_LIVE);
+  return c;
+}
+
+// Sequences of every delivery, in arrival order, must be 1, 2, 3, ... except where `skipped`.
+void ExpectContiguous(const GatewayState& st, std::set<uint64_t> skipped) {
+  uint64_t expected = 1;
+  for (const auto& [connection, sequence] : st.sequenced) {
+    while (skipped.count(expected)) ++expected;
+    EXPECT_EQ(sequence, expected) << "connection " << connection;
+    expected = sequence + 1;
+  }
+}
+
+TEST(AgentSharedObjectTest, ExportsOnlyTheJvmtiEntryPoints) {
+  std::string cmd = std::string(HW_NM) + " -D --defined-only " + HW_AGENT_SO;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::set<std::string> symbols;
+  char line[1024];
+  while (fgets(line, sizeof line, p) != nullptr) {
+    std::istringstream in(line);
+    std::string addr, type, name;
+    if (in >> addr >> type >> name) symbols.insert(name);
+  }
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(symbols, (std::set<std::string>{"Agent_OnAttach", "Agent_OnLoad", "Agent_OnUnload"}));
+}
+
+TEST(AgentJvmTest, RegistersSendsHistogramsHeartbeatsAndAnswersRequests) {
+  auto st = std::make_shared<GatewayState>();
+  // First interval long: nothing scheduled until the pushed configuration shortens it.
+  st->config = Config(absl::Seconds(30), absl::Milliseconds(300));
+  std::string socket = SocketPath();
+  TestServer server(st, "unix:" + socket);
+  ASSERT_TRUE(server.ok());
+  AgentJvm jvm("address=unix:" + socket + ",label.env=test,label.team=core", 6);
+
+  ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    const v1::Register& r = st->registers[0];
+    auto perf = collectors::PerfData::ReadFile(
+        "/tmp/hsperfdata_" + std::string(getenv("USER") ? getenv("USER") : "root") + "/" +
+        std::to_string(jvm.pid()));
+    ASSERT_TRUE(perf.ok()) << perf.status();
+    absl::Time start = absl::FromUnixMillis(*perf->GetLong("sun.rt.createVmBeginTime"));
+    EXPECT_EQ(r.agent_id(), collectors::MakeAgentId(HostName(), jvm.pid(), start).value);
+    EXPECT_EQ(r.host(), HostName());
+    EXPECT_EQ(r.pid(), jvm.pid());
+    EXPECT_EQ(proto::FromTimestamp(r.jvm_start_time()).value(), start);
+    EXPECT_EQ(r.main_class(), "HwAgentApp");
+    EXPECT_EQ(r.jvm_version().rfind("17.", 0), 0u) << r.jvm_version();
+    EXPECT_EQ(r.labels().size(), 2u);
+    EXPECT_EQ(r.labels().at("env"), "test");
+    EXPECT_EQ(r.protocol_version(), 1u);
+    EXPECT_FALSE(r.agent_version().empty());
+    EXPECT_EQ(r.garbage_collector(),
+              "Serial young collection pauses,Serial full collection pauses");
+  }
+  // Heartbeats every 300 ms.
+  ASSERT_TRUE(st->WaitFor([&] { return st->heartbeats.size() >= 2; }, absl::Seconds(5)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_TRUE(st->histograms.empty()) << "nothing is due under a 30 s interval";
+  }
+
+  // A request is answered in the mode it asks for.
+  v1::DaemonMessage request;
+  request.mutable_histogram_request()->set_request_id(77);
+  request.mutable_histogram_request()->set_mode(v1::HISTOGRAM_MODE_ALL);
+  ASSERT_TRUE(st->Push(request));
+  ASSERT_TRUE(st->WaitFor([&] { return !st->histograms.empty(); }, absl::Seconds(10)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    const ReceivedHistogram& h = st->histograms[0];
+    EXPECT_EQ(h.request_id, 77u);
+    EXPECT_EQ(h.mode, v1::HISTOGRAM_MODE_ALL);
+    EXPECT_EQ(h.instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
+    EXPECT_GT(h.instances.at("byte[]"), static_cast<uint64_t>(kRetained));
+  }
+
+  // A pushed configuration changes the interval: scheduled live histograms follow.
+  v1::DaemonMessage config;
+  *config.mutable_config() = Config(absl::Milliseconds(250), absl::Milliseconds(300));
+  ASSERT_TRUE(st->Push(config));
+  ASSERT_TRUE(st->WaitFor([&] { return st->histograms.size() >= 4; }, absl::Seconds(5)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    for (size_t i = 1; i < st->histograms.size(); ++i) {
+      const ReceivedHistogram& h = st->histograms[i];
+      EXPECT_EQ(h.request_id, 0u);
+      EXPECT_EQ(h.mode, v1::HISTOGRAM_MODE_LIVE);
+      // Live: exactly the retained objects.
+      EXPECT_EQ(h.instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
+    }
+  }
+  // The application's main ends normally while the agent is connected.
+  EXPECT_EQ(jvm.WaitExit(absl::Seconds(15)), 0) << jvm.Stderr();
+  EXPECT_NE(jvm.Stdout().find("done 1234"), std::string::npos);
+  std::lock_guard<std::mutex> lock(st->mu);
+  ExpectContiguous(*st, {});
+  EXPECT_TRUE(jvm.AgentLogLines().empty()) << jvm.Stderr();
+  unlink(socket.c_str());
+}
+
+TEST(AgentJvmTest, BufferedDeliveriesArriveAfterReconnectAndStoredThroughIsRespected) {
+  auto st = std::make_shared<GatewayState>();
+  st->config = Config(absl::Milliseconds(200), absl::Seconds(1));
+  std::string socket = SocketPath();
+  auto server = std::make_unique<TestServer>(st, "unix:" + socket);
+  AgentJvm jvm("address=unix:" + socket + ",backoff_initial=100ms,backoff_max=200ms", 30);
+  ASSERT_TRUE(st->WaitFor([&] { return st->histograms.size() >= 2; }, absl::Seconds(10)));
+
+  server->Stop();  // the daemon goes away; the agent buffers
+  uint64_t stored;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    stored = st->stored_through;
+  }
+  absl::SleepFor(absl::Milliseconds(1500));
+  // The next daemon claims one more delivery than it received: the agent must not send it.
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->stored_override = stored + 1;
+  }
+  server = std::make_unique<TestServer>(st, "unix:" + socket);
+  ASSERT_TRUE(server->ok());
+  ASSERT_TRUE(st->WaitFor(
+      [&] {
+        int second = 0;
+        for (const auto& [c, s] : st->sequenced) second += c == 2;
+        return second >= 6;
+      },
+      absl::Seconds(10)));
+  std::lock_guard<std::mutex> lock(st->mu);
+  EXPECT_EQ(st->connections, 2);
+  // The first delivery on the new stream is the oldest buffered one above stored_through: the
+  // buffered ones came first, so several arrive at once.
+  uint64_t first_second = 0;
+  for (const auto& [c, s] : st->sequenced) {
+    if (c == 2) {
+      first_second = s;
+      break;
+    }
+  }
+  EXPECT_EQ(first_second, stored + 2);
+  ExpectContiguous(*st, {stored + 1});
+  int on_first = 0;
+  for (const auto& [c, s] : st->sequenced) on_first += c == 1;
+  EXPECT_GE(on_first, 2);
+  // One line for the lost stream, one for the new registration.
+  EXPECT_EQ(jvm.AgentLogLines().size(), 2u) << jvm.Stderr();
+  unlink(socket.c_str());
+}
+
+TEST(AgentJvmTest, TcpWithToken) {
+  auto st = std::make_shared<GatewayState>();
+  st->required_token = "agent-secret-42";
+  st->config = Config(absl::Milliseconds(300), absl::Seconds(1));
+  TestServer server(st, "127.0.0.1:0");
+  ASSERT_TRUE(server.ok());
+  char token_path[] = "/tmp/hw_agent_token_XXXXXX";
+  int fd = mkstemp(token_path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "agent-secret-42\n", 16), 16);
+  close(fd);
+  AgentJvm jvm("address=127.0.0.1:" + std::to_string(server.port()) + ",token_file=" + token_path,
+               3);
+  ASSERT_TRUE(st->WaitFor([&] { return !st->histograms.empty(); }, absl::Seconds(10)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_EQ(st->refused, 0);
+    EXPECT_EQ(st->histograms[0].instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
+  }
+  EXPECT_EQ(jvm.WaitExit(absl::Seconds(15)), 0) << jvm.Stderr();
+  unlink(token_path);
+}
+
+TEST(AgentJvmTest, WrongTokenIsLoggedOnceAndTheApplicationRunsOn) {
+  auto st = std::make_shared<GatewayState>();
+  st->required_token = "right";
+  TestServer server(st, "127.0.0.1:0");
+  ASSERT_TRUE(server.ok());
+  char token_path[] = "/tmp/hw_agent_token_XXXXXX";
+  int fd = mkstemp(token_path);
+  ASSERT_EQ(write(fd, "wrong\n", 6), 6);
+  close(fd);
+  AgentJvm jvm("address=127.0.0.1:" + std::to_string(server.port()) + ",token_file=" + token_path +
+                   ",backoff_initial=100ms,backoff_max=200ms",
+               1.5);
+  EXPECT_EQ(jvm.WaitExit(absl::Seconds(15)), 0) << jvm.Stderr();
+  EXPECT_NE(jvm.Stdout().find("done 1234"), std::string::npos);
+  std::vector<std::string> lines = jvm.AgentLogLines();
+  ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
+  EXPECT_NE(lines[0].find("UNAUTHENTICATED"), std::string::npos) << lines[0];
+  std::lock_guard<std::mutex> lock(st->mu);
+  EXPECT_GE(st->refused, 2) << "the agent keeps retrying";
+  unlink(token_path);
+}
+
+TEST(AgentJvmTest, UnreachableDaemonIsLoggedOnceAndTheApplicationRunsOn) {
+  AgentJvm jvm("address=unix:/nonexistent/heapwatch.sock,backoff_initial=100ms,backoff_max=200ms",
+               1.5);
+  EXPECT_EQ(jvm.WaitExit(absl::Seconds(15)), 0) << jvm.Stderr();
+  EXPECT_NE(jvm.Stdout().find("done 1234"), std::string::npos);
+  std::vector<std::string> lines = jvm.AgentLogLines();
+  ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
+  EXPECT_NE(lines[0].find("cannot register"), std::string::npos) << lines[0];
+}
+
+TEST(AgentJvmTest, BadOptionsAreLoggedOnceAndTheApplicationRunsOn) {
+  for (const std::string options : {"address=unix:/x.sock,colour=blue", "token_file=/etc/hostname",
+                                    "address=h:1,token_file=/nonexistent/token"}) {
+    AgentJvm jvm(options, 0.2);
+    EXPECT_EQ(jvm.WaitExit(absl::Seconds(15)), 0) << jvm.Stderr();
+    EXPECT_NE(jvm.Stdout().find("done 1234"), std::string::npos) << options;
+    std::vector<std::string> lines = jvm.AgentLogLines();
+    ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
+    EXPECT_NE(lines[0].find("bad options"), std::string::npos) << lines[0];
+  }
+}
+
+}  // namespace
+}  // namespace heapwatch::agent
