@@ -341,13 +341,17 @@ class Agent final : public Session::Listener {
         TakeHistogram(dcmd, ModeOrDefault(request.mode() ? request.mode() : config.mode()),
                       request.request_id());
       }
+      // Scheduled histograms (docs/agent.md, "Schedule"): due once the interval has passed.
       std::optional<absl::Duration> interval = ProtoDuration(config.histogram_interval());
-      if (natural_old_gc && config.histogram_after_old_gc()) {
-        TakeHistogram(dcmd, v1::HISTOGRAM_MODE_ALL_AFTER_GC, 0);
-        last_scheduled = absl::Now();
-        continue;
-      }
       if (!interval.has_value() || now - last_scheduled < *interval) continue;
+      v1::HistogramMode mode = ModeOrDefault(config.mode());
+      if (config.histogram_after_old_gc()) {
+        if (natural_old_gc) {
+          mode = v1::HISTOGRAM_MODE_ALL_AFTER_GC;
+        } else if (now - last_scheduled < 2 * *interval) {
+          continue;  // wait up to one more interval for the JVM's own old-generation collection
+        }
+      }
       last_scheduled = now;
       std::optional<absl::Duration> budget = ProtoDuration(config.pause_budget());
       if (budget.has_value() && last_pause_ > *budget && !skipped_last) {
@@ -361,7 +365,7 @@ class Agent final : public Session::Listener {
         continue;
       }
       skipped_last = false;
-      TakeHistogram(dcmd, ModeOrDefault(config.mode()), 0);
+      TakeHistogram(dcmd, mode, 0);
     }
     ThreadExit();
   }

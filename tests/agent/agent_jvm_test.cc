@@ -44,6 +44,7 @@ struct ReceivedHistogram {
   v1::HistogramMode mode = v1::HISTOGRAM_MODE_UNSPECIFIED;
   uint64_t request_id = 0;
   std::map<std::string, uint64_t> instances;  // class name -> instances
+  absl::Duration pause;
 };
 
 // What every server incarnation of one test shares: the "stored" state of a daemon.
@@ -61,6 +62,7 @@ struct GatewayState {
   std::vector<std::pair<int, uint64_t>> sequenced;  // (connection, sequence) of every delivery
   std::vector<v1::Heartbeat> heartbeats;
   std::vector<v1::HistogramFailed> failures;
+  std::vector<v1::LiveSetPoint> live_points;
   grpc::ServerReaderWriter<v1::DaemonMessage, v1::AgentMessage>* current = nullptr;
   std::mutex write_mu;
 
@@ -131,7 +133,10 @@ class RecordingGateway final : public v1::AgentGateway::Service {
       if (m.has_histogram()) {
         const v1::Histogram& h = m.histogram();
         for (const auto& def : h.new_classes()) dictionary[def.class_ref()] = def.class_name();
-        ReceivedHistogram r{connection, h.sequence(), h.mode(), h.request_id(), {}};
+        ReceivedHistogram r{
+            connection, h.sequence(),
+            h.mode(),   h.request_id(),
+            {},         proto::FromDuration(h.pause()).value_or(absl::ZeroDuration())};
         for (int i = 0; i < h.class_refs_size(); ++i) {
           r.instances[dictionary.at(h.class_refs(i))] += h.instances(i);
         }
@@ -139,6 +144,7 @@ class RecordingGateway final : public v1::AgentGateway::Service {
         sequence = h.sequence();
       } else if (m.has_live_set()) {
         sequence = m.live_set().sequence();
+        for (const auto& p : m.live_set().points()) st.live_points.push_back(p);
       } else if (m.has_heartbeat()) {
         st.heartbeats.push_back(m.heartbeat());
       } else if (m.has_histogram_failed()) {
@@ -193,7 +199,7 @@ class TestServer {
 // files. Killed by the destructor if still running.
 class AgentJvm {
  public:
-  AgentJvm(const std::string& agent_options, double seconds) {
+  AgentJvm(const std::string& agent_options, double seconds, const char* extra = nullptr) {
     char dir[] = "/tmp/hw_agent_jvm_XXXXXX";
     dir_ = mkdtemp(dir);
     std::string agentpath = std::string("-agentpath:") + HW_AGENT_SO + "=" + agent_options;
@@ -206,7 +212,7 @@ class AgentJvm {
       dup2(out, STDOUT_FILENO);
       dup2(err, STDERR_FILENO);
       execl(HW_JAVA, "java", "-Xmx128m", "-XX:+UseSerialGC", agentpath.c_str(), "-cp",
-            HW_AGENT_TEST_CLASSES, "HwAgentApp", count.c_str(), secs.c_str(), nullptr);
+            HW_AGENT_TEST_CLASSES, "HwAgentApp", count.c_str(), secs.c_str(), extra, nullptr);
       _exit(127);
     }
   }
@@ -378,6 +384,42 @@ TEST(AgentJvmTest, RegistersSendsHistogramsHeartbeatsAndAnswersRequests) {
   unlink(socket.c_str());
 }
 
+TEST(AgentJvmTest, AfterOldGcHistogramsLiveSetPointsAndPauseBudget) {
+  auto st = std::make_shared<GatewayState>();
+  st->config = Config(absl::Milliseconds(200), absl::Seconds(1));
+  st->config.set_histogram_after_old_gc(true);
+  // Every live histogram pauses the JVM for more than 1 us: every other scheduled one is skipped.
+  proto::ToDuration(absl::Microseconds(1), st->config.mutable_pause_budget());
+  std::string socket = SocketPath();
+  TestServer server(st, "unix:" + socket);
+  ASSERT_TRUE(server.ok());
+  AgentJvm jvm("address=unix:" + socket, 30, "gc");
+  ASSERT_TRUE(st->WaitFor(
+      [&] {
+        int after_gc = 0;
+        for (const auto& h : st->histograms) after_gc += h.mode == v1::HISTOGRAM_MODE_ALL_AFTER_GC;
+        return after_gc >= 2 && !st->failures.empty() && !st->live_points.empty();
+      },
+      absl::Seconds(10)));
+  std::lock_guard<std::mutex> lock(st->mu);
+  for (const auto& h : st->histograms) {
+    EXPECT_EQ(h.mode, v1::HISTOGRAM_MODE_ALL_AFTER_GC);
+    EXPECT_GT(h.pause, absl::ZeroDuration());
+    EXPECT_LT(h.pause, absl::Seconds(1));
+    // -all right after a full GC: the retained objects, plus little garbage of this class (none).
+    EXPECT_EQ(h.instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
+  }
+  EXPECT_EQ(st->failures[0].request_id(), 0u);
+  EXPECT_EQ(st->failures[0].reason().rfind("skipped: ", 0), 0u) << st->failures[0].reason();
+  const v1::LiveSetPoint& p = st->live_points[0];
+  EXPECT_EQ(p.source(), v1::LIVE_SET_SOURCE_FULL_GC);
+  EXPECT_GT(p.live_bytes(), static_cast<uint64_t>(kRetained) * 32);
+  EXPECT_LE(p.live_bytes(), p.capacity_bytes());
+  EXPECT_EQ(p.max_bytes(), 128u << 20);
+  ExpectContiguous(*st, {});
+  unlink(socket.c_str());
+}
+
 TEST(AgentJvmTest, BufferedDeliveriesArriveAfterReconnectAndStoredThroughIsRespected) {
   auto st = std::make_shared<GatewayState>();
   st->config = Config(absl::Milliseconds(200), absl::Seconds(1));
@@ -440,7 +482,7 @@ TEST(AgentJvmTest, TcpWithToken) {
   ASSERT_EQ(write(fd, "agent-secret-42\n", 16), 16);
   close(fd);
   AgentJvm jvm("address=127.0.0.1:" + std::to_string(server.port()) + ",token_file=" + token_path,
-               3);
+               2);
   ASSERT_TRUE(st->WaitFor([&] { return !st->histograms.empty(); }, absl::Seconds(10)));
   {
     std::lock_guard<std::mutex> lock(st->mu);
