@@ -105,60 +105,67 @@ class RecordingGateway final : public v1::AgentGateway::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Register first");
     }
     int connection;
-    v1::DaemonMessage reply;
     {
-      std::lock_guard<std::mutex> lock(st.mu);
-      connection = ++st.connections;
-      st.registers.push_back(m.register_());
-      if (st.stored_override) {
-        st.stored_through = *st.stored_override;
-        st.stored_override.reset();
-      }
-      reply.mutable_registered()->set_stored_through(st.stored_through);
-      *reply.mutable_registered()->mutable_config() = st.config;
-      st.cv.notify_all();
-    }
-    {
+      // Registered goes out before anything Push() sends: write_mu is held from recording the
+      // stream as current until Registered is written (lock order: write_mu, then mu).
       std::lock_guard<std::mutex> w(st.write_mu);
-      if (!stream->Write(reply)) return grpc::Status::OK;
-    }
-    {
-      std::lock_guard<std::mutex> lock(st.mu);
-      st.current = stream;
+      v1::DaemonMessage reply;
+      {
+        std::lock_guard<std::mutex> lock(st.mu);
+        connection = ++st.connections;
+        st.registers.push_back(m.register_());
+        if (st.stored_override) {
+          st.stored_through = *st.stored_override;
+          st.stored_override.reset();
+        }
+        reply.mutable_registered()->set_stored_through(st.stored_through);
+        *reply.mutable_registered()->mutable_config() = st.config;
+        st.current = stream;
+        st.cv.notify_all();
+      }
+      if (!stream->Write(reply)) {
+        std::lock_guard<std::mutex> lock(st.mu);
+        st.current = nullptr;
+        return grpc::Status::OK;
+      }
     }
     std::map<uint32_t, std::string> dictionary;
     while (stream->Read(&m)) {
       uint64_t sequence = 0;
-      std::lock_guard<std::mutex> lock(st.mu);
-      if (m.has_histogram()) {
-        const v1::Histogram& h = m.histogram();
-        for (const auto& def : h.new_classes()) dictionary[def.class_ref()] = def.class_name();
-        ReceivedHistogram r{
-            connection, h.sequence(),
-            h.mode(),   h.request_id(),
-            {},         proto::FromDuration(h.pause()).value_or(absl::ZeroDuration())};
-        for (int i = 0; i < h.class_refs_size(); ++i) {
-          r.instances[dictionary.at(h.class_refs(i))] += h.instances(i);
+      v1::DaemonMessage ack;
+      {
+        std::lock_guard<std::mutex> lock(st.mu);
+        if (m.has_histogram()) {
+          const v1::Histogram& h = m.histogram();
+          for (const auto& def : h.new_classes()) dictionary[def.class_ref()] = def.class_name();
+          ReceivedHistogram r{
+              connection, h.sequence(),
+              h.mode(),   h.request_id(),
+              {},         proto::FromDuration(h.pause()).value_or(absl::ZeroDuration())};
+          for (int i = 0; i < h.class_refs_size(); ++i) {
+            r.instances[dictionary.at(h.class_refs(i))] += h.instances(i);
+          }
+          st.histograms.push_back(std::move(r));
+          sequence = h.sequence();
+        } else if (m.has_live_set()) {
+          sequence = m.live_set().sequence();
+          for (const auto& p : m.live_set().points()) st.live_points.push_back(p);
+        } else if (m.has_heartbeat()) {
+          st.heartbeats.push_back(m.heartbeat());
+        } else if (m.has_histogram_failed()) {
+          st.failures.push_back(m.histogram_failed());
         }
-        st.histograms.push_back(std::move(r));
-        sequence = h.sequence();
-      } else if (m.has_live_set()) {
-        sequence = m.live_set().sequence();
-        for (const auto& p : m.live_set().points()) st.live_points.push_back(p);
-      } else if (m.has_heartbeat()) {
-        st.heartbeats.push_back(m.heartbeat());
-      } else if (m.has_histogram_failed()) {
-        st.failures.push_back(m.histogram_failed());
+        if (sequence != 0) {
+          st.sequenced.emplace_back(connection, sequence);
+          st.stored_through = std::max(st.stored_through, sequence);
+          ack.mutable_ack()->set_stored_through(st.stored_through);
+        }
+        st.cv.notify_all();
       }
       if (sequence != 0) {
-        st.sequenced.emplace_back(connection, sequence);
-        st.stored_through = std::max(st.stored_through, sequence);
-        v1::DaemonMessage ack;
-        ack.mutable_ack()->set_stored_through(st.stored_through);
         std::lock_guard<std::mutex> w(st.write_mu);
         stream->Write(ack);
       }
-      st.cv.notify_all();
     }
     std::lock_guard<std::mutex> lock(st.mu);
     st.current = nullptr;
@@ -199,23 +206,44 @@ class TestServer {
 // files. Killed by the destructor if still running.
 class AgentJvm {
  public:
-  AgentJvm(const std::string& agent_options, double seconds, const char* extra = nullptr) {
+  // `agent_options` empty: no -agentpath (for `heapwatchctl agent load`). `extra`: HwAgentApp's
+  // third argument; `jvm_flag`: one more JVM option.
+  AgentJvm(const std::string& agent_options, double seconds, const char* extra = nullptr,
+           const char* jvm_flag = nullptr) {
     char dir[] = "/tmp/hw_agent_jvm_XXXXXX";
     dir_ = mkdtemp(dir);
-    std::string agentpath = std::string("-agentpath:") + HW_AGENT_SO + "=" + agent_options;
-    std::string secs = std::to_string(seconds);
-    std::string count = std::to_string(kRetained);
+    std::vector<std::string> argv = {"java", "-Xmx128m", "-XX:+UseSerialGC"};
+    if (!agent_options.empty()) {
+      argv.push_back(std::string("-agentpath:") + HW_AGENT_SO + "=" + agent_options);
+    }
+    if (jvm_flag != nullptr) argv.push_back(jvm_flag);
+    for (const char* a : {"-cp", HW_AGENT_TEST_CLASSES, "HwAgentApp"}) argv.push_back(a);
+    argv.push_back(std::to_string(kRetained));
+    argv.push_back(std::to_string(seconds));
+    if (extra != nullptr) argv.push_back(extra);
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       int out = open((dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       int err = open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(out, STDOUT_FILENO);
       dup2(err, STDERR_FILENO);
-      execl(HW_JAVA, "java", "-Xmx128m", "-XX:+UseSerialGC", agentpath.c_str(), "-cp",
-            HW_AGENT_TEST_CLASSES, "HwAgentApp", count.c_str(), secs.c_str(), extra, nullptr);
+      execv(HW_JAVA, cargv.data());
       _exit(127);
     }
   }
+  // Waits until the program printed "ready".
+  bool WaitReady(absl::Duration timeout) {
+    absl::Time end = absl::Now() + timeout;
+    while (absl::Now() < end) {
+      if (Stdout().find("ready") != std::string::npos) return true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return false;
+  }
+  bool Running() const { return !exited_ && kill(pid_, 0) == 0; }
   ~AgentJvm() {
     if (pid_ > 0 && !exited_) {
       kill(pid_, SIGKILL);
@@ -271,7 +299,10 @@ std::string HostName() {
 
 std::string SocketPath() {
   static int n = 0;
-  return "/tmp/hw_agent_test_" + std::to_string(getpid()) + "_" + std::to_string(++n) + ".sock";
+  std::string path =
+      "/tmp/hw_agent_test_" + std::to_string(getpid()) + "_" + std::to_string(++n) + ".sock";
+  unlink(path.c_str());  // left over by an earlier run that ended in a failed assertion
+  return path;
 }
 
 v1::AgentConfig Config(absl::Duration interval, absl::Duration heartbeat) {
@@ -535,6 +566,85 @@ TEST(AgentJvmTest, BadOptionsAreLoggedOnceAndTheApplicationRunsOn) {
     ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
     EXPECT_NE(lines[0].find("bad options"), std::string::npos) << lines[0];
   }
+}
+
+// Runs heapwatchctl with `args`; returns its exit code, stdout + stderr in `output`.
+int RunCtl(const std::vector<std::string>& args, std::string* output) {
+  std::string cmd = HW_HEAPWATCHCTL;
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  output->clear();
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(AgentLoadTest, LoadsIntoARunningJvmWhichThenRegisters) {
+  auto st = std::make_shared<GatewayState>();
+  st->config = Config(absl::Seconds(30), absl::Seconds(1));
+  std::string socket = SocketPath();
+  TestServer server(st, "unix:" + socket);
+  ASSERT_TRUE(server.ok());
+  AgentJvm jvm("", 30);
+  ASSERT_TRUE(jvm.WaitReady(absl::Seconds(10)));
+  std::string output;
+  ASSERT_EQ(RunCtl({"agent", "load", std::to_string(jvm.pid()), "address=unix:" + socket,
+                    "--agent-library", HW_AGENT_SO},
+                   &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("loaded "), std::string::npos) << output;
+  ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_EQ(st->registers[0].pid(), jvm.pid());
+    EXPECT_EQ(st->registers[0].main_class(), "HwAgentApp");
+  }
+  v1::DaemonMessage request;
+  request.mutable_histogram_request()->set_request_id(5);
+  ASSERT_TRUE(st->Push(request));
+  ASSERT_TRUE(st->WaitFor([&] { return !st->histograms.empty(); }, absl::Seconds(10)));
+  std::lock_guard<std::mutex> lock(st->mu);
+  EXPECT_EQ(st->histograms[0].request_id, 5u);
+  EXPECT_EQ(st->histograms[0].instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
+  unlink(socket.c_str());
+}
+
+TEST(AgentLoadTest, RefusalsAreClearErrors) {
+  // The JVM refuses attach altogether.
+  {
+    AgentJvm jvm("", 30, nullptr, "-XX:+DisableAttachMechanism");
+    ASSERT_TRUE(jvm.WaitReady(absl::Seconds(10)));
+    std::string output;
+    EXPECT_EQ(RunCtl({"agent", "load", std::to_string(jvm.pid()), "address=unix:/x.sock",
+                      "--agent-library", HW_AGENT_SO},
+                     &output),
+              1);
+    EXPECT_NE(output.find("DisableAttachMechanism"), std::string::npos) << output;
+  }
+  // The agent refuses its options: Agent_OnAttach fails, the JVM runs on.
+  AgentJvm jvm("", 30);
+  ASSERT_TRUE(jvm.WaitReady(absl::Seconds(10)));
+  std::string output;
+  EXPECT_EQ(RunCtl({"agent", "load", std::to_string(jvm.pid()), "colour=blue", "--agent-library",
+                    HW_AGENT_SO},
+                   &output),
+            1);
+  EXPECT_NE(output.find("Agent_OnAttach returned"), std::string::npos) << output;
+  // A library that is not there.
+  EXPECT_EQ(RunCtl({"agent", "load", std::to_string(jvm.pid()), "address=unix:/x.sock",
+                    "--agent-library", "/nonexistent/libheapwatch_agent.so"},
+                   &output),
+            2);
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_TRUE(jvm.Running());
+  std::vector<std::string> lines = jvm.AgentLogLines();
+  ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
+  EXPECT_NE(lines[0].find("bad options"), std::string::npos);
 }
 
 }  // namespace
