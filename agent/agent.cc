@@ -14,6 +14,7 @@
 #include <jni.h>
 #include <jvmti.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -24,7 +25,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,6 +36,7 @@
 #include "absl/time/time.h"
 #include "agent/delivery.h"
 #include "agent/diagnostic_command.h"
+#include "agent/dump_upload.h"
 #include "agent/options.h"
 #include "agent/session.h"
 #include "collectors/agent_identity.h"
@@ -101,6 +105,7 @@ class Agent final : public Session::Listener {
     HW_RETURN_IF_ERROR(StartThread(jni, "heapwatch-agent", &WorkerMain));
     HW_RETURN_IF_ERROR(StartThread(jni, "heapwatch-agent-io", &WriterMain));
     HW_RETURN_IF_ERROR(StartThread(jni, "heapwatch-agent-io-reader", &ReaderMain));
+    HW_RETURN_IF_ERROR(StartThread(jni, "heapwatch-agent-upload", &UploadMain));
     return absl::OkStatus();
   }
 
@@ -116,6 +121,14 @@ class Agent final : public Session::Listener {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (requests_.size() < 64) requests_.push_back(request);
+    }
+    cv_.notify_all();
+  }
+
+  void OnDumpRequest(const v1::DumpRequest& request) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (dump_requests_.size() < 4) dump_requests_.push_back(request);
     }
     cv_.notify_all();
   }
@@ -150,6 +163,12 @@ class Agent final : public Session::Listener {
   static void JNICALL ReaderMain(jvmtiEnv*, JNIEnv*, void* arg) {
     auto* agent = static_cast<Agent*>(arg);
     if (Session* s = agent->WaitForSession()) s->RunReader();
+    agent->ThreadExit();
+  }
+
+  static void JNICALL UploadMain(jvmtiEnv*, JNIEnv*, void* arg) {
+    auto* agent = static_cast<Agent*>(arg);
+    if (Session* s = agent->WaitForSession()) agent->UploadLoop(*s);
     agent->ThreadExit();
   }
 
@@ -300,6 +319,134 @@ class Agent final : public Session::Listener {
     session_->Deliver(std::move(d));
   }
 
+  void DumpFailed(const std::string& dump_id, const std::string& reason) {
+    Log(absl::StrCat("extended dump ", dump_id, " failed: ", reason));
+    v1::AgentMessage m;
+    m.mutable_dump_failed()->set_dump_id(dump_id);
+    std::string line = reason.substr(0, 400);
+    for (char& c : line) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    }
+    m.mutable_dump_failed()->set_reason(line);
+    session_->SendUnsequenced(std::move(m));
+  }
+
+  // Compresses `from` into `to` (gzip, level 1: the dump travels once and is read once).
+  static Status GzipFile(const std::string& from, const std::string& to) {
+    std::FILE* in = std::fopen(from.c_str(), "rb");
+    if (in == nullptr) return absl::UnavailableError(absl::StrCat("open ", from));
+    gzFile out = gzopen(to.c_str(), "wb1");
+    if (out == nullptr) {
+      std::fclose(in);
+      return absl::UnavailableError(absl::StrCat("gzopen ", to));
+    }
+    std::vector<char> buf(1 << 20);
+    bool ok = true;
+    size_t n;
+    while (ok && (n = std::fread(buf.data(), 1, buf.size(), in)) > 0) {
+      ok = gzwrite(out, buf.data(), static_cast<unsigned>(n)) == static_cast<int>(n);
+    }
+    ok = ok && !std::ferror(in);
+    std::fclose(in);
+    ok = gzclose(out) == Z_OK && ok;
+    if (!ok) return absl::UnavailableError(absl::StrCat("gzip ", to, " failed (disk full?)"));
+    return absl::OkStatus();
+  }
+
+  static void RemoveDump(const std::string& dir, const std::string& path) {
+    unlink(path.c_str());
+    rmdir(dir.c_str());
+  }
+
+  // A heap dump (HotSpotDiagnostic, gzip-compressed here when asked) into a new directory only this
+  // JVM's user can read (mkdtemp: mode 0700), then DumpReady and a job for the upload thread. The
+  // file is deleted on every failure.
+  void TakeDump(DiagnosticCommandRunner& dcmd, const v1::DumpRequest& request) {
+    const std::string& id = request.dump_id();
+    bool printable = !id.empty() && id.size() <= 64;
+    for (unsigned char c : id) printable = printable && c >= 0x20 && c < 0x7f;
+    if (!printable) return DumpFailed("?", "the dump id must be 1..64 printable ASCII bytes");
+    std::string tmpl = absl::StrCat("/tmp/heapwatch-agent-", getpid(), "-XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return DumpFailed(id, absl::StrCat("mkdtemp in /tmp: ", std::strerror(errno)));
+    }
+    UploadJob job;
+    job.dump_id = id;
+    job.dir = tmpl;
+    job.path = tmpl + "/dump.hprof";
+    StatusOr<collectors::GcCounters> before = collectors::ReadGcCountersFile(perf_path_);
+    Status dumped = dcmd.DumpHeap(job.path, request.live_only());
+    StatusOr<collectors::GcCounters> after = collectors::ReadGcCountersFile(perf_path_);
+    absl::Duration pause = before.ok() && after.ok()
+                               ? collectors::SafepointTimeBetween(*before, *after)
+                               : absl::ZeroDuration();
+    if (dumped.ok() && request.gzip()) {
+      std::string raw = job.path;
+      job.path += ".gz";
+      dumped = GzipFile(raw, job.path);
+      unlink(raw.c_str());
+    }
+    std::string sha256;
+    uint64_t size = 0;
+    Status digest = dumped.ok() ? DigestFile(job.path, &sha256, &size) : dumped;
+    if (!digest.ok() || size == 0) {
+      RemoveDump(job.dir, job.path);
+      return DumpFailed(id, digest.ok() ? "the heap dump is empty" : std::string(digest.message()));
+    }
+    job.size = size;
+    v1::AgentMessage ready;
+    v1::DumpReady* r = ready.mutable_dump_ready();
+    r->set_dump_id(id);
+    r->set_size_bytes(size);
+    r->set_sha256(sha256);
+    r->set_gzip(request.gzip());
+    proto::ToDuration(pause, r->mutable_pause());
+    session_->SendUnsequenced(std::move(ready));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      uploads_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+  }
+
+  // The upload thread: each dump is uploaded, resumed after broken calls (up to kUploadAttempts
+  // attempts with doubling delays), and deleted once the daemon has it or the upload failed.
+  void UploadLoop(Session& session) {
+    constexpr int kUploadAttempts = 8;
+    while (true) {
+      UploadJob job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return shutdown_ || !uploads_.empty(); });
+        if (shutdown_) break;
+        job = std::move(uploads_.front());
+        uploads_.pop_front();
+      }
+      std::unique_ptr<v1::AgentGateway::Stub> stub = session.NewStub();
+      Status s;
+      absl::Duration delay = options_.backoff_initial;
+      for (int attempt = 0; attempt < kUploadAttempts; ++attempt) {
+        s = UploadDumpOnce(*stub, session.token(), session.agent_id(), job.dump_id, job.path,
+                           job.size, absl::Minutes(10));
+        if (s.ok() || absl::IsDataLoss(s) || absl::IsUnauthenticated(s) ||
+            absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s) || absl::IsNotFound(s)) {
+          break;
+        }
+        std::unique_lock<std::mutex> lock(mu_);
+        if (cv_.wait_for(lock, absl::ToChronoNanoseconds(delay), [this] { return shutdown_; })) {
+          break;
+        }
+        delay = std::min(delay * 2, options_.backoff_max);
+      }
+      RemoveDump(job.dir, job.path);
+      if (!s.ok()) DumpFailed(job.dump_id, absl::StrCat("upload failed: ", s.message()));
+    }
+    // Dumps never uploaded are not left behind.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const UploadJob& job : uploads_) RemoveDump(job.dir, job.path);
+    uploads_.clear();
+  }
+
   void Worker(JNIEnv* jni) {
     perf_path_ = OwnPerfDataPath();
     jvm_version_ = SystemProperty("java.vm.version");
@@ -317,13 +464,15 @@ class Agent final : public Session::Listener {
     bool skipped_last = false;
     while (true) {
       std::deque<v1::HistogramRequest> requests;
+      std::deque<v1::DumpRequest> dumps;
       v1::AgentConfig config;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait_for(lock, absl::ToChronoNanoseconds(kPoll),
-                     [this] { return shutdown_ || !requests_.empty(); });
+                     [this] { return shutdown_ || !requests_.empty() || !dump_requests_.empty(); });
         if (shutdown_) break;
         requests.swap(requests_);
+        dumps.swap(dump_requests_);
         config = config_;
       }
       absl::Time now = absl::Now();
@@ -337,6 +486,7 @@ class Agent final : public Session::Listener {
           if (point.has_value()) DeliverLiveSetPoint(*point);
         }
       }
+      for (const v1::DumpRequest& request : dumps) TakeDump(dcmd, request);
       for (const v1::HistogramRequest& request : requests) {
         TakeHistogram(dcmd, ModeOrDefault(request.mode() ? request.mode() : config.mode()),
                       request.request_id());
@@ -378,8 +528,14 @@ class Agent final : public Session::Listener {
   std::unique_ptr<Session> session_;           // set once by the JVM thread, guarded by mu_
   v1::AgentConfig config_;                     // guarded by mu_
   std::deque<v1::HistogramRequest> requests_;  // guarded by mu_
-  bool shutdown_ = false;                      // guarded by mu_
-  int running_ = 0;                            // agent threads alive, guarded by mu_
+  std::deque<v1::DumpRequest> dump_requests_;  // guarded by mu_
+  struct UploadJob {
+    std::string dump_id, dir, path;
+    uint64_t size = 0;
+  };
+  std::deque<UploadJob> uploads_;  // guarded by mu_
+  bool shutdown_ = false;          // guarded by mu_
+  int running_ = 0;                // agent threads alive, guarded by mu_
   std::atomic<bool> gc_finished_{false};
 
   // JVM thread only.

@@ -6,6 +6,53 @@ namespace heapwatch::agent {
 
 DiagnosticCommandRunner::~DiagnosticCommandRunner() {
   if (mbean_ != nullptr) env_->DeleteGlobalRef(mbean_);
+  if (hotspot_diagnostic_ != nullptr) env_->DeleteGlobalRef(hotspot_diagnostic_);
+}
+
+Status DiagnosticCommandRunner::DumpHeap(const std::string& path, bool live) {
+  if (init_failed_) return absl::FailedPreconditionError(init_error_);
+  if (mbean_ == nullptr) {
+    Status s = Init();  // loads libmanagement_ext
+    if (!s.ok()) {
+      init_failed_ = true;
+      init_error_ = std::string(s.message());
+      return s;
+    }
+  }
+  if (env_->PushLocalFrame(8) != 0) {
+    env_->ExceptionClear();
+    return absl::ResourceExhaustedError("JNI PushLocalFrame failed");
+  }
+  Status status = [&]() -> Status {
+    if (hotspot_diagnostic_ == nullptr) {
+      jclass cls = env_->FindClass("com/sun/management/internal/HotSpotDiagnostic");
+      if (cls == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("no com.sun.management.internal.HotSpotDiagnostic: ", TakeException()));
+      }
+      jmethodID ctor = env_->GetMethodID(cls, "<init>", "()V");
+      dump_heap_ = env_->GetMethodID(cls, "dumpHeap0", "(Ljava/lang/String;Z)V");
+      if (ctor == nullptr || dump_heap_ == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("no HotSpotDiagnostic.dumpHeap0: ", TakeException()));
+      }
+      jobject obj = env_->NewObject(cls, ctor);
+      if (obj == nullptr || env_->ExceptionCheck()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("new HotSpotDiagnostic: ", TakeException()));
+      }
+      hotspot_diagnostic_ = env_->NewGlobalRef(obj);
+    }
+    jstring jpath = env_->NewStringUTF(path.c_str());
+    if (jpath == nullptr) return absl::ResourceExhaustedError(TakeException());
+    env_->CallVoidMethod(hotspot_diagnostic_, dump_heap_, jpath, live ? JNI_TRUE : JNI_FALSE);
+    if (env_->ExceptionCheck()) {
+      return absl::InternalError(absl::StrCat("heap dump failed: ", TakeException()));
+    }
+    return absl::OkStatus();
+  }();
+  env_->PopLocalFrame(nullptr);
+  return status;
 }
 
 std::string DiagnosticCommandRunner::TakeException() {

@@ -36,6 +36,15 @@ class DiagnosticCommandRunner {
   // Internal with the Java exception's text when the command throws (unknown command, bad option).
   StatusOr<std::string> Run(const std::string& command);
 
+  // Writes an HPROF heap dump of this JVM to `path` (which must not exist), of live objects only
+  // (after a full GC) or of every object. GC.heap_dump is not exported to the MBean source in JDK
+  // 17 ("Unknown diagnostic command"), so this calls the native behind HotSpotDiagnosticMXBean
+  // .dumpHeap: com.sun.management.internal.HotSpotDiagnostic's private dumpHeap0(String, boolean)
+  // (libmanagement_ext, jmm DumpHeap0), which skips dumpHeap's ".hprof" suffix check. No gzip:
+  // the caller compresses. Blocking: the whole dump (the JVM is paused). Errors: as Run, with
+  // the IOException's text ("File exists", no space left).
+  Status DumpHeap(const std::string& path, bool live);
+
  private:
   Status Init();
   // Returns the pending exception's toString() and clears it.
@@ -44,6 +53,8 @@ class DiagnosticCommandRunner {
   JNIEnv* env_;
   jobject mbean_ = nullptr;  // global reference
   jmethodID execute_ = nullptr;
+  jobject hotspot_diagnostic_ = nullptr;  // global reference, created on the first DumpHeap
+  jmethodID dump_heap_ = nullptr;
   bool init_failed_ = false;
   std::string init_error_;
 };

@@ -131,13 +131,16 @@ void Session::RunWriter() {
   }
 }
 
-bool Session::ServeOneStream(grpc::Status* status) {
+std::unique_ptr<v1::AgentGateway::Stub> Session::NewStub() const {
   grpc::ChannelArguments args;
-  // Reconnect timing is ours (jittered backoff above); a fresh channel per attempt fails fast.
+  // Reconnect timing is ours (jittered backoff); a fresh channel per attempt fails fast.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
-  std::unique_ptr<v1::AgentGateway::Stub> stub = v1::AgentGateway::NewStub(channel);
+  return v1::AgentGateway::NewStub(
+      grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args));
+}
+
+bool Session::ServeOneStream(grpc::Status* status) {
+  std::unique_ptr<v1::AgentGateway::Stub> stub = NewStub();
   auto s = std::make_shared<Stream>();
   if (!options_.token.empty()) s->context.AddMetadata("authorization", "Bearer " + options_.token);
   {
@@ -279,14 +282,9 @@ void Session::RunReader() {
         case v1::DaemonMessage::kHistogramRequest:
           listener_->OnHistogramRequest(m.histogram_request());
           break;
-        case v1::DaemonMessage::kDumpRequest: {
-          v1::AgentMessage failed;
-          failed.mutable_dump_failed()->set_dump_id(m.dump_request().dump_id());
-          failed.mutable_dump_failed()->set_reason(
-              "this agent version does not take extended dumps");
-          SendUnsequenced(std::move(failed));
+        case v1::DaemonMessage::kDumpRequest:
+          listener_->OnDumpRequest(m.dump_request());
           break;
-        }
         default:
           break;
       }

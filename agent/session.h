@@ -46,6 +46,7 @@ class Session {
     virtual ~Listener() = default;
     virtual void OnConfig(const v1::AgentConfig& config) = 0;
     virtual void OnHistogramRequest(const v1::HistogramRequest& request) = 0;
+    virtual void OnDumpRequest(const v1::DumpRequest& request) = 0;
   };
 
   // `registration` is sent as Register on every connect. `listener` must outlive the Session.
@@ -65,6 +66,12 @@ class Session {
   void RunReader();
   // Ends the current stream and makes both thread bodies return. Idempotent.
   void Shutdown();
+
+  // A stub on a new channel to the daemon (for UploadDump / GetUploadStatus), and what its calls
+  // need: the token (empty without one) and this agent's id.
+  std::unique_ptr<v1::AgentGateway::Stub> NewStub() const;
+  const std::string& token() const { return options_.token; }
+  const std::string& agent_id() const { return registration_.agent_id(); }
 
   uint64_t dropped_deliveries() const;
   size_t buffered_deliveries() const;

@@ -2,11 +2,14 @@
 // records what arrives: registration, histograms, heartbeats, pushed configuration, requests,
 // reconnects with buffered deliveries, tokens over TCP, and the agent's failure modes (the JVM must
 // run its main to the end with exit code 0).
+#include <dirent.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -63,6 +66,16 @@ struct GatewayState {
   std::vector<v1::Heartbeat> heartbeats;
   std::vector<v1::HistogramFailed> failures;
   std::vector<v1::LiveSetPoint> live_points;
+  std::vector<v1::DumpReady> dumps_ready;
+  std::vector<v1::DumpFailed> dumps_failed;
+  struct Upload {
+    std::string data;
+    bool complete = false;
+    int calls = 0;
+  };
+  std::map<std::string, Upload> uploads;  // by dump id
+  int break_uploads = 0;                  // UploadDump calls to break after their first chunk
+  int broken_uploads = 0;
   grpc::ServerReaderWriter<v1::DaemonMessage, v1::AgentMessage>* current = nullptr;
   std::mutex write_mu;
 
@@ -154,6 +167,10 @@ class RecordingGateway final : public v1::AgentGateway::Service {
           st.heartbeats.push_back(m.heartbeat());
         } else if (m.has_histogram_failed()) {
           st.failures.push_back(m.histogram_failed());
+        } else if (m.has_dump_ready()) {
+          st.dumps_ready.push_back(m.dump_ready());
+        } else if (m.has_dump_failed()) {
+          st.dumps_failed.push_back(m.dump_failed());
         }
         if (sequence != 0) {
           st.sequenced.emplace_back(connection, sequence);
@@ -170,6 +187,65 @@ class RecordingGateway final : public v1::AgentGateway::Service {
     std::lock_guard<std::mutex> lock(st.mu);
     st.current = nullptr;
     return grpc::Status::OK;
+  }
+
+  grpc::Status UploadDump(grpc::ServerContext* context, grpc::ServerReader<v1::DumpChunk>* reader,
+                          v1::UploadDumpReply* reply) override {
+    GatewayState& st = *state_;
+    v1::DumpChunk c;
+    std::string id;
+    bool first = true;
+    while (reader->Read(&c)) {
+      std::lock_guard<std::mutex> lock(st.mu);
+      id = c.dump_id();
+      GatewayState::Upload& u = st.uploads[id];
+      if (first) ++u.calls;
+      if (c.offset() != u.data.size()) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "offset does not follow");
+      }
+      if (c.data().size() > (1u << 20)) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunk over 1 MiB");
+      }
+      uint32_t crc = static_cast<uint32_t>(
+          crc32(0L, reinterpret_cast<const Bytef*>(c.data().data()), c.data().size()));
+      if (crc != c.crc32()) return grpc::Status(grpc::StatusCode::DATA_LOSS, "bad crc");
+      u.data += c.data();
+      if (first && !c.last() && st.break_uploads > 0) {
+        --st.break_uploads;
+        ++st.broken_uploads;
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "upload broken on purpose");
+      }
+      first = false;
+      if (c.last()) {
+        for (const v1::DumpReady& r : st.dumps_ready) {
+          if (r.dump_id() == id) u.complete = Sha256(u.data) == r.sha256();
+        }
+        st.cv.notify_all();
+      }
+    }
+    std::lock_guard<std::mutex> lock(st.mu);
+    reply->set_dump_id(id);
+    reply->set_received_bytes(st.uploads[id].data.size());
+    reply->set_complete(st.uploads[id].complete);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetUploadStatus(grpc::ServerContext*, const v1::GetUploadStatusRequest* request,
+                               v1::GetUploadStatusReply* reply) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->uploads.find(request->dump_id());
+    if (it != state_->uploads.end()) {
+      reply->set_received_bytes(it->second.data.size());
+      reply->set_complete(it->second.complete);
+    }
+    return grpc::Status::OK;
+  }
+
+  static std::string Sha256(const std::string& data) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+    return std::string(reinterpret_cast<const char*>(md), len);
   }
 
  private:
@@ -566,6 +642,68 @@ TEST(AgentJvmTest, BadOptionsAreLoggedOnceAndTheApplicationRunsOn) {
     ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
     EXPECT_NE(lines[0].find("bad options"), std::string::npos) << lines[0];
   }
+}
+
+// Directories /tmp/heapwatch-agent-<pid>-* the agent of `pid` left.
+int AgentDumpDirs(pid_t pid) {
+  std::string prefix = "heapwatch-agent-" + std::to_string(pid) + "-";
+  int n = 0;
+  DIR* d = opendir("/tmp");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+  closedir(d);
+  return n;
+}
+
+TEST(AgentDumpTest, DumpsAreUploadedResumedAndDeleted) {
+  auto st = std::make_shared<GatewayState>();
+  st->config = Config(absl::Seconds(30), absl::Seconds(1));
+  st->break_uploads = 1;
+  std::string socket = SocketPath();
+  TestServer server(st, "unix:" + socket);
+  ASSERT_TRUE(server.ok());
+  AgentJvm jvm("address=unix:" + socket + ",backoff_initial=100ms", 30);
+  ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)));
+  v1::DaemonMessage request;
+  request.mutable_dump_request()->set_dump_id("d1");
+  request.mutable_dump_request()->set_live_only(true);
+  ASSERT_TRUE(st->Push(request));
+  ASSERT_TRUE(st->WaitFor([&] { return st->uploads["d1"].complete; }, absl::Seconds(20)))
+      << jvm.Stderr() << " ready " << st->dumps_ready.size() << " failed "
+      << (st->dumps_failed.empty() ? "" : st->dumps_failed[0].reason()) << " bytes "
+      << st->uploads["d1"].data.size() << " calls " << st->uploads["d1"].calls;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    ASSERT_EQ(st->dumps_ready.size(), 1u);
+    const v1::DumpReady& r = st->dumps_ready[0];
+    const GatewayState::Upload& u = st->uploads["d1"];
+    EXPECT_EQ(r.size_bytes(), u.data.size());
+    EXPECT_GT(u.data.size(), 1u << 20) << "the upload must take several chunks";
+    EXPECT_EQ(r.sha256().size(), 32u);
+    EXPECT_FALSE(r.gzip());
+    EXPECT_EQ(u.data.rfind("JAVA PROFILE 1.0.2", 0), 0u);
+    EXPECT_EQ(st->broken_uploads, 1);
+    EXPECT_EQ(u.calls, 2) << "one broken call, one resumed call";
+  }
+  // Gzip, and a dump id the agent refuses.
+  request.mutable_dump_request()->set_dump_id("d2");
+  request.mutable_dump_request()->set_gzip(true);
+  ASSERT_TRUE(st->Push(request));
+  request.mutable_dump_request()->set_dump_id(std::string(65, 'x'));
+  ASSERT_TRUE(st->Push(request));
+  ASSERT_TRUE(st->WaitFor([&] { return st->uploads["d2"].complete && !st->dumps_failed.empty(); },
+                          absl::Seconds(20)));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_TRUE(st->dumps_ready.back().gzip());
+    EXPECT_EQ(st->uploads["d2"].data.substr(0, 2), "\x1f\x8b");
+    EXPECT_NE(st->dumps_failed[0].reason().find("dump id"), std::string::npos);
+  }
+  // No dump file is left on the JVM's side.
+  absl::Time end = absl::Now() + absl::Seconds(5);
+  while (AgentDumpDirs(jvm.pid()) != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(AgentDumpDirs(jvm.pid()), 0);
+  unlink(socket.c_str());
 }
 
 // Runs heapwatchctl with `args`; returns its exit code, stdout + stderr in `output`.
