@@ -21,6 +21,7 @@ constexpr size_t kMaxLabelKey = 32;
 constexpr size_t kMaxLabelValue = 128;
 constexpr size_t kMaxTokenBytes = 4096;
 constexpr size_t kMaxTokenFileBytes = 64 * 1024;
+constexpr size_t kMaxPemBytes = 1 << 20;
 
 bool IsPrintable(absl::string_view s) {
   for (unsigned char c : s) {
@@ -68,6 +69,23 @@ StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view key, absl::stri
         absl::StrCat(key, "=", value, ": need a duration in (0, 1h], e.g. 500ms"));
   }
   return d;
+}
+
+StatusOr<std::string> ReadPemFile(absl::string_view key, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=", path, ": cannot read: ", std::strerror(errno)));
+  }
+  std::string content(kMaxPemBytes + 1, '\0');
+  size_t n = std::fread(content.data(), 1, content.size(), f);
+  std::fclose(f);
+  content.resize(n);
+  if (n == 0 || n > kMaxPemBytes || content.find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=", path, ": not a PEM file of at most 1 MiB"));
+  }
+  return content;
 }
 
 }  // namespace
@@ -148,12 +166,28 @@ StatusOr<AgentOptions> ParseAgentOptions(std::string_view std_text) {
       HW_ASSIGN_OR_RETURN(options.backoff_initial, ParsePositiveDuration(key, value));
     } else if (key == "backoff_max") {
       HW_ASSIGN_OR_RETURN(options.backoff_max, ParsePositiveDuration(key, value));
+    } else if (key == "tls_ca" || key == "tls_cert" || key == "tls_key") {
+      if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(key, "= is empty"));
+      HW_ASSIGN_OR_RETURN(std::string pem, ReadPemFile(key, std::string(value)));
+      (key == "tls_ca"     ? options.tls_ca_pem
+       : key == "tls_cert" ? options.tls_cert_pem
+                           : options.tls_key_pem) = pem;
+      options.tls = true;
+    } else if (key == "tls_server_name") {
+      if (value.empty() || value.size() > 253 || !IsPrintable(value)) {
+        return absl::InvalidArgumentError("tls_server_name= must be a host name");
+      }
+      options.tls_server_name = std::string(value);
+      options.tls = true;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown option '", key, "'"));
     }
   }
   if (options.address.empty()) {
     return absl::InvalidArgumentError("address= is required (unix:/path/sock or HOST:PORT)");
+  }
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("tls_cert= and tls_key= go together (mTLS)");
   }
   if (options.backoff_max < options.backoff_initial) options.backoff_max = options.backoff_initial;
   if (!token_file.empty()) {

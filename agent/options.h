@@ -36,6 +36,12 @@ struct AgentOptions {
   size_t buffer_capacity = 256;
   absl::Duration backoff_initial = absl::Milliseconds(500);
   absl::Duration backoff_max = absl::Seconds(30);
+  // TLS (grpc::SslCredentials) when `tls`; PEM contents, empty when not given.
+  bool tls = false;
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  std::string tls_server_name;
 };
 
 // Parses the option string. Errors: InvalidArgument naming the offending option (unknown key,

@@ -135,8 +135,18 @@ std::unique_ptr<v1::AgentGateway::Stub> Session::NewStub() const {
   grpc::ChannelArguments args;
   // Reconnect timing is ours (jittered backoff); a fresh channel per attempt fails fast.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  return v1::AgentGateway::NewStub(
-      grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options_.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.tls_ca_pem;
+    ssl.pem_cert_chain = options_.tls_cert_pem;
+    ssl.pem_private_key = options_.tls_key_pem;
+    credentials = grpc::SslCredentials(ssl);
+    if (!options_.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options_.tls_server_name);
+    }
+  }
+  return v1::AgentGateway::NewStub(grpc::CreateCustomChannel(options_.address, credentials, args));
 }
 
 bool Session::ServeOneStream(grpc::Status* status) {
@@ -232,6 +242,7 @@ bool Session::ServeOneStream(grpc::Status* status) {
     stream_.reset();
     unsequenced_.clear();
   }
+  cv_.notify_all();  // the reader waits for the next stream, or returns after Shutdown
   *status = s->rw->Finish();
   return registered;
 }

@@ -61,6 +61,7 @@ struct GatewayState {
   int connections = 0;
   int refused = 0;
   std::vector<v1::Register> registers;
+  std::vector<std::string> peer_common_names;  // TLS client certificate CN per registration
   std::vector<ReceivedHistogram> histograms;
   std::vector<std::pair<int, uint64_t>> sequenced;  // (connection, sequence) of every delivery
   std::vector<v1::Heartbeat> heartbeats;
@@ -127,6 +128,13 @@ class RecordingGateway final : public v1::AgentGateway::Service {
         std::lock_guard<std::mutex> lock(st.mu);
         connection = ++st.connections;
         st.registers.push_back(m.register_());
+        std::string cn;
+        if (auto auth = context->auth_context()) {
+          for (const auto& v : auth->FindPropertyValues("x509_common_name")) {
+            cn = std::string(v.data(), v.size());
+          }
+        }
+        st.peer_common_names.push_back(cn);
         if (st.stored_override) {
           st.stored_through = *st.stored_override;
           st.stored_override.reset();
@@ -255,10 +263,12 @@ class RecordingGateway final : public v1::AgentGateway::Service {
 // A gRPC server running one RecordingGateway.
 class TestServer {
  public:
-  TestServer(std::shared_ptr<GatewayState> state, const std::string& address)
+  TestServer(std::shared_ptr<GatewayState> state, const std::string& address,
+             std::shared_ptr<grpc::ServerCredentials> credentials = nullptr)
       : service_(std::move(state)) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(address, credentials ? credentials : grpc::InsecureServerCredentials(),
+                             &port_);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
   }
@@ -342,6 +352,17 @@ class AgentJvm {
       absl::SleepFor(absl::Milliseconds(20));
     }
     return -1;
+  }
+  // Time from the end of the program's main ("done" printed) to the process exit: the agent's
+  // shutdown at VMDeath. Infinite when either does not happen within `timeout`.
+  absl::Duration ShutdownTime(absl::Duration timeout) {
+    absl::Time end = absl::Now() + timeout;
+    while (Stdout().find("done") == std::string::npos && absl::Now() < end) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    absl::Time done = absl::Now();
+    if (WaitExit(end - done) != 0) return absl::InfiniteDuration();
+    return absl::Now() - done;
   }
   std::string Stdout() const { return Slurp(dir_ + "/stdout"); }
   std::string Stderr() const { return Slurp(dir_ + "/stderr"); }
@@ -596,7 +617,8 @@ TEST(AgentJvmTest, TcpWithToken) {
     EXPECT_EQ(st->refused, 0);
     EXPECT_EQ(st->histograms[0].instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
   }
-  EXPECT_EQ(jvm.WaitExit(absl::Seconds(15)), 0) << jvm.Stderr();
+  // The agent leaves promptly at VMDeath (its threads end; it waits for them at most 2 s).
+  EXPECT_LT(jvm.ShutdownTime(absl::Seconds(15)), absl::Seconds(1)) << jvm.Stderr();
   unlink(token_path);
 }
 
@@ -642,6 +664,81 @@ TEST(AgentJvmTest, BadOptionsAreLoggedOnceAndTheApplicationRunsOn) {
     ASSERT_EQ(lines.size(), 1u) << jvm.Stderr();
     EXPECT_NE(lines[0].find("bad options"), std::string::npos) << lines[0];
   }
+}
+
+// A CA, a server certificate for localhost and a client certificate "agent-1", made with the
+// openssl tool in a temporary directory.
+class TestPki {
+ public:
+  TestPki() {
+    char tmpl[] = "/tmp/hw_agent_pki_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    std::string d = dir_;
+    std::string script =
+        "cd " + d + " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext && " +
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key "
+        "-out ca.pem -days 1 -subj /CN=hw-test-ca && "
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key "
+        "-out server.csr -subj /CN=localhost && "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem "
+        "-days 1 -extfile san.ext && "
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout client.key "
+        "-out client.csr -subj /CN=agent-1 && "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out "
+        "client.pem -days 1";
+    ok_ = std::system(("(" + script + ") >/dev/null 2>&1").c_str()) == 0;
+  }
+  ~TestPki() { std::system(("rm -rf " + dir_).c_str()); }
+  bool ok() const { return ok_; }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(Path(name));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // Server credentials that require a client certificate signed by the CA.
+  std::shared_ptr<grpc::ServerCredentials> MutualTlsServer() const {
+    grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    o.pem_root_certs = Read("ca.pem");
+    o.pem_key_cert_pairs.push_back({Read("server.key"), Read("server.pem")});
+    return grpc::SslServerCredentials(o);
+  }
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+TEST(AgentTlsTest, MutualTlsRegistersAndAMissingClientCertificateIsRefused) {
+  TestPki pki;
+  ASSERT_TRUE(pki.ok());
+  auto st = std::make_shared<GatewayState>();
+  st->config = Config(absl::Seconds(30), absl::Seconds(1));
+  TestServer server(st, "127.0.0.1:0", pki.MutualTlsServer());
+  ASSERT_TRUE(server.ok());
+  std::string address = "address=127.0.0.1:" + std::to_string(server.port());
+  {
+    AgentJvm jvm(address + ",tls_ca=" + pki.Path("ca.pem") + ",tls_cert=" + pki.Path("client.pem") +
+                     ",tls_key=" + pki.Path("client.key") + ",tls_server_name=localhost",
+                 1);
+    ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)))
+        << jvm.Stderr();
+    EXPECT_EQ(jvm.WaitExit(absl::Seconds(10)), 0);
+    EXPECT_TRUE(jvm.AgentLogLines().empty()) << jvm.Stderr();
+  }
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_EQ(st->peer_common_names[0], "agent-1");
+  }
+  // Without a client certificate the TLS handshake fails: logged once, the application runs on.
+  AgentJvm jvm(address + ",tls_ca=" + pki.Path("ca.pem") +
+                   ",tls_server_name=localhost,backoff_initial=100ms,backoff_max=200ms",
+               1.5);
+  EXPECT_EQ(jvm.WaitExit(absl::Seconds(10)), 0);
+  EXPECT_EQ(jvm.AgentLogLines().size(), 1u) << jvm.Stderr();
+  std::lock_guard<std::mutex> lock(st->mu);
+  EXPECT_EQ(st->registers.size(), 1u);
 }
 
 // Directories /tmp/heapwatch-agent-<pid>-* the agent of `pid` left.

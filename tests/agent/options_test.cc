@@ -57,6 +57,23 @@ TEST(AgentOptionsTest, RefusesBadOptions) {
   EXPECT_FALSE(ParseAgentOptions("address=a:1," + std::string(9000, 'x')).ok());
 }
 
+TEST(AgentOptionsTest, TlsOptions) {
+  std::string pem = WriteTemp("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+  auto o = ParseAgentOptions("address=h:1,tls_ca=" + pem + ",tls_server_name=heapwatch.example");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->tls);
+  EXPECT_NE(o->tls_ca_pem.find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_EQ(o->tls_server_name, "heapwatch.example");
+  EXPECT_FALSE(ParseAgentOptions("address=h:1").value().tls);
+  // A certificate without its key, a file that is not PEM, a missing file.
+  EXPECT_FALSE(ParseAgentOptions("address=h:1,tls_cert=" + pem).ok());
+  std::string not_pem = WriteTemp("hello");
+  EXPECT_FALSE(ParseAgentOptions("address=h:1,tls_ca=" + not_pem).ok());
+  EXPECT_FALSE(ParseAgentOptions("address=h:1,tls_ca=/nonexistent/ca.pem").ok());
+  unlink(pem.c_str());
+  unlink(not_pem.c_str());
+}
+
 TEST(AgentOptionsTest, TokenFileMustHoldAToken) {
   std::string empty = WriteTemp("\n\n");
   EXPECT_FALSE(ReadTokenFile(empty).ok());
