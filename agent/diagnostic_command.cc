@@ -155,8 +155,10 @@ StatusOr<std::string> DiagnosticCommandRunner::Run(const std::string& command) {
     }
     if (out == nullptr) return std::string();
     jsize length = env_->GetStringUTFLength(out);
-    std::string text(static_cast<size_t>(length), '\0');
+    // HotSpot's GetStringUTFRegion also writes a terminating NUL: one byte more.
+    std::string text(static_cast<size_t>(length) + 1, '\0');
     env_->GetStringUTFRegion(out, 0, env_->GetStringLength(out), text.data());
+    text.resize(static_cast<size_t>(length));
     if (env_->ExceptionCheck()) return absl::InternalError(TakeException());
     return text;
   }();

@@ -295,7 +295,7 @@ class AgentJvm {
   // `agent_options` empty: no -agentpath (for `heapwatchctl agent load`). `extra`: HwAgentApp's
   // third argument; `jvm_flag`: one more JVM option.
   AgentJvm(const std::string& agent_options, double seconds, const char* extra = nullptr,
-           const char* jvm_flag = nullptr) {
+           const char* jvm_flag = nullptr, const char* java = HW_JAVA) {
     char dir[] = "/tmp/hw_agent_jvm_XXXXXX";
     dir_ = mkdtemp(dir);
     std::vector<std::string> argv = {"java", "-Xmx128m", "-XX:+UseSerialGC"};
@@ -316,7 +316,7 @@ class AgentJvm {
       int err = open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(out, STDOUT_FILENO);
       dup2(err, STDERR_FILENO);
-      execv(HW_JAVA, cargv.data());
+      execv(java, cargv.data());
       _exit(127);
     }
   }
@@ -800,6 +800,36 @@ TEST(AgentDumpTest, DumpsAreUploadedResumedAndDeleted) {
   absl::Time end = absl::Now() + absl::Seconds(5);
   while (AgentDumpDirs(jvm.pid()) != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(AgentDumpDirs(jvm.pid()), 0);
+  unlink(socket.c_str());
+}
+
+// JDK 25 (skipped when it is not installed): the JNI paths to the diagnostic command and the heap
+// dump exist there too.
+TEST(AgentJdk25Test, HistogramAndDump) {
+  if (access(HW_JAVA25, X_OK) != 0) GTEST_SKIP() << HW_JAVA25 << " not installed";
+  auto st = std::make_shared<GatewayState>();
+  st->config = Config(absl::Seconds(30), absl::Seconds(1));
+  std::string socket = SocketPath();
+  TestServer server(st, "unix:" + socket);
+  ASSERT_TRUE(server.ok());
+  AgentJvm jvm("address=unix:" + socket, 30, nullptr, nullptr, HW_JAVA25);
+  ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)))
+      << jvm.Stderr();
+  v1::DaemonMessage request;
+  request.mutable_histogram_request()->set_request_id(1);
+  ASSERT_TRUE(st->Push(request));
+  v1::DaemonMessage dump;
+  dump.mutable_dump_request()->set_dump_id("j25");
+  dump.mutable_dump_request()->set_live_only(true);
+  dump.mutable_dump_request()->set_gzip(true);
+  ASSERT_TRUE(st->Push(dump));
+  ASSERT_TRUE(st->WaitFor([&] { return !st->histograms.empty() && st->uploads["j25"].complete; },
+                          absl::Seconds(20)))
+      << jvm.Stderr();
+  std::lock_guard<std::mutex> lock(st->mu);
+  EXPECT_EQ(st->registers[0].jvm_version().rfind("25", 0), 0u) << st->registers[0].jvm_version();
+  EXPECT_EQ(st->histograms[0].instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
+  EXPECT_TRUE(jvm.AgentLogLines().empty()) << jvm.Stderr();
   unlink(socket.c_str());
 }
 
