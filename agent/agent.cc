@@ -1,10 +1,12 @@
 // libheapwatch_agent.so: the JVMTI entry points and the agent's JVM thread (docs/agent.md).
 //
 // Threads (all created with JVMTI RunAgentThread, daemon threads of the JVM):
-//   heapwatch-agent            JVM work: reads the GC counters, runs GC.class_histogram through JNI
-//                              (agent/diagnostic_command.h), hands results to the Session.
+//   heapwatch-agent            JVM work: reads the GC counters, runs GC.class_histogram and heap
+//                              dumps through JNI (agent/diagnostic_command.h), hands results to
+//                              the Session.
 //   heapwatch-agent-io         Session::RunWriter: connect, register, send, heartbeats, backoff.
 //   heapwatch-agent-io-reader  Session::RunReader: reads the daemon's messages.
+//   heapwatch-agent-upload     uploads extended dumps (agent/dump_upload.h) and deletes them.
 // The GarbageCollectionFinish callback only sets an atomic flag (JVMTI allows nothing more than raw
 // monitors and memory functions there); the JVM thread notices it within 200 ms and reads the
 // hsperfdata counters. No call into the JVM ever happens on a gRPC thread.

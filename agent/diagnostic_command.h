@@ -4,9 +4,9 @@
 // How (checked on JDK 17, jdk.management module): com.sun.management.internal.DiagnosticCommandImpl
 // .getDiagnosticCommandMBean() (static, package-private) returns the DiagnosticCommandMBean, whose
 // private native executeDiagnosticCommand(String) runs the command line and returns its output as a
-// String (HotSpot jmm_ExecuteDiagnosticCommand, source "MBean"; GC.class_histogram and GC.heap_dump
-// are exported to it). JNI does not check Java access, so private and non-exported members can be
-// called. The native method lives in libmanagement_ext, which
+// String (HotSpot jmm_ExecuteDiagnosticCommand, source "MBean"; GC.class_histogram is exported to
+// it, GC.heap_dump is not: see DumpHeap). JNI does not check Java access, so private and
+// non-exported members can be called. The native method lives in libmanagement_ext, which
 // com.sun.management.internal.PlatformMBeanProviderImpl's static initialiser loads; initialising
 // that class (not ManagementFactory) is all that is needed.
 //
