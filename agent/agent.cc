@@ -13,8 +13,11 @@
 //
 // Never brings the JVM down: every failure (bad options, unreadable token, no JVMTI, no daemon) is
 // logged once on stderr as "heapwatch-agent: ..." and Agent_OnLoad returns JNI_OK.
+#include <dirent.h>
 #include <jni.h>
 #include <jvmti.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -31,6 +34,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -333,6 +337,35 @@ class Agent final : public Session::Listener {
     session_->SendUnsequenced(std::move(m));
   }
 
+  // Deletes the dump directories that agents of JVMs which are gone left in /tmp (a JVM killed
+  // while its dump was being written or uploaded cannot delete its own):
+  // /tmp/heapwatch-agent-<pid>-* owned by this user whose <pid> is not running. A directory of a
+  // running process is left alone, even if that pid now names another program.
+  static void RemoveStaleDumps() {
+    DIR* tmp = opendir("/tmp");
+    if (tmp == nullptr) return;
+    constexpr std::string_view kPrefix = "heapwatch-agent-";
+    while (dirent* e = readdir(tmp)) {
+      std::string_view name = e->d_name;
+      if (name.substr(0, kPrefix.size()) != kPrefix) continue;
+      std::string_view rest = name.substr(kPrefix.size());
+      size_t dash = rest.find('-');
+      int64_t pid = 0;
+      if (dash == std::string_view::npos ||
+          !absl::SimpleAtoi(absl::string_view(rest.data(), dash), &pid) || pid <= 0 ||
+          pid == getpid() || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
+        continue;
+      }
+      std::string dir = "/tmp/" + std::string(name);
+      struct stat st;
+      if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+      for (const char* file : {"/dump.hprof", "/dump.hprof.gz"}) unlink((dir + file).c_str());
+      if (rmdir(dir.c_str()) == 0)
+        Log(absl::StrCat("deleted ", dir, ", left by a JVM that is gone"));
+    }
+    closedir(tmp);
+  }
+
   // Compresses `from` into `to` (gzip, level 1: the dump travels once and is read once).
   static Status GzipFile(const std::string& from, const std::string& to) {
     std::FILE* in = std::fopen(from.c_str(), "rb");
@@ -450,6 +483,7 @@ class Agent final : public Session::Listener {
   }
 
   void Worker(JNIEnv* jni) {
+    RemoveStaleDumps();
     perf_path_ = OwnPerfDataPath();
     jvm_version_ = SystemProperty("java.vm.version");
     if (jvm_version_.empty()) jvm_version_ = SystemProperty("java.version");

@@ -387,6 +387,14 @@ TEST(AgentDumpTest, DumpsAreUploadedResumedAndDeleted) {
   auto st = std::make_shared<GatewayState>();
   st->config = Config(absl::Seconds(30), absl::Seconds(1));
   st->break_uploads = 1;
+  // A dump directory left by an agent whose JVM is gone (killed mid-upload): the next agent
+  // deletes it.
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  std::string stale = "/tmp/heapwatch-agent-" + std::to_string(dead) + "-test01";
+  ASSERT_EQ(mkdir(stale.c_str(), 0700), 0);
+  { std::ofstream(stale + "/dump.hprof") << "JAVA PROFILE 1.0.2"; }
   std::string socket = SocketPath();
   TestServer server(st, "unix:" + socket);
   ASSERT_TRUE(server.ok());
@@ -431,6 +439,10 @@ TEST(AgentDumpTest, DumpsAreUploadedResumedAndDeleted) {
   absl::Time end = absl::Now() + absl::Seconds(5);
   while (AgentDumpDirs(jvm.pid()) != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(AgentDumpDirs(jvm.pid()), 0);
+  EXPECT_NE(access(stale.c_str(), F_OK), 0) << stale << " was not deleted";
+  EXPECT_NE(jvm.Stderr().find("heapwatch-agent: deleted " + stale + ", left by a JVM that is gone"),
+            std::string::npos)
+      << jvm.Stderr();
   unlink(socket.c_str());
 }
 
@@ -457,6 +469,10 @@ TEST(AgentJdk25Test, HistogramAndDump) {
   ASSERT_TRUE(st->WaitFor([&] { return !st->histograms.empty() && st->uploads["j25"].complete; },
                           absl::Seconds(20)))
       << jvm.Stderr();
+  // The agent deletes its copy once the daemon's reply arrives (before the JVM is killed below).
+  absl::Time end = absl::Now() + absl::Seconds(5);
+  while (AgentDumpDirs(jvm.pid()) != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(AgentDumpDirs(jvm.pid()), 0);
   std::lock_guard<std::mutex> lock(st->mu);
   EXPECT_EQ(st->registers[0].jvm_version().rfind("25", 0), 0u) << st->registers[0].jvm_version();
   EXPECT_EQ(st->histograms[0].instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));
