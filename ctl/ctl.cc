@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "ctl/agent_command.h"
 #include "ctl/analyze_command.h"
 #include "ctl/command.h"
 #include "ctl/query_commands.h"
@@ -48,6 +49,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   commands.push_back(AddTrendCommand(app));
   for (Subcommand& c : AddReportCommands(app)) commands.push_back(std::move(c));
   commands.push_back(AddStoreCommand(app));
+  commands.push_back(AddAgentCommand(app));
 
   try {
     app.parse(argc, argv);

@@ -15,6 +15,8 @@ packages=(
   libcivetweb-dev chromium
   # tests/e2e/crash_torture.sh: the watcher that kills heapwatchd on a retention pass's first log line.
   python3
+  # tests/agent (AgentTlsTest): the openssl tool makes the test CA and certificates.
+  openssl
 )
 missing=()
 for p in "${packages[@]}"; do

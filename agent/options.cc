@@ -1,0 +1,199 @@
+#include "agent/options.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace heapwatch::agent {
+namespace {
+
+constexpr size_t kMaxOptionsBytes = 8192;
+constexpr size_t kMaxLabels = 16;
+constexpr size_t kMaxLabelKey = 32;
+constexpr size_t kMaxLabelValue = 128;
+constexpr size_t kMaxTokenBytes = 4096;
+constexpr size_t kMaxTokenFileBytes = 64 * 1024;
+constexpr size_t kMaxPemBytes = 1 << 20;
+
+bool IsPrintable(absl::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+bool IsLabelKey(absl::string_view key) {
+  if (key.empty() || key.size() > kMaxLabelKey) return false;
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// "unix:/absolute/path" or "HOST:PORT" with a decimal port in 1..65535.
+Status CheckAddress(absl::string_view address) {
+  if (address.empty()) return absl::InvalidArgumentError("address= is empty");
+  if (!IsPrintable(address) || address.find(' ') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("address= must be printable without blanks");
+  }
+  if (absl::StartsWith(address, "unix:")) {
+    if (address.size() < 7 || address[5] != '/') {
+      return absl::InvalidArgumentError("address=unix:PATH needs an absolute path");
+    }
+    return absl::OkStatus();
+  }
+  size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address=", address, " is neither unix:PATH nor HOST:PORT"));
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("address=", address, ": bad port"));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view key, absl::string_view value) {
+  absl::Duration d;
+  if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration() || d > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=", value, ": need a duration in (0, 1h], e.g. 500ms"));
+  }
+  return d;
+}
+
+StatusOr<std::string> ReadPemFile(absl::string_view key, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=", path, ": cannot read: ", std::strerror(errno)));
+  }
+  std::string content(kMaxPemBytes + 1, '\0');
+  size_t n = std::fread(content.data(), 1, content.size(), f);
+  std::fclose(f);
+  content.resize(n);
+  if (n == 0 || n > kMaxPemBytes || content.find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=", path, ": not a PEM file of at most 1 MiB"));
+  }
+  return content;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    int err = errno;
+    std::string msg = absl::StrCat("token_file ", path, ": ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(msg);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
+    return absl::UnavailableError(msg);
+  }
+  std::string content(kMaxTokenFileBytes + 1, '\0');
+  size_t n = std::fread(content.data(), 1, content.size(), f);
+  std::fclose(f);
+  if (n > kMaxTokenFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("token_file ", path, ": larger than 64 KiB"));
+  }
+  content.resize(n);
+  absl::string_view first = content;
+  first = first.substr(0, first.find('\n'));
+  first = absl::StripAsciiWhitespace(first);
+  if (first.empty() || first.size() > kMaxTokenBytes || !IsPrintable(first)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token_file ", path, ": the first line must be 1..4096 printable ASCII bytes"));
+  }
+  return std::string(first);
+}
+
+StatusOr<AgentOptions> ParseAgentOptions(std::string_view std_text) {
+  absl::string_view text(std_text.data(), std_text.size());
+  if (text.size() > kMaxOptionsBytes) {
+    return absl::InvalidArgumentError("options longer than 8192 bytes");
+  }
+  AgentOptions options;
+  std::set<std::string> seen;
+  std::string token_file;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    size_t eq = item.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("option '", IsPrintable(item) ? item : "?", "' is not KEY=VALUE"));
+    }
+    absl::string_view key = item.substr(0, eq);
+    absl::string_view value = item.substr(eq + 1);
+    if (!IsPrintable(key)) return absl::InvalidArgumentError("option key not printable");
+    if (!seen.insert(std::string(key)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("option ", key, " given twice"));
+    }
+    if (key == "address") {
+      HW_RETURN_IF_ERROR(CheckAddress(value));
+      options.address = std::string(value);
+    } else if (key == "token_file") {
+      if (value.empty()) return absl::InvalidArgumentError("token_file= is empty");
+      token_file = std::string(value);
+    } else if (absl::StartsWith(key, "label.")) {
+      absl::string_view label = key.substr(6);
+      if (!IsLabelKey(label)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("label key '", label, "' must match [a-z0-9_]{1,32}"));
+      }
+      if (value.size() > kMaxLabelValue || !IsPrintable(value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("label.", label, ": value must be printable, at most 128 bytes"));
+      }
+      if (options.labels.size() == kMaxLabels) {
+        return absl::InvalidArgumentError("more than 16 labels");
+      }
+      options.labels.emplace(std::string(label), std::string(value));
+    } else if (key == "buffer") {
+      size_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 100000) {
+        return absl::InvalidArgumentError(absl::StrCat("buffer=", value, ": need 1..100000"));
+      }
+      options.buffer_capacity = n;
+    } else if (key == "backoff_initial") {
+      HW_ASSIGN_OR_RETURN(options.backoff_initial, ParsePositiveDuration(key, value));
+    } else if (key == "backoff_max") {
+      HW_ASSIGN_OR_RETURN(options.backoff_max, ParsePositiveDuration(key, value));
+    } else if (key == "tls_ca" || key == "tls_cert" || key == "tls_key") {
+      if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(key, "= is empty"));
+      HW_ASSIGN_OR_RETURN(std::string pem, ReadPemFile(key, std::string(value)));
+      (key == "tls_ca"     ? options.tls_ca_pem
+       : key == "tls_cert" ? options.tls_cert_pem
+                           : options.tls_key_pem) = pem;
+      options.tls = true;
+    } else if (key == "tls_server_name") {
+      if (value.empty() || value.size() > 253 || !IsPrintable(value)) {
+        return absl::InvalidArgumentError("tls_server_name= must be a host name");
+      }
+      options.tls_server_name = std::string(value);
+      options.tls = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", key, "'"));
+    }
+  }
+  if (options.address.empty()) {
+    return absl::InvalidArgumentError("address= is required (unix:/path/sock or HOST:PORT)");
+  }
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("tls_cert= and tls_key= go together (mTLS)");
+  }
+  if (options.backoff_max < options.backoff_initial) options.backoff_max = options.backoff_initial;
+  if (!token_file.empty()) {
+    HW_ASSIGN_OR_RETURN(options.token, ReadTokenFile(token_file));
+  }
+  return options;
+}
+
+}  // namespace heapwatch::agent

@@ -1,0 +1,60 @@
+// The option string of libheapwatch_agent.so: what follows '=' in
+// `-agentpath:/path/libheapwatch_agent.so=OPTIONS`, or the options of `heapwatchctl agent load`.
+//
+// Grammar (docs/agent.md): comma-separated KEY=VALUE pairs, no escaping (values cannot contain
+// ','):
+//   address=unix:/path/sock | address=HOST:PORT   the daemon's agent listener (required)
+//   token_file=PATH      file holding the agent token (first line, surrounding blanks trimmed);
+//   sent as
+//                        `authorization: Bearer SECRET` on every call (agent.proto file comment)
+//   label.KEY=VALUE      a label (at most 16; KEY [a-z0-9_]{1,32}; VALUE printable ASCII, <= 128
+//   bytes) buffer=N             deliveries kept while disconnected, 1..100000 (default 256); oldest
+//   dropped backoff_initial=D    first reconnect delay (absl duration: "500ms", "2s"; default
+//   500ms) backoff_max=D        longest reconnect delay (default 30s)
+// The token is read when the options are parsed, so an unreadable file is reported at load time.
+//
+// Thread-safety: pure functions (ReadTokenFile reads a file).
+#ifndef HEAPWATCH_AGENT_OPTIONS_H_
+#define HEAPWATCH_AGENT_OPTIONS_H_
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
+#include "common/status.h"
+
+namespace heapwatch::agent {
+
+struct AgentOptions {
+  // gRPC target: "unix:/path" or "HOST:PORT" exactly as given.
+  std::string address;
+  // Secret read from token_file; empty without one.
+  std::string token;
+  std::map<std::string, std::string> labels;
+  size_t buffer_capacity = 256;
+  absl::Duration backoff_initial = absl::Milliseconds(500);
+  absl::Duration backoff_max = absl::Seconds(30);
+  // TLS (grpc::SslCredentials) when `tls`; PEM contents, empty when not given.
+  bool tls = false;
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  std::string tls_server_name;
+};
+
+// Parses the option string. Errors: InvalidArgument naming the offending option (unknown key,
+// missing '=', missing or malformed address, a bad label, a number or duration out of range, more
+// than 16 labels, an option given twice); those of ReadTokenFile. Input is bounded: at most 8192
+// bytes. Complexity: O(size).
+StatusOr<AgentOptions> ParseAgentOptions(std::string_view text);
+
+// Reads an agent token: the first line of the file, blanks trimmed, 1..4096 printable ASCII bytes.
+// Errors: NotFound / PermissionDenied / Unavailable (cannot read, naming the path), InvalidArgument
+// (empty or not printable, or file larger than 64 KiB).
+StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace heapwatch::agent
+
+#endif  // HEAPWATCH_AGENT_OPTIONS_H_
