@@ -1083,7 +1083,11 @@ StatusOr<std::unique_ptr<AgentGateway>> AgentGateway::Start(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl->limiter = ApplyGrpcLimits(limits, metrics, &builder);
   int* port = impl->socket_path.empty() ? &impl->port : nullptr;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), port);
+  builder.AddListeningPort(options.listen,
+                           options.credentials != nullptr && impl->socket_path.empty()
+                               ? options.credentials
+                               : grpc::InsecureServerCredentials(),
+                           port);
   builder.RegisterService(impl.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || (port != nullptr && *port == 0)) {

@@ -43,6 +43,7 @@
 #include "daemon/agent_table.h"
 #include "daemon/dump_source.h"
 #include "daemon/grpc_limits.h"
+#include "grpcpp/security/server_credentials.h"
 
 namespace heapwatch::auth {
 class GrpcAuthorizer;
@@ -91,6 +92,10 @@ struct AgentGatewayOptions {
   // threads to max_connected + 16 and the call time limit to unlimited (Connect lives as long as
   // the JVM).
   GrpcLimits limits;
+  // Server credentials of a TCP listener (daemon/auth_setup.h MakeQueryCredentials: TLS and client
+  // certificates from tls.*); null = plaintext. Ignored for a UNIX socket, whose file permissions
+  // decide who may connect.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
 };
 
 class AgentGateway {

@@ -17,6 +17,30 @@
 
 namespace heapwatch::daemon {
 
+namespace {
+
+// auth.client_certificates as a map of certificate names to roles. Errors: InvalidArgument for an
+// unknown role or a name auth::ClientCertificateMap::Make refuses, prefixed with the key.
+StatusOr<auth::ClientCertificateMap> CertificateRoles(const AuthConfig& config) {
+  std::map<std::string, auth::Role> roles;
+  for (const auto& [name, role_name] : config.client_certificates) {
+    std::optional<auth::Role> role = auth::ParseRole(role_name);
+    if (!role) {
+      return absl::InvalidArgumentError(absl::StrCat("auth.client_certificates: unknown role for '",
+                                                     name, "' (expected agent, read or admin)"));
+    }
+    roles.emplace(name, *role);
+  }
+  auto certificates = auth::ClientCertificateMap::Make(roles);
+  if (!certificates.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("auth.client_certificates: ", certificates.status().message()));
+  }
+  return *std::move(certificates);
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
     const AuthConfig& config, std::string_view grpc_listen, Metrics* metrics) {
   return MakeQueryAuthorizer(config, TlsConfig(), grpc_listen, metrics);
@@ -49,26 +73,13 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
     }
     tokens = *std::move(loaded);
   }
-  std::map<std::string, auth::Role> roles;
-  for (const auto& [name, role_name] : config.client_certificates) {
-    std::optional<auth::Role> role = auth::ParseRole(role_name);
-    if (!role) {
-      return absl::InvalidArgumentError(absl::StrCat("auth.client_certificates: unknown role for '",
-                                                     name, "' (expected agent, read or admin)"));
-    }
-    roles.emplace(name, *role);
-  }
-  auto certificates = auth::ClientCertificateMap::Make(roles);
-  if (!certificates.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("auth.client_certificates: ", certificates.status().message()));
-  }
+  HW_ASSIGN_OR_RETURN(auth::ClientCertificateMap certificates, CertificateRoles(config));
   for (auth::RefusalReason r : auth::kAllRefusalReasons) {
     metrics->DeclareAuthFailureReason(auth::RefusalReasonName(r));
   }
   spdlog::info("gRPC API credentials: {} tokens{}{}, {} client certificate names",
                tokens.entries().size(), config.tokens_file.empty() ? "" : " from ",
-               config.tokens_file, certificates->size());
+               config.tokens_file, certificates.size());
   if (!config.tokens_file.empty() && tls.cert_file.empty() &&
       !auth::IsLoopbackListenAddress(grpc_listen)) {
     spdlog::warn(
@@ -104,7 +115,7 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
           r.method, r.peer_host, auth::RefusalReasonName(r.reason));
     }
   };
-  return std::make_shared<const auth::GrpcAuthorizer>(std::move(tokens), *std::move(certificates),
+  return std::make_shared<const auth::GrpcAuthorizer>(std::move(tokens), std::move(certificates),
                                                       auth::QueryListenerAccessTable(),
                                                       std::move(listener));
 }
@@ -134,36 +145,68 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const Tl
 }
 
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
-    const AuthConfig& config, std::string_view agent_listen, Metrics* metrics) {
-  if (config.tokens_file.empty()) {
+    const AuthConfig& config, const TlsConfig& tls, std::string_view agent_listen,
+    Metrics* metrics) {
+  const bool unix_socket = agent_listen.starts_with("unix:");
+  // A client certificate is a credential only over TCP with a client CA (a UNIX socket has no TLS).
+  const bool with_certificates =
+      !unix_socket && !tls.client_ca_file.empty() && !config.client_certificates.empty();
+  if (config.tokens_file.empty() && !with_certificates) {
     if (auth::IsLoopbackListenAddress(agent_listen)) return nullptr;
     return absl::FailedPreconditionError(absl::StrCat(
         "refusing to serve the agent gateway on ", std::string(agent_listen),
         " without credentials: it is not a loopback address, so anyone who can reach it could "
         "feed histograms as any agent. Give a tokens file with `agent` tokens (--auth-tokens "
-        "FILE or auth.tokens_file, see docs/agents.md), listen on 127.0.0.1 or on unix:PATH"));
+        "FILE or auth.tokens_file) or client certificates mapped to the agent role "
+        "(--tls-client-ca FILE and auth.client_certificates), see docs/agents.md, or listen on "
+        "127.0.0.1 or on unix:PATH"));
   }
-  auto tokens = auth::TokenSet::Load(config.tokens_file);
-  if (!tokens.ok()) {
-    return Status(tokens.status().code(),
-                  absl::StrCat("auth.tokens_file: ", tokens.status().message()));
+  auth::TokenSet tokens;
+  if (!config.tokens_file.empty()) {
+    auto loaded = auth::TokenSet::Load(config.tokens_file);
+    if (!loaded.ok()) {
+      return Status(loaded.status().code(),
+                    absl::StrCat("auth.tokens_file: ", loaded.status().message()));
+    }
+    tokens = *std::move(loaded);
+  }
+  auth::ClientCertificateMap certificates;
+  if (with_certificates) {
+    HW_ASSIGN_OR_RETURN(certificates, CertificateRoles(config));
   }
   for (auth::RefusalReason r : auth::kAllRefusalReasons) {
     metrics->DeclareAuthFailureReason(auth::RefusalReasonName(r));
   }
+  if (!config.tokens_file.empty() && tls.cert_file.empty() && !unix_socket &&
+      !auth::IsLoopbackListenAddress(agent_listen)) {
+    spdlog::warn(
+        "agent gateway on {} checks tokens but does not speak TLS: the agents' secrets cross the "
+        "network in plaintext (give --tls-cert and --tls-key, see docs/security.md)",
+        agent_listen);
+  }
   auto listener = [metrics](const auth::Refusal& r) {
     metrics->RecordAuthFailure(auth::RefusalReasonName(r.reason));
     if (!r.log) return;
+    std::string who;
+    if (r.token != nullptr) {
+      who = absl::StrCat(" (token '", r.token->name, "', role ",
+                         std::string(auth::RoleName(r.token->role)), ")");
+    } else if (r.certificate != nullptr) {
+      who = absl::StrCat(" (client certificate '", r.certificate->name, "', role ",
+                         std::string(auth::RoleName(r.certificate->role)), ")");
+    } else if (r.reason == auth::RefusalReason::kUnmappedCertificate) {
+      who = absl::StrCat(" (client certificate '",
+                         r.certificate_name.empty() ? "(no valid commonName)" : r.certificate_name,
+                         "')");
+    }
     spdlog::warn(
         "agent gateway: refused {} from {}: {}{}; further refusals of this peer are counted, "
         "logged at most once a minute",
-        r.method, r.peer_host, auth::RefusalReasonName(r.reason),
-        r.token != nullptr ? absl::StrCat(" (token '", r.token->name, "', role ",
-                                          std::string(auth::RoleName(r.token->role)), ")")
-                           : std::string());
+        r.method, r.peer_host, auth::RefusalReasonName(r.reason), who);
   };
-  return std::make_shared<const auth::GrpcAuthorizer>(
-      *std::move(tokens), auth::AgentListenerAccessTable(), std::move(listener));
+  return std::make_shared<const auth::GrpcAuthorizer>(std::move(tokens), std::move(certificates),
+                                                      auth::AgentListenerAccessTable(),
+                                                      std::move(listener));
 }
 
 web::RequestGate MakeWebGate(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,

@@ -62,13 +62,17 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const Tl
 // a minute. Without `authorizer` (loopback, no tokens file): an empty gate, every request served.
 // Thread-safety: the gate is called concurrently by the HTTP server's threads; it is safe.
 // The agent listener's credential check (agents.listen; docs/agents.md): with auth.tokens_file
-// set, an authorizer over auth::AgentListenerAccessTable() (every AgentGateway method needs a
-// token of role `agent`) whose refusals are counted in heapwatch_auth_failures_total{reason} and
-// logged once per peer host per minute. Without it: null (no check) for a UNIX socket or a
-// loopback TCP address. Errors: FailedPrecondition for a non-loopback TCP address without a tokens
-// file; the tokens file's errors prefixed with "auth.tokens_file: ".
+// set, or (TCP only) tls.client_ca_file with auth.client_certificates, an authorizer over
+// auth::AgentListenerAccessTable() (every AgentGateway method needs a token, or a verified client
+// certificate mapped, of role `agent`) whose refusals are counted in
+// heapwatch_auth_failures_total{reason} and logged once per peer host per minute. Without either:
+// null (no check) for a UNIX socket or a loopback TCP address. The listener's TLS itself comes from
+// MakeQueryCredentials (same files as the query listener). Errors: FailedPrecondition for a
+// non-loopback TCP address without credentials; the tokens file's errors prefixed with
+// "auth.tokens_file: "; InvalidArgument for a bad auth.client_certificates entry.
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
-    const AuthConfig& config, std::string_view agent_listen, Metrics* metrics);
+    const AuthConfig& config, const TlsConfig& tls, std::string_view agent_listen,
+    Metrics* metrics);
 
 web::RequestGate MakeWebGate(std::shared_ptr<const auth::GrpcAuthorizer> authorizer,
                              Metrics* metrics);

@@ -1235,7 +1235,7 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   if (!config.agents.listen.empty()) {
     HW_ASSIGN_OR_RETURN(
         std::shared_ptr<const auth::GrpcAuthorizer> agent_authorizer,
-        MakeAgentAuthorizer(config.auth, config.agents.listen, &impl->metrics));
+        MakeAgentAuthorizer(config.auth, config.tls, config.agents.listen, &impl->metrics));
     AgentGatewayOptions gateway;
     gateway.listen = config.agents.listen;
     gateway.heartbeat_interval = config.agents.heartbeat_interval;
@@ -1244,6 +1244,10 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     gateway.histogram_interval = config.collection.interval;
     gateway.pause_budget = config.collection.pause_budget;
     gateway.limits = config.grpc;
+    if (!config.agents.listen.starts_with("unix:")) {
+      // TLS of a TCP agent listener: the query listener's files (tls.*).
+      HW_ASSIGN_OR_RETURN(gateway.credentials, MakeQueryCredentials(config.tls, config.auth));
+    }
     impl->gateway_sink = std::make_unique<Impl::GatewaySink>(impl.get());
     HW_ASSIGN_OR_RETURN(impl->gateway,
                         AgentGateway::Start(gateway, impl->store.get(), impl->gateway_sink.get(),
