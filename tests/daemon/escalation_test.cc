@@ -553,6 +553,12 @@ TEST_F(EscalationJvmTest, AnalysedDumpsHandTheirAccumulationPointsToTheListener)
   EXPECT_EQ(got.points[0].suspect_class, "HwSession");
   EXPECT_EQ(got.points[0].object_class, top.class_name());
   EXPECT_EQ(got.points[0].object_id, absl::StrCat("0x", absl::Hex(top.object_id())));
+  std::vector<std::string> stored_dominators;
+  for (uint64_t d : report->accumulation_points(0).dominator_object_ids()) {
+    stored_dominators.push_back(absl::StrCat("0x", absl::Hex(d)));
+  }
+  EXPECT_FALSE(stored_dominators.empty());
+  EXPECT_EQ(got.points[0].dominator_ids, stored_dominators);
 
   auto latest = escalation_->LatestAnalysedDump(kAgent);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -562,6 +568,7 @@ TEST_F(EscalationJvmTest, AnalysedDumpsHandTheirAccumulationPointsToTheListener)
   EXPECT_EQ((*latest)->points[0].suspect_class, got.points[0].suspect_class);
   EXPECT_EQ((*latest)->points[0].object_id, got.points[0].object_id);
   EXPECT_EQ((*latest)->points[0].object_class, got.points[0].object_class);
+  EXPECT_EQ((*latest)->points[0].dominator_ids, got.points[0].dominator_ids);
   auto none = escalation_->LatestAnalysedDump(kOther);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_FALSE(none->has_value());
