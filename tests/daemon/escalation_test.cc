@@ -30,6 +30,7 @@
 #include "heapwatch/records/v1/records.pb.h"
 #include "proto/time_util.h"
 #include "tests/daemon/test_jvm.h"
+#include "tests/daemon/test_store.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -106,19 +107,14 @@ diff::Suspect SuspectOf(const std::string& name, absl::Time first_seen,
 class EscalationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/heapwatch-escalation-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    storage::StoreOptions options;
-    options.dir = dir_ + "/data";
-    options.background_retention = false;
-    auto store = storage::SnapshotStore::Open(options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    dir_ = heapwatch::testing::MakeTestDir("escalation");
+    ASSERT_FALSE(dir_.empty());
     AgentInfo info;
     info.id = kAgent;
     info.pid = 42;
-    ASSERT_TRUE(store_->PutAgent(info).ok());
+    auto store = heapwatch::testing::OpenTestStore(dir_, {info});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
   }
   void TearDown() override {
     gate_.ReleaseAll();
