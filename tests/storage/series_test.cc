@@ -157,7 +157,7 @@ TYPED_TEST_SUITE(SeriesStoreTest, SeriesKinds, SeriesName);
 
 TYPED_TEST(SeriesStoreTest, PointsRoundTripInTimeOrderAndSurviveReopen) {
   using S = TypeParam;
-  TempDir tmp;
+  TempDir tmp(testing::MemoryTempBase());  // the subject is the series, not the disk
   {
     auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
     ASSERT_TRUE(store->PutAgent(Agent("a")).ok());
@@ -198,7 +198,7 @@ TYPED_TEST(SeriesStoreTest, PointsRoundTripInTimeOrderAndSurviveReopen) {
 
 TYPED_TEST(SeriesStoreTest, UnknownAgentsAndBadInput) {
   using S = TypeParam;
-  TempDir tmp;
+  TempDir tmp(testing::MemoryTempBase());  // the subject is the series, not the disk
   auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
   EXPECT_TRUE(absl::IsNotFound(S::Append(*store, AgentId("nobody"), S::At(1))));
   EXPECT_TRUE(absl::IsNotFound(this->ReadAll(*store, "nobody").status()));
@@ -213,7 +213,7 @@ TYPED_TEST(SeriesStoreTest, UnknownAgentsAndBadInput) {
 
 TYPED_TEST(SeriesStoreTest, AgeRetentionAndDeleteAgentTakeThePointsAlong) {
   using S = TypeParam;
-  TempDir tmp;
+  TempDir tmp(testing::MemoryTempBase());  // the subject is the series, not the disk
   FakeClock clock(T0());
   auto o = TestOptions(tmp.path());
   o.clock = &clock;
@@ -248,7 +248,7 @@ TYPED_TEST(SeriesStoreTest, AgeRetentionAndDeleteAgentTakeThePointsAlong) {
 
 TYPED_TEST(SeriesStoreTest, SizeRetentionDeletesThePointsOfTheDeletedSnapshots) {
   using S = TypeParam;
-  TempDir tmp;
+  TempDir tmp(testing::MemoryTempBase());  // the subject is the series, not the disk
   constexpr int kSteps = 200;
   FakeClock clock(T0() + absl::Minutes(kSteps));  // nothing is old enough for age retention
   auto o = TestOptions(tmp.path());
