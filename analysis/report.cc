@@ -49,22 +49,8 @@ class Describer {
   }
 
   GcRootPathReport Path(const std::vector<GraphPath>& paths) const {
-    GcRootPathReport report;
-    if (paths.empty()) return report;
-    const GraphPath& path = paths.front();
-    report.found = true;
-    report.strong = path.weak_references == 0;
-    for (size_t i = 0; i < path.steps.size(); ++i) {
-      PathStepReport step;
-      if (i > 0) {
-        const GraphPathStep& from = path.steps[i - 1];
-        step.reference = graph_.DescribeReference(from.object, from.edge);
-        step.weak = from.weak;
-      }
-      step.object = Summary(path.steps[i].object);
-      report.steps.push_back(std::move(step));
-    }
-    return report;
+    if (paths.empty()) return GcRootPathReport();
+    return PathReport(graph_, paths.front(), [this](ObjectIndex v) { return Summary(v); });
   }
 
  private:
@@ -203,6 +189,32 @@ StatusOr<SuspectReport> AnalyzeSuspect(const HeapGraph& graph, const DominatorTr
 }
 
 }  // namespace
+
+GcRootPathReport PathReport(const HeapGraph& graph, const GraphPath& path,
+                            const std::function<ObjectSummary(ObjectIndex)>& summary) {
+  GcRootPathReport report;
+  report.found = true;
+  report.strong = path.weak_references == 0;
+  const size_t n = path.steps.size();
+  const bool shorten = n > kPathHeadSteps + kPathTailSteps;
+  if (shorten) {
+    report.elided_steps = n - kPathHeadSteps - kPathTailSteps;
+    report.elided_after = kPathHeadSteps;
+  }
+  report.steps.reserve(shorten ? kPathHeadSteps + kPathTailSteps : n);
+  for (size_t i = 0; i < n; ++i) {
+    if (shorten && i == kPathHeadSteps) i = n - kPathTailSteps;  // skip the middle
+    PathStepReport step;
+    if (i > 0) {
+      const GraphPathStep& from = path.steps[i - 1];
+      step.reference = graph.DescribeReference(from.object, from.edge);
+      step.weak = from.weak;
+    }
+    step.object = summary(path.steps[i].object);
+    report.steps.push_back(std::move(step));
+  }
+  return report;
+}
 
 std::vector<ObjectSummary> SummarizeObjects(const HeapGraph& graph, const RetainedSizes& retained,
                                             std::span<const ObjectIndex> objects) {

@@ -41,6 +41,7 @@
 
 #include "analysis/dominator_tree.h"
 #include "analysis/dynamic_size.h"
+#include "analysis/gc_root_paths.h"
 #include "analysis/heap_graph.h"
 #include "analysis/retained_size.h"
 #include "common/status.h"
@@ -100,12 +101,25 @@ struct PathStepReport {
   ObjectSummary object;
 };
 
+// A path of more than kPathHeadSteps + kPathTailSteps steps is kept shortened (PathReport): its
+// first kPathHeadSteps steps (from the GC root) and its last kPathTailSteps steps (to the object),
+// the steps between only counted. A heap may hold a chain of millions of objects (a linked list);
+// a report naming every step would outgrow gRPC's 4 MiB message limit (a leak at the end of a
+// 100,000-object chain made a 3.5 MB DrillDownReport; tests/proto/report_proto_test.cc).
+inline constexpr size_t kPathHeadSteps = 32;
+inline constexpr size_t kPathTailSteps = 32;
+
 // The shortest path from a GC root to an object. `strong` is false when every path needs a weak
 // reference.
 struct GcRootPathReport {
   bool found = false;  // false for an unreachable object
   bool strong = true;
   std::vector<PathStepReport> steps;  // steps.front() is the GC root, steps.back() the object
+  // A shortened path: `elided_steps` steps left out between steps[elided_after - 1] and
+  // steps[elided_after] (the first left-out step's reference is from steps[elided_after - 1], and
+  // steps[elided_after].reference is from the last left-out step). 0 for a whole path.
+  uint64_t elided_steps = 0;
+  size_t elided_after = 0;
 };
 
 // MAT's immediate_dominators row: instances grouped by the class of their (non-excluded) dominator.
@@ -240,6 +254,14 @@ struct ReportOptions {
 std::vector<ObjectSummary> SummarizeObjects(const HeapGraph& graph,
                                             const RetainedSizes& retained_sizes,
                                             std::span<const ObjectIndex> objects);
+
+// The report of `path` (one of ShortestPathsFromGcRoots over `graph`): found, strong unless the
+// path has a weak reference, each kept step's reference named by HeapGraph::DescribeReference and
+// its object by `summary`; a path of more than kPathHeadSteps + kPathTailSteps steps shortened to
+// its first kPathHeadSteps and last kPathTailSteps steps (elided_steps, elided_after). O(kept
+// steps): the steps left out are neither named nor summarised. REQUIRES: path.steps not empty.
+GcRootPathReport PathReport(const HeapGraph& graph, const GraphPath& path,
+                            const std::function<ObjectSummary(ObjectIndex)>& summary);
 
 // Dump-wide counts of `graph`, reachability as in `tree` (ComputeDominatorTree of the graph).
 // O(objects).

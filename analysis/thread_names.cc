@@ -3,49 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace heapwatch::analysis {
 namespace {
-
-// Decodes one UTF-8 code point at s[*i] (advancing *i); 0xFFFD for an invalid sequence (one byte
-// consumed).
-uint32_t NextCodePoint(std::string_view s, size_t* i) {
-  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  const uint8_t c = b(*i);
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (c < 0x80) {
-    ++*i;
-    return c;
-  } else if ((c & 0xE0) == 0xC0) {
-    n = 1, cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 2, cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 3, cp = c & 0x07;
-  } else {
-    ++*i;
-    return 0xFFFD;
-  }
-  if (*i + n >= s.size()) {  // the sequence runs past the end
-    ++*i;
-    return 0xFFFD;
-  }
-  for (size_t k = 1; k <= n; ++k) {
-    if ((b(*i + k) & 0xC0) != 0x80) {
-      ++*i;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (b(*i + k) & 0x3F);
-  }
-  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++*i;
-    return 0xFFFD;
-  }
-  *i += n + 1;
-  return cp;
-}
 
 bool Unsafe(uint32_t cp) {
   return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) ||       // C0, DEL, C1
@@ -53,24 +14,6 @@ bool Unsafe(uint32_t cp) {
          (cp >= 0x2066 && cp <= 0x2069) ||                // bidi isolates
          cp == 0x200E || cp == 0x200F || cp == 0x061C ||  // bidi marks
          cp == 0x2028 || cp == 0x2029;                    // line and paragraph separators
-}
-
-void AppendUtf8(std::string* out, uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 }  // namespace
@@ -138,7 +81,8 @@ std::string ThreadNameForReport(std::string_view utf8, bool truncated, ThreadNam
       truncated = true;
       break;
     }
-    uint32_t cp = NextCodePoint(utf8, &i);
+    uint32_t cp = 0;
+    DecodeUtf8(utf8, &i, &cp);  // U+FFFD for an ill-formed sequence
     if (Unsafe(cp)) cp = 0xFFFD;
     const bool digit = cp >= '0' && cp <= '9';
     if (privacy == ThreadNamePrivacy::kMasked && digit) {
@@ -150,7 +94,7 @@ std::string ThreadNameForReport(std::string_view utf8, bool truncated, ThreadNam
       continue;
     }
     in_digits = false;
-    AppendUtf8(&out, cp);
+    AppendUtf8(cp, &out);
     ++chars;
   }
   if (truncated) out += "...";

@@ -41,7 +41,12 @@ json PathJson(const v1::GcRootPath& p) {
     steps.push_back(
         {{"reference", s.reference()}, {"weak", s.weak()}, {"object", ObjectJson(s.object())}});
   }
-  return {{"found", p.found()}, {"strong", p.strong()}, {"steps", std::move(steps)}};
+  json out = {{"found", p.found()}, {"strong", p.strong()}, {"steps", std::move(steps)}};
+  if (p.elided_steps() > 0) {  // a shortened path: the steps left out after steps[elided_after - 1]
+    out["elided_steps"] = p.elided_steps();
+    out["elided_after"] = p.elided_after();
+  }
+  return out;
 }
 
 json LeakPatternsJson(const google::protobuf::RepeatedPtrField<v1::LeakPatternMatch>& matches) {

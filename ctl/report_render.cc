@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/number_text.h"
 #include "ctl/output.h"
 #include "ctl/rpc.h"  // ClassChangeName
 #include "proto/time_util.h"
@@ -99,7 +100,8 @@ std::string Indent(const std::string& text, const std::string& prefix) {
 }
 
 // One line per step: "GC root (sticky class) com.example.App@0x1000 (1.2 KiB)" for the root, then
-// "static SESSIONS -> java.util.ArrayList@0x2000 (5.3 MiB)".
+// "static SESSIONS -> java.util.ArrayList@0x2000 (5.3 MiB)"; a shortened path has the line
+// "... 1,234 steps ..." where its steps were left out.
 std::string PathText(const v1::GcRootPath& path, const std::string& indent) {
   if (!path.found() || path.steps_size() == 0) {
     return absl::StrCat(indent, "(no GC root reaches it)\n");
@@ -112,6 +114,9 @@ std::string PathText(const v1::GcRootPath& path, const std::string& indent) {
   }
   for (int i = 0; i < path.steps_size(); ++i) {
     const v1::PathStep& step = path.steps(i);
+    if (path.elided_steps() > 0 && i > 0 && static_cast<uint32_t>(i) == path.elided_after()) {
+      absl::StrAppend(&text, indent, "... ", GroupedDigits(path.elided_steps()), " steps ...\n");
+    }
     std::string object = absl::StrCat(ObjectName(step.object()), " (",
                                       HumanBytes(D(step.object().retained_bytes())), ")");
     if (i == 0) {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "auth/tls.h"
 #include "auth/tokens.h"
+#include "common/utf8.h"
 #include "daemon/config_fields.h"
 #include "yaml-cpp/yaml.h"
 
@@ -105,37 +106,22 @@ Status ReadMap(const YAML::Node& node, const std::string& path, const FieldMap& 
 // a comment is kept by yaml-cpp's parser but read back as a line break; found by
 // fuzz/config_fuzzer.cc).
 Status NoControlCharacters(const YAML::Node& node, std::string_view path, const std::string& s) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Located(node, path), " must not contain control characters (byte 0x",
-                       absl::Hex(c, absl::kZeroPad2), " at offset ", i, ")"));
-    }
-    if (c < 0x80) continue;
-    // Strict UTF-8 (RFC 3629 section 4): yaml-cpp's emitter decodes invalid sequences leniently (an
+  for (size_t i = 0; i < s.size();) {
+    const size_t at = i;
+    const auto c = static_cast<unsigned char>(s[at]);
+    uint32_t cp = 0;
+    // Strict UTF-8 (common/utf8.h): yaml-cpp's emitter decodes invalid sequences leniently (an
     // overlong 0xC0 0x96 is written back as the control character 0x16; also found by the fuzzer).
-    const int n = c >= 0xC2 && c <= 0xDF   ? 1
-                  : c >= 0xE0 && c <= 0xEF ? 2
-                  : c >= 0xF0 && c <= 0xF4 ? 3
-                                           : -1;
-    bool ok = n > 0 && i + n < s.size();
-    uint32_t cp = n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
-    for (int k = 1; ok && k <= n; ++k) {
-      const auto t = static_cast<unsigned char>(s[i + k]);
-      ok = (t & 0xC0) == 0x80;
-      cp = (cp << 6) | (t & 0x3F);
-    }
-    if (ok) {
-      ok = !(n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) &&
-           !(n == 3 && (cp < 0x10000 || cp > 0x10FFFF));
-    }
-    if (!ok) {
+    if (!DecodeUtf8(s, &i, &cp)) {
       return absl::InvalidArgumentError(
           absl::StrCat(Located(node, path), " must be valid UTF-8 (byte 0x",
-                       absl::Hex(c, absl::kZeroPad2), " at offset ", i, ")"));
+                       absl::Hex(c, absl::kZeroPad2), " at offset ", at, ")"));
     }
-    i += n;
+    if ((cp < 0x20 && cp != '\t') || cp == 0x7f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Located(node, path), " must not contain control characters (byte 0x",
+                       absl::Hex(c, absl::kZeroPad2), " at offset ", at, ")"));
+    }
   }
   return absl::OkStatus();
 }

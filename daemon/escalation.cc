@@ -34,6 +34,16 @@ void SortPoints(std::vector<diff::LeakDetector::AccumulationPoint>* points) {
             [](const auto& x, const auto& y) { return x.suspect_class < y.suspect_class; });
 }
 
+std::optional<diff::LeakDetector::AccumulationPoint> DetectorAccumulationPoint(
+    const v1::DrillDownReport& report) {
+  if (report.accumulation_points().empty()) return std::nullopt;
+  const v1::AccumulationPoint& top = report.accumulation_points(0);
+  diff::LeakDetector::AccumulationPoint point{
+      report.class_name(), ObjectIdText(top.object().object_id()), top.object().class_name()};
+  for (uint64_t d : top.dominator_object_ids()) point.dominator_ids.push_back(ObjectIdText(d));
+  return point;
+}
+
 // ---- records and budgets ----
 
 void Escalation::Impl::Persist(const Job& job) {
@@ -448,14 +458,8 @@ StatusOr<std::optional<AnalysedDump>> Escalation::LatestAnalysedDump(const Agent
       if (!report.ok() && report.status().code() != absl::StatusCode::kDataLoss) {
         return report.status();
       }
-      if (!report.ok() || report->accumulation_points().empty()) continue;
-      const v1::DrillDownReport& r = *report;
-      const v1::HeapObject& o = r.accumulation_points(0).object();
-      auto& p = out.points.emplace_back(
-          diff::LeakDetector::AccumulationPoint{c, ObjectIdText(o.object_id()), o.class_name()});
-      for (uint64_t d : r.accumulation_points(0).dominator_object_ids()) {
-        p.dominator_ids.push_back(ObjectIdText(d));
-      }
+      if (!report.ok()) continue;
+      if (auto point = DetectorAccumulationPoint(*report)) out.points.push_back(std::move(*point));
     }
     SortPoints(&out.points);
     return std::optional<AnalysedDump>(std::move(out));

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -126,6 +127,13 @@ struct Escalation::Impl {
 // "0x7f0012345678": how an accumulation point's object id is named to the leak detector.
 std::string ObjectIdText(uint64_t id);
 void SortPoints(std::vector<diff::LeakDetector::AccumulationPoint>* points);
+// The accumulation point the leak detector gets for a drill-down report's class
+// (diff::LeakDetector::SetAccumulationPoints): the report's first (heaviest) accumulation point,
+// named by ObjectIdText, with its dominators' ids, immediate dominator first. nullopt when the
+// report names no accumulation point. Built from the stored report, so a freshly analysed dump
+// (escalation_worker.cc) and one read back from the store (LatestAnalysedDump) give the same point.
+std::optional<diff::LeakDetector::AccumulationPoint> DetectorAccumulationPoint(
+    const v1::DrillDownReport& report);
 
 }  // namespace heapwatch::daemon
 

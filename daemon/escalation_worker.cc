@@ -410,14 +410,9 @@ void Escalation::Impl::Analyse(const std::shared_ptr<Job>& job,
   if (analysis.ok()) {
     built = BuildAnalysisRecords(*records, *store, id, *analysis, suspects, &record);
     missing = analysis->missing_classes;
-    for (const analysis::SuspectReport& s : analysis->suspects) {
-      if (s.accumulation_points.empty()) continue;
-      const analysis::ObjectSummary& o = s.accumulation_points.front().object;
-      auto& p = points.points.emplace_back(diff::LeakDetector::AccumulationPoint{
-          s.class_name, ObjectIdText(o.object_id), o.class_name});
-      for (uint64_t d : s.accumulation_points.front().dominator_ids) {
-        p.dominator_ids.push_back(ObjectIdText(d));
-      }
+    // From the reports as they are stored, so LatestAnalysedDump reads back the same points.
+    for (const v1::DrillDownReport& r : built->reports) {
+      if (auto point = DetectorAccumulationPoint(r)) points.points.push_back(std::move(*point));
     }
     SortPoints(&points.points);
   }

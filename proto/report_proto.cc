@@ -50,6 +50,10 @@ v1::GcRootPath ToProto(const analysis::GcRootPathReport& path) {
     s->set_weak(step.weak);
     *s->mutable_object() = ToProto(step.object);
   }
+  if (path.elided_steps > 0) {
+    out.set_elided_steps(path.elided_steps);
+    out.set_elided_after(static_cast<uint32_t>(path.elided_after));
+  }
   return out;
 }
 

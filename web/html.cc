@@ -8,37 +8,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/utf8.h"
 
 namespace heapwatch::web {
 namespace {
 
-// Length of the valid UTF-8 sequence at text[i] (1-4), or 0 when it is not valid (RFC 3629 section
-// 4: no overlong forms, no surrogates, nothing above U+10FFFF).
+// Length of the valid UTF-8 sequence at text[i] (1-4), or 0 when it is not valid (strict UTF-8,
+// common/utf8.h: no overlong forms, no surrogates, nothing above U+10FFFF).
 size_t Utf8Length(std::string_view text, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > text.size()) return 0;
-  if (b(1) < lo || b(1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
-    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
-  }
-  return n;
+  size_t end = i;
+  uint32_t code_point = 0;
+  return DecodeUtf8(text, &end, &code_point) ? end - i : 0;
 }
 
 }  // namespace

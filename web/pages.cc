@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/number_text.h"
 #include "web/html.h"
 
 namespace heapwatch::web {
@@ -162,6 +163,11 @@ std::string PathHtml(const v1::GcRootPath& path) {
   std::string out = "<ol class=\"path\">";
   for (int i = 0; i < path.steps_size(); ++i) {
     const v1::PathStep& s = path.steps(i);
+    // A shortened path (heapwatch.proto GcRootPath.elided_steps): the steps left out, counted.
+    if (path.elided_steps() > 0 && i > 0 && static_cast<uint32_t>(i) == path.elided_after()) {
+      absl::StrAppend(&out, "<li class=\"muted elided\">... ", GroupedDigits(path.elided_steps()),
+                      " steps ...</li>");
+    }
     out += "<li>";
     if (i == 0) {
       absl::StrAppend(&out, "GC root", s.object().gc_root_kind().empty() ? "" : " (",

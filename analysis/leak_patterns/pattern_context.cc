@@ -125,21 +125,8 @@ ObjectSummary PatternContext::Summary(ObjectIndex v) const {
 StatusOr<GcRootPathReport> PatternContext::PathTo(ObjectIndex v) const {
   HW_ASSIGN_OR_RETURN(std::vector<GraphPath> paths,
                       ShortestPathsFromGcRoots(graph_.graph(), graph_.root_objects(), v, 1));
-  GcRootPathReport report;
-  if (paths.empty()) return report;
-  const GraphPath& path = paths.front();
-  report.found = true;
-  report.strong = path.weak_references == 0;
-  for (size_t i = 0; i < path.steps.size(); ++i) {
-    PathStepReport step;
-    if (i > 0) {
-      step.reference = graph_.DescribeReference(path.steps[i - 1].object, path.steps[i - 1].edge);
-      step.weak = path.steps[i - 1].weak;
-    }
-    step.object = Summary(path.steps[i].object);
-    report.steps.push_back(std::move(step));
-  }
-  return report;
+  if (paths.empty()) return GcRootPathReport();
+  return PathReport(graph_, paths.front(), [this](ObjectIndex v) { return Summary(v); });
 }
 
 void PatternContext::AppendStep(GcRootPathReport* path, ObjectIndex from, uint64_t edge,

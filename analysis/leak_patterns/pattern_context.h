@@ -52,8 +52,8 @@ class PatternContext {
   std::string StaticFieldHolding(ObjectIndex v) const;
 
   ObjectSummary Summary(ObjectIndex v) const;
-  // The shortest path from a GC root to `v` (analysis/gc_root_paths.h), named; found = false when
-  // none. O(objects + references).
+  // The shortest path from a GC root to `v` (analysis/gc_root_paths.h), named, and shortened when
+  // long (analysis/report.h PathReport); found = false when none. O(objects + references).
   StatusOr<GcRootPathReport> PathTo(ObjectIndex v) const;
   // Appends to `path` (which must end at `from`) the step from `from` through `edge`.
   void AppendStep(GcRootPathReport* path, ObjectIndex from, uint64_t edge, ObjectIndex to) const;

@@ -76,6 +76,10 @@ TEST(JavaPropertiesTest, FindsEscapedValues) {
   EXPECT_EQ(FindJavaProperty(text, "empty"), "");
   EXPECT_EQ(FindJavaProperty(text, "missing"), std::nullopt);
   EXPECT_EQ(FindJavaProperty("#only a comment\n", "x"), std::nullopt);
+  // A lone surrogate (a Java String may hold one) becomes U+FFFD: the value stays valid UTF-8.
+  EXPECT_EQ(FindJavaProperty("lone=a\\uDE00b\n", "lone"),
+            "a\xef\xbf\xbd"
+            "b");
 }
 
 TEST(AgentInfoTest, FromRealJvm) {

@@ -294,6 +294,21 @@ TEST(RenderReport, AClassLoaderLeakShowsItsLoadersAndPinnedLoadersNotInstances) 
               HasSubstr("No class loader pinned by a thread or a JVM-wide registry"));
 }
 
+// A path stored shortened (heapwatch.proto GcRootPath.elided_steps) shows the gap, counted, where
+// the steps were left out.
+TEST(RenderReport, AShortenedPathShowsHowManyStepsWereLeftOut) {
+  v1::DrillDownReport r = Report();
+  v1::GcRootPath* path = r.mutable_shortest_path();  // root, SESSIONS, elementData, [0]
+  path->set_elided_steps(1234);
+  path->set_elided_after(2);
+  const std::string text = RenderReport(r);
+  EXPECT_THAT(text, HasSubstr("  static SESSIONS -> java.util.ArrayList@0x2000 (5.3 MiB)\n"
+                              "  ... 1,234 steps ...\n"
+                              "  field elementData -> java.lang.Object[]@0x3000 (5.3 MiB)\n"));
+  // A whole path has no such line.
+  EXPECT_THAT(RenderReport(Report()), Not(HasSubstr(" steps ...")));
+}
+
 TEST(RenderReport, SaysWhatIsMissing) {
   v1::DrillDownReport r = Report();
   r.clear_accumulation_points();

@@ -19,6 +19,7 @@
 #include "daemon/escalation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/daemon/test_store.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -60,19 +61,14 @@ class FileDumpSource final : public DumpSource {
 class DumpSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/heapwatch-dump-source-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    storage::StoreOptions options;
-    options.dir = dir_ + "/data";
-    options.background_retention = false;
-    auto store = storage::SnapshotStore::Open(options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    dir_ = heapwatch::testing::MakeTestDir("dump-source");
+    ASSERT_FALSE(dir_.empty());
     AgentInfo info;
     info.id = kAgent;
     info.kind = AgentKind::kRegistered;
-    ASSERT_TRUE(store_->PutAgent(info).ok());
+    auto store = heapwatch::testing::OpenTestStore(dir_, {info});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
   }
   void TearDown() override {
     escalation_.reset();

@@ -30,6 +30,7 @@
 #include "heapwatch/records/v1/records.pb.h"
 #include "proto/time_util.h"
 #include "tests/daemon/test_jvm.h"
+#include "tests/daemon/test_store.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -106,19 +107,14 @@ diff::Suspect SuspectOf(const std::string& name, absl::Time first_seen,
 class EscalationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/heapwatch-escalation-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    storage::StoreOptions options;
-    options.dir = dir_ + "/data";
-    options.background_retention = false;
-    auto store = storage::SnapshotStore::Open(options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    dir_ = heapwatch::testing::MakeTestDir("escalation");
+    ASSERT_FALSE(dir_.empty());
     AgentInfo info;
     info.id = kAgent;
     info.pid = 42;
-    ASSERT_TRUE(store_->PutAgent(info).ok());
+    auto store = heapwatch::testing::OpenTestStore(dir_, {info});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
   }
   void TearDown() override {
     gate_.ReleaseAll();
@@ -553,6 +549,12 @@ TEST_F(EscalationJvmTest, AnalysedDumpsHandTheirAccumulationPointsToTheListener)
   EXPECT_EQ(got.points[0].suspect_class, "HwSession");
   EXPECT_EQ(got.points[0].object_class, top.class_name());
   EXPECT_EQ(got.points[0].object_id, absl::StrCat("0x", absl::Hex(top.object_id())));
+  std::vector<std::string> stored_dominators;
+  for (uint64_t d : report->accumulation_points(0).dominator_object_ids()) {
+    stored_dominators.push_back(absl::StrCat("0x", absl::Hex(d)));
+  }
+  EXPECT_FALSE(stored_dominators.empty());
+  EXPECT_EQ(got.points[0].dominator_ids, stored_dominators);
 
   auto latest = escalation_->LatestAnalysedDump(kAgent);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -562,6 +564,7 @@ TEST_F(EscalationJvmTest, AnalysedDumpsHandTheirAccumulationPointsToTheListener)
   EXPECT_EQ((*latest)->points[0].suspect_class, got.points[0].suspect_class);
   EXPECT_EQ((*latest)->points[0].object_id, got.points[0].object_id);
   EXPECT_EQ((*latest)->points[0].object_class, got.points[0].object_class);
+  EXPECT_EQ((*latest)->points[0].dominator_ids, got.points[0].dominator_ids);
   auto none = escalation_->LatestAnalysedDump(kOther);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_FALSE(none->has_value());

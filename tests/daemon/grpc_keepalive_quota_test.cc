@@ -24,7 +24,7 @@
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
 #include "reflection_subset.pb.h"
-#include "tests/daemon/query_fixture.h"
+#include "tests/daemon/grpc_server_fixture.h"
 
 namespace heapwatch::daemon {
 namespace {
@@ -33,10 +33,7 @@ namespace v1 = ::heapwatch::v1;
 namespace health = ::grpc::health::v1;
 namespace refl = ::heapwatch::test::reflection;
 using Clock = std::chrono::steady_clock;
-
-std::chrono::system_clock::time_point In(std::chrono::milliseconds d) {
-  return std::chrono::system_clock::now() + d;
-}
+using heapwatch::testing::In;
 
 // gRPC core's log lines (gpr_log), kept while a LogCapture lives; the client transport says there
 // why it lost its connection. Every line is still written to stderr, as gRPC's default does (its
@@ -134,36 +131,7 @@ class OpenWatch {
   std::thread thread_;
 };
 
-class GrpcKeepaliveQuotaTest : public heapwatch::testing::QueryFixture {
- protected:
-  void Restart(const GrpcLimits& limits) {
-    ASSERT_TRUE(ValidateGrpcLimits(limits).ok());
-    server_.reset();
-    auto server = QueryServer::Start("127.0.0.1:0", store_.get(), &agents_, &metrics_, nullptr,
-                                     nullptr, nullptr, limits);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    address_ = absl::StrCat("127.0.0.1:", server_->port());
-  }
-
-  grpc::Status ListAgents(const std::shared_ptr<grpc::Channel>& channel) {
-    auto stub = v1::QueryService::NewStub(channel);
-    grpc::ClientContext context;
-    context.set_deadline(In(std::chrono::seconds(10)));
-    v1::ListAgentsResponse response;
-    grpc::Status s = stub->ListAgents(&context, v1::ListAgentsRequest(), &response);
-    if (s.ok() && response.agents_size() != 2) return grpc::Status(grpc::INTERNAL, "wrong answer");
-    return s;
-  }
-
-  double Faults(std::string_view reason) {
-    const std::string text = metrics_.ExpositionText();
-    const std::string key =
-        absl::StrCat("heapwatch_faults_total{reason=\"", std::string(reason), "\"} ");
-    size_t at = text.find(key);
-    return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
-  }
-};
+using GrpcKeepaliveQuotaTest = heapwatch::testing::GrpcServerFixture;
 
 // gRPC C-core clients never ping more often than once a second while they have a call open (and
 // once in two hours without one, unless GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS; gRPC 1.51 chttp2

@@ -18,17 +18,14 @@
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
 #include "reflection_subset.pb.h"
-#include "tests/daemon/query_fixture.h"
+#include "tests/daemon/grpc_server_fixture.h"
 
 namespace heapwatch::daemon {
 namespace {
 
 namespace v1 = ::heapwatch::v1;
 using Clock = std::chrono::steady_clock;
-
-std::chrono::system_clock::time_point In(std::chrono::milliseconds d) {
-  return std::chrono::system_clock::now() + d;
-}
+using heapwatch::testing::In;
 
 // A channel of its own: distinct channel arguments give it its own TCP connection.
 std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address, int id) {
@@ -38,40 +35,7 @@ std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address, int id) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
-class GrpcLimitsTest : public heapwatch::testing::QueryFixture {
- protected:
-  // Replaces the fixture's server with one that has `limits`.
-  void Restart(const GrpcLimits& limits) {
-    ASSERT_TRUE(ValidateGrpcLimits(limits).ok());
-    server_.reset();
-    auto server = QueryServer::Start("127.0.0.1:0", store_.get(), &agents_, &metrics_, nullptr,
-                                     nullptr, nullptr, limits);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    address_ = absl::StrCat("127.0.0.1:", server_->port());
-  }
-
-  // One ListAgents of a fresh client; its status and how long it took.
-  grpc::Status ListAgents(const std::shared_ptr<grpc::Channel>& channel, Clock::duration* took) {
-    auto stub = v1::QueryService::NewStub(channel);
-    grpc::ClientContext context;
-    context.set_deadline(In(std::chrono::seconds(10)));
-    v1::ListAgentsResponse response;
-    const auto start = Clock::now();
-    grpc::Status s = stub->ListAgents(&context, v1::ListAgentsRequest(), &response);
-    *took = Clock::now() - start;
-    if (s.ok() && response.agents_size() != 2) return grpc::Status(grpc::INTERNAL, "wrong answer");
-    return s;
-  }
-
-  double Faults(std::string_view reason) {
-    const std::string text = metrics_.ExpositionText();
-    const std::string key =
-        absl::StrCat("heapwatch_faults_total{reason=\"", std::string(reason), "\"} ");
-    size_t at = text.find(key);
-    return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
-  }
-};
+using GrpcLimitsTest = heapwatch::testing::GrpcServerFixture;
 
 TEST_F(GrpcLimitsTest, OversizedRequestIsResourceExhaustedAndTheServerGoesOn) {
   GrpcLimits limits;

@@ -28,6 +28,7 @@
 #include "diff/leak_detector.h"
 #include "gtest/gtest.h"
 #include "storage/snapshot_store.h"
+#include "tests/daemon/test_store.h"
 
 namespace heapwatch::testing {
 
@@ -39,20 +40,13 @@ class QueryFixture : public ::testing::Test {
   static inline const std::string kLeakId = "L00000000002a";
 
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/heapwatch-query-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    storage::StoreOptions options;
-    options.dir = dir_ + "/data";
-    options.background_retention = false;
-    auto store = storage::SnapshotStore::Open(options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-
+    dir_ = MakeTestDir("query");
+    ASSERT_FALSE(dir_.empty());
     AgentInfo live = Info(kLive, 1, "com.example.Leaky");
     AgentInfo down = Info(kDown, 2, "com.example.Old");
-    ASSERT_TRUE(store_->PutAgent(live).ok());
-    ASSERT_TRUE(store_->PutAgent(down).ok());
+    auto store = OpenTestStore(dir_, {live, down});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
     Append(kLive, kT0, {{"Leak", 10, 1000}, {"Cache", 5, 500}, {"Gone", 1, 100}});
     Append(kLive, kT0 + absl::Seconds(60),
            {{"Leak", 20, 2000}, {"Cache", 5, 500}, {"Gone", 1, 100}});

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -26,10 +27,20 @@ std::string MakeTempDir(absl::string_view prefix) {
 }
 
 std::string CopyJar(const std::string& jar_dir, const std::string& program, const std::string& dir) {
+  const std::string from = absl::StrCat(jar_dir, "/", program, ".jar");
   const std::string to = absl::StrCat(dir, "/", program, ".jar");
   std::error_code ec;
-  std::filesystem::copy_file(absl::StrCat(jar_dir, "/", program, ".jar"), to,
-                             std::filesystem::copy_options::overwrite_existing, ec);
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) {
+    // HW_CHECK names only its condition: say first which jar, from where to where, and why.
+    std::error_code exists_ec;
+    const char* hint = std::filesystem::exists(from, exists_ec)
+                           ? ""
+                           : "; no such jar: is the heapwatch_e2e_java target built?";
+    std::fprintf(stderr,
+                 "CopyJar: cannot copy the jar of test program %s from %s to %s: %s (errno %d)%s\n",
+                 program.c_str(), from.c_str(), to.c_str(), ec.message().c_str(), ec.value(), hint);
+  }
   HW_CHECK(!ec);
   return to;
 }

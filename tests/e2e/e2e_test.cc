@@ -619,5 +619,16 @@ TEST_F(EndToEnd, UnresponsiveJvmDoesNotBlockTheOthers) {
   EXPECT_EQ(recovered, 1) << log;
 }
 
+// A jar that cannot be copied aborts the test with a message naming the program, both paths and
+// the error (errno), and a missing jar says which target builds it.
+TEST(E2eSupportDeathTest, CopyJarFailureSaysWhichJarFromWhereToWhereAndWhy) {
+  const std::string dir = MakeTempDir("heapwatch-copyjar");
+  EXPECT_DEATH(CopyJar(dir + "/no-jars", "NoSuchApp", dir),
+               "CopyJar: cannot copy the jar of test program NoSuchApp from .*/no-jars/"
+               "NoSuchApp.jar to .*/NoSuchApp.jar: No such file or directory \\(errno 2\\); no "
+               "such jar: is the heapwatch_e2e_java target built\\?");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace heapwatch

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/analysis/leak_heap.h"
 
 namespace heapwatch::proto {
 namespace {
@@ -337,6 +338,76 @@ TEST(ReportProtoTest, DiffIsTruncatedWithCounts) {
   EXPECT_EQ(cut.owners_size(), 1);
   EXPECT_EQ(cut.owner_classes_size(), 1);
   EXPECT_EQ(cut.owners(0).class_name(), "java.util.ArrayList");
+}
+
+// A leak at the end of a chain of 100,000 objects (a linked list held by a static field): the
+// stored path from the GC root keeps its first and last 32 steps and counts the rest, so the
+// report stays far below gRPC's 4 MiB message limit (3,152 bytes; with the whole path it was
+// 3,547,350 bytes, measured).
+TEST(ReportProtoTest, AVeryLongPathFromAGcRootIsStoredShortenedWithItsEnds) {
+  using analysis::testing::Instance;
+  constexpr uint64_t kNodes = 100'000;
+  constexpr uint64_t kFirstNode = 0x100000;
+  constexpr uint64_t kTail = 0x10;
+  const auto node_id = [](uint64_t i) { return kFirstNode + 16 * i; };
+  analysis::HeapGraphBuilder b{analysis::DumpInfo{}};
+  b.AddClass(Instance("java.lang.Object", {}, 16), 0x1000);
+  b.AddClass(Instance("java.lang.Class", {}, 96), 0x1010);
+  analysis::ClassInfo head = Instance("com.acme.Chain", {}, 16);
+  head.static_fields.push_back(analysis::FieldInfo{"FIRST", analysis::FieldType::kObject});
+  const analysis::ClassId chain = b.AddClass(head, 0x1020);
+  const analysis::ClassId node = b.AddClass(Instance("com.acme.Node", {"next"}, 24), 0x1030);
+  const analysis::ClassId tail = b.AddClass(Instance("com.acme.Tail", {}, 40), 0x1040);
+  b.SetStaticReferences(chain, {node_id(0)});
+  for (uint64_t i = 0; i < kNodes; ++i) {  // iterative: no recursion over the chain anywhere
+    b.AddInstance(node_id(i), node, {i + 1 < kNodes ? node_id(i + 1) : kTail});
+  }
+  b.AddInstance(kTail, tail, {});
+  for (uint64_t c = 0x1000; c <= 0x1040; c += 0x10) {
+    b.AddRoot(c, analysis::GcRootKind::kStickyClass);
+  }
+  auto graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  analysis::ReportOptions options;
+  options.suspect_class = "com.acme.Tail";
+  auto report = analysis::BuildReport(*graph, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->suspect.has_value());
+
+  // The path: the class object (root), FIRST -> node 0, next -> node 1, ..., next -> the tail.
+  constexpr uint64_t kSteps = 1 + kNodes + 1;
+  const analysis::GcRootPathReport& path = report->suspect->shortest_path;
+  ASSERT_TRUE(path.found);
+  EXPECT_TRUE(path.strong);
+  ASSERT_EQ(path.steps.size(), analysis::kPathHeadSteps + analysis::kPathTailSteps);
+  EXPECT_EQ(path.elided_steps, kSteps - 64);
+  EXPECT_EQ(path.elided_after, 32u);
+  EXPECT_EQ(path.steps.front().object.object_id, 0x1020u);
+  EXPECT_EQ(path.steps.front().object.gc_root_kind, "STICKY_CLASS");
+  EXPECT_EQ(path.steps[1].reference, "static FIRST");
+  EXPECT_EQ(path.steps[1].object.object_id, node_id(0));
+  EXPECT_EQ(path.steps[31].object.object_id, node_id(30));  // the last step before the gap
+  // After the gap: the last 31 nodes and the tail, each reached through its field next.
+  EXPECT_EQ(path.steps[32].object.object_id, node_id(kNodes - 31));
+  EXPECT_EQ(path.steps[32].reference, "next");
+  EXPECT_EQ(path.steps.back().object.object_id, kTail);
+  EXPECT_EQ(path.steps.back().object.class_name, "com.acme.Tail");
+  EXPECT_EQ(path.steps.back().reference, "next");
+  ASSERT_FALSE(report->suspect->accumulation_points.empty());
+  for (const analysis::AccumulationPointReport& p : report->suspect->accumulation_points) {
+    EXPECT_LE(p.path.steps.size(), 64u);
+  }
+
+  v1::DrillDownReport stored;
+  FillDrillDownReport(*report->suspect, report->top_objects, &stored);
+  EXPECT_EQ(stored.shortest_path().steps_size(), 64);
+  EXPECT_EQ(stored.shortest_path().elided_steps(), kSteps - 64);
+  EXPECT_EQ(stored.shortest_path().elided_after(), 32u);
+  EXPECT_EQ(stored.shortest_path().steps(63).object().object_id(), kTail);
+  const size_t bytes = stored.ByteSizeLong();
+  std::printf("stored drill-down report with a %llu-step path: %zu bytes\n",
+              static_cast<unsigned long long>(kSteps), bytes);
+  EXPECT_LT(bytes, 64u << 10);  // a few KiB, where the whole path was megabytes
 }
 
 }  // namespace

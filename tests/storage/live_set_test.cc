@@ -1,5 +1,6 @@
-// The live-set series and the per-snapshot collection costs: round trips, read ranges, what
-// retention and DeleteAgent delete with the snapshots, persistence across reopen, corrupt values.
+// The live-set series' own part, the per-snapshot collection costs: stored with their snapshot,
+// deleted by retention and DeleteAgent with the snapshots and points, corrupt values. What every
+// series has (round trips, ranges, retention, corrupt points) is in series_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,68 +18,9 @@ using testing::T0;
 using testing::TempDir;
 using testing::TestOptions;
 
-AgentInfo Agent(const char* id) {
-  AgentInfo info;
-  info.id = AgentId(id);
-  return info;
-}
-
 LiveSetPoint Point(int minute, uint64_t live) {
   return LiveSetPoint{T0() + absl::Minutes(minute), LiveSetSource::kFullGc, live, 2 * live,
                       4 * live};
-}
-
-TEST(LiveSetTest, PointsRoundTripInTimeOrderAndSurviveReopen) {
-  TempDir tmp;
-  {
-    auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
-    ASSERT_TRUE(store->PutAgent(Agent("a")).ok());
-    // Out of order on purpose: reads come back by time.
-    for (int m : {5, 1, 3, 2, 4}) {
-      LiveSetPoint p = Point(m, 1000 * m);
-      p.source = m % 2 ? LiveSetSource::kConcurrentCycle : LiveSetSource::kYoungUpperBound;
-      ASSERT_TRUE(store->AppendLiveSet(AgentId("a"), p).ok());
-    }
-    EXPECT_TRUE(absl::IsAlreadyExists(store->AppendLiveSet(AgentId("a"), Point(3, 1))));
-  }
-  auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
-  auto all = store->ReadLiveSet(AgentId("a"), absl::InfinitePast(), absl::InfiniteFuture(), 0);
-  ASSERT_TRUE(all.ok()) << all.status();
-  ASSERT_EQ(all->size(), 5u);
-  for (int m = 1; m <= 5; ++m) {
-    const LiveSetPoint& p = (*all)[m - 1];
-    EXPECT_EQ(p.time, T0() + absl::Minutes(m));
-    EXPECT_EQ(p.live_bytes, 1000u * m);
-    EXPECT_EQ(p.capacity_bytes, 2000u * m);
-    EXPECT_EQ(p.max_bytes, 4000u * m);
-    EXPECT_EQ(p.source,
-              m % 2 ? LiveSetSource::kConcurrentCycle : LiveSetSource::kYoungUpperBound);
-  }
-  auto range = store->ReadLiveSet(AgentId("a"), T0() + absl::Minutes(2), T0() + absl::Minutes(4), 0);
-  ASSERT_TRUE(range.ok());
-  EXPECT_EQ(range->size(), 3u);
-  auto last2 = store->ReadLiveSet(AgentId("a"), absl::InfinitePast(), absl::InfiniteFuture(), 2);
-  ASSERT_TRUE(last2.ok());
-  ASSERT_EQ(last2->size(), 2u);
-  EXPECT_EQ(last2->front().time, T0() + absl::Minutes(4));
-  auto stats = store->Stats();
-  ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->live_set_points, 5u);
-  EXPECT_GT(stats->live_set_bytes, 0u);
-}
-
-TEST(LiveSetTest, UnknownAgentsAndBadInput) {
-  TempDir tmp;
-  auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
-  EXPECT_TRUE(absl::IsNotFound(store->AppendLiveSet(AgentId("nobody"), Point(1, 1))));
-  EXPECT_TRUE(absl::IsNotFound(
-      store->ReadLiveSet(AgentId("nobody"), absl::InfinitePast(), absl::InfiniteFuture(), 0)
-          .status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(store->AppendLiveSet(AgentId("bad id!"), Point(1, 1))));
-  ASSERT_TRUE(store->PutAgent(Agent("a")).ok());
-  LiveSetPoint p = Point(1, 1);
-  p.time = absl::InfiniteFuture();
-  EXPECT_TRUE(absl::IsInvalidArgument(store->AppendLiveSet(AgentId("a"), p)));
 }
 
 TEST(LiveSetTest, CostsAreStoredWithTheirSnapshot) {
@@ -141,16 +83,7 @@ TEST(LiveSetTest, RetentionAndDeleteAgentTakeThePointsAndCostsAlong) {
   EXPECT_EQ(stats->live_set_bytes, 0u);  // the costs table is empty too
 }
 
-TEST(LiveSetTest, CorruptValuesAreDataLossNamingTheKey) {
-  EXPECT_TRUE(absl::IsDataLoss(detail::DecodeLiveSetPoint("xx", 0, "live_set[a]").status()));
-  std::string v = detail::EncodeLiveSetPoint(Point(1, 42));
-  auto ok = detail::DecodeLiveSetPoint(v, absl::ToUnixMicros(T0()), "live_set[a]");
-  ASSERT_TRUE(ok.ok());
-  EXPECT_EQ(ok->live_bytes, 42u);
-  v[6] ^= 0x40;  // a flipped bit in a size
-  auto bad = detail::DecodeLiveSetPoint(v, 0, "live_set[a @ t]");
-  ASSERT_TRUE(absl::IsDataLoss(bad.status()));
-  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("live_set[a @ t]"));
+TEST(LiveSetTest, CorruptCostsAreDataLoss) {
   std::string c = detail::EncodeCollectionCost({HistogramMode::kLive, absl::Milliseconds(5)});
   auto cost = detail::DecodeCollectionCost(c, "costs[a]");
   ASSERT_TRUE(cost.ok());

@@ -221,6 +221,40 @@ TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
   EXPECT_EQ(rp.find("/reports/d2\""), std::string::npos) << "a failed dump has no report";
 }
 
+// A path stored shortened (heapwatch.proto GcRootPath.elided_steps) shows the gap, counted, as one
+// item of the list, between the steps either side of it.
+TEST(WebPagesTest, AShortenedPathShowsHowManyStepsWereLeftOut) {
+  v1::DrillDownReport report;
+  report.set_class_name("com.acme.Tail");
+  report.mutable_dump()->set_dump_id("20261124T000000.000000Z");
+  report.mutable_dump()->set_state(v1::EXTENDED_DUMP_STATE_DONE);
+  v1::GcRootPath* path = report.mutable_shortest_path();
+  path->set_found(true);
+  path->set_strong(true);
+  for (const char* cls : {"com.acme.Chain", "com.acme.Node", "com.acme.Node", "com.acme.Tail"}) {
+    v1::PathStep* step = path->add_steps();
+    step->set_reference(path->steps_size() == 1 ? "" : "next");
+    step->mutable_object()->set_class_name(cls);
+  }
+  path->set_elided_steps(99'938);
+  path->set_elided_after(2);
+  ReportPageData data;
+  data.agent = "host-1-a";
+  data.dump_id = report.dump().dump_id();
+  data.dump = report.dump();
+  data.reports.push_back(report);
+  const std::string html = RenderReportPage(data, {});
+  const std::string item = "<li class=\"muted elided\">... 99,938 steps ...</li>";
+  const size_t gap = html.find(item);
+  ASSERT_NE(gap, std::string::npos) << html;
+  // Between the second and the third step.
+  const size_t second = html.find("<li>", html.find("<ol class=\"path\">") + 5);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_LT(html.find("<li>", second + 1), gap);
+  EXPECT_LT(gap, html.find("com.acme.Tail</span>", gap));
+  EXPECT_EQ(html.find(" steps ...", gap + item.size()), std::string::npos);  // once
+}
+
 TEST(WebPagesTest, RangesAreTheFiveOffered) {
   EXPECT_EQ(ParseRange("15m"), absl::Minutes(15));
   EXPECT_EQ(ParseRange("7d"), absl::Hours(168));

@@ -11,6 +11,7 @@
 #include "collectors/dumps/hprof/hprof_scanner.h"
 #include "collectors/dumps/stream_reader.h"
 #include "collectors/dumps/string_contents.h"
+#include "common/utf8.h"
 
 namespace heapwatch::dumps {
 namespace {
@@ -110,23 +111,8 @@ uint32_t CoderOffset(const HeapGraph& graph, ClassId cls) {
 std::string Utf16ToUtf8(std::span<const uint16_t> units) {
   std::string out;
   out.reserve(units.size());
-  auto put = [&out](uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  };
+  const auto put = [&out](uint32_t cp) { AppendUtf8(cp, &out); };  // common/utf8.h
+
   for (size_t i = 0; i < units.size(); ++i) {
     const uint32_t u = units[i];
     if (u >= 0xD800 && u <= 0xDBFF && i + 1 < units.size() && units[i + 1] >= 0xDC00 &&

@@ -31,16 +31,13 @@ public final class BigHeapApp {
 
   public static void main(String[] args) throws InterruptedException {
     long megabytes = 400;
-    long maxSeconds = 3600;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--megabytes" -> megabytes = Long.parseLong(args[++i]);
-        case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+    String[] rest = TestSupport.guardLifetime(args, 3600);
+    for (int i = 0; i < rest.length; i++) {
+      switch (rest[i]) {
+        case "--megabytes" -> megabytes = Long.parseLong(rest[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + rest[i]);
       }
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
 
     final long objects = megabytes * 1_000_000L / 32;
     final int chunkCount = (int) ((objects + CHUNK - 1) / CHUNK);

@@ -73,18 +73,15 @@ public final class DrillDownLeakApp {
 
   public static void main(String[] args) throws InterruptedException {
     long perSecond = 2000;
-    long maxSeconds = 3600;
     long auditDelaySeconds = 0;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--per-second" -> perSecond = Long.parseLong(args[++i]);
-        case "--audit-delay-seconds" -> auditDelaySeconds = Long.parseLong(args[++i]);
-        case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+    String[] rest = TestSupport.guardLifetime(args, 3600);
+    for (int i = 0; i < rest.length; i++) {
+      switch (rest[i]) {
+        case "--per-second" -> perSecond = Long.parseLong(rest[++i]);
+        case "--audit-delay-seconds" -> auditDelaySeconds = Long.parseLong(rest[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + rest[i]);
       }
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
 
     final long perTick = Math.max(1, perSecond / 10);
     final long auditStart = System.nanoTime() + auditDelaySeconds * 1_000_000_000L;

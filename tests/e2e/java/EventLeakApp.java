@@ -53,16 +53,13 @@ public final class EventLeakApp {
 
   public static void main(String[] args) throws InterruptedException {
     long perSecond = 5000;
-    long maxSeconds = 3600;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--per-second" -> perSecond = Long.parseLong(args[++i]);
-        case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+    String[] rest = TestSupport.guardLifetime(args, 3600);
+    for (int i = 0; i < rest.length; i++) {
+      switch (rest[i]) {
+        case "--per-second" -> perSecond = Long.parseLong(rest[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + rest[i]);
       }
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
 
     final long perTick = Math.max(1, perSecond / 10);
     long next = 0;

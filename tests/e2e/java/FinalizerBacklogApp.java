@@ -34,12 +34,7 @@ public class FinalizerBacklogApp {
   }
 
   public static void main(String[] args) throws InterruptedException {
-    long maxSeconds = 3600;
-    for (int i = 0; i + 1 < args.length; i++) {
-      if (args[i].equals("--max-seconds")) maxSeconds = Long.parseLong(args[++i]);
-    }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
+    TestSupport.guardLifetime(args, 3600);
     new Blocker();
     while (!BLOCKED.await(10, TimeUnit.MILLISECONDS)) System.gc();
     System.out.println("FinalizerBacklogApp ready pid=" + ProcessHandle.current().pid());

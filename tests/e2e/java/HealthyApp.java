@@ -74,17 +74,14 @@ public final class HealthyApp {
   static volatile Object sink;
 
   public static void main(String[] args) throws InterruptedException {
-    long maxSeconds = 3600;
     Path fillWhen = null;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--fill-cache-when" -> fillWhen = Path.of(args[++i]);
-        case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+    String[] rest = TestSupport.guardLifetime(args, 3600);
+    for (int i = 0; i < rest.length; i++) {
+      switch (rest[i]) {
+        case "--fill-cache-when" -> fillWhen = Path.of(rest[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + rest[i]);
       }
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
     ThreadLocalRandom random = ThreadLocalRandom.current();
 
     for (int i = 0; i < POOL.length; i++) {

@@ -13,14 +13,10 @@ public final class InternApp {
   static final List<String> kept = new ArrayList<>();
 
   public static void main(String[] args) throws InterruptedException {
-    long maxSeconds = 600;
     boolean bounded = false;
-    for (int i = 0; i < args.length; i++) {
-      if (args[i].equals("--max-seconds")) maxSeconds = Long.parseLong(args[++i]);
-      if (args[i].equals("--bounded")) bounded = true;
+    for (String arg : TestSupport.guardLifetime(args, 600)) {
+      if (arg.equals("--bounded")) bounded = true;
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
     System.out.println("ready");
     System.out.flush();
     long n = 0;

@@ -35,18 +35,15 @@ public final class LeakyApp {
 
   public static void main(String[] args) throws InterruptedException {
     long bytesPerSecond = 300_000;
-    long maxSeconds = 3600;
     long systemGcSeconds = 0;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--bytes-per-second" -> bytesPerSecond = Long.parseLong(args[++i]);
-        case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
-        case "--system-gc-seconds" -> systemGcSeconds = Long.parseLong(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+    String[] rest = TestSupport.guardLifetime(args, 3600);
+    for (int i = 0; i < rest.length; i++) {
+      switch (rest[i]) {
+        case "--bytes-per-second" -> bytesPerSecond = Long.parseLong(rest[++i]);
+        case "--system-gc-seconds" -> systemGcSeconds = Long.parseLong(rest[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + rest[i]);
       }
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
 
     final long perTick = Math.max(1, bytesPerSecond / 10 / 32);
     long next = 0;

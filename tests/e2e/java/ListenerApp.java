@@ -45,12 +45,7 @@ public class ListenerApp {
   static final EventBus BUS = new EventBus();
 
   static void run(String[] args, boolean clean) throws InterruptedException {
-    long maxSeconds = 3600;
-    for (int i = 0; i + 1 < args.length; i++) {
-      if (args[i].equals("--max-seconds")) maxSeconds = Long.parseLong(args[++i]);
-    }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
+    TestSupport.guardLifetime(args, 3600);
     System.out.println((clean ? "ListenerCleanApp" : "ListenerApp") + " ready pid="
         + ProcessHandle.current().pid());
     System.out.flush();

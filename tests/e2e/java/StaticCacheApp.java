@@ -12,12 +12,7 @@ public class StaticCacheApp {
   static final Map<Long, byte[]> CACHE = new HashMap<>();
 
   public static void main(String[] args) throws InterruptedException {
-    long maxSeconds = 3600;
-    for (int i = 0; i + 1 < args.length; i++) {
-      if (args[i].equals("--max-seconds")) maxSeconds = Long.parseLong(args[++i]);
-    }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
+    TestSupport.guardLifetime(args, 3600);
     System.out.println("StaticCacheApp ready pid=" + ProcessHandle.current().pid());
     System.out.flush();
     long id = 0;

@@ -18,19 +18,16 @@ public final class SteadyApp {
   public static void main(String[] args) throws InterruptedException {
     long liveMb = 64;
     long garbageKbPerSecond = 1024;
-    long maxSeconds = 3600;
     long systemGcSeconds = 0;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--live-mb" -> liveMb = Long.parseLong(args[++i]);
-        case "--garbage-kb-per-second" -> garbageKbPerSecond = Long.parseLong(args[++i]);
-        case "--max-seconds" -> maxSeconds = Long.parseLong(args[++i]);
-        case "--system-gc-seconds" -> systemGcSeconds = Long.parseLong(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+    String[] rest = TestSupport.guardLifetime(args, 3600);
+    for (int i = 0; i < rest.length; i++) {
+      switch (rest[i]) {
+        case "--live-mb" -> liveMb = Long.parseLong(rest[++i]);
+        case "--garbage-kb-per-second" -> garbageKbPerSecond = Long.parseLong(rest[++i]);
+        case "--system-gc-seconds" -> systemGcSeconds = Long.parseLong(rest[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + rest[i]);
       }
     }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
     // long[4] arrays: 48 bytes each with compressed class pointers.
     int objects = (int) (liveMb * 1024 * 1024 / 48);
     live = new Object[objects];

@@ -20,12 +20,7 @@ public class ThreadLocalPoolApp {
   static ExecutorService pool;
 
   static void run(String[] args, boolean clean) throws InterruptedException {
-    long maxSeconds = 3600;
-    for (int i = 0; i + 1 < args.length; i++) {
-      if (args[i].equals("--max-seconds")) maxSeconds = Long.parseLong(args[++i]);
-    }
-    TestSupport.exitWhenParentDies();
-    TestSupport.exitAfterSeconds(maxSeconds);
+    TestSupport.guardLifetime(args, 3600);
     pool = Executors.newFixedThreadPool(4);
     System.out.println((clean ? "ThreadLocalPoolCleanApp" : "ThreadLocalPoolApp") + " ready pid="
         + ProcessHandle.current().pid());
