@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/time_util.h"
@@ -17,25 +18,10 @@ constexpr absl::Duration kRegisterTimeout = absl::Seconds(10);
 constexpr int kBatch = 16;
 
 std::string StatusText(const grpc::Status& status) {
-  static constexpr const char* kNames[] = {"OK",
-                                           "CANCELLED",
-                                           "UNKNOWN",
-                                           "INVALID_ARGUMENT",
-                                           "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND",
-                                           "ALREADY_EXISTS",
-                                           "PERMISSION_DENIED",
-                                           "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION",
-                                           "ABORTED",
-                                           "OUT_OF_RANGE",
-                                           "UNIMPLEMENTED",
-                                           "INTERNAL",
-                                           "UNAVAILABLE",
-                                           "DATA_LOSS",
-                                           "UNAUTHENTICATED"};
-  int code = static_cast<int>(status.error_code());
-  std::string name = code >= 0 && code <= 16 ? kNames[code] : absl::StrCat("code ", code);
+  // gRPC's codes are the canonical codes absl::StatusCode names ("UNAUTHENTICATED", ...).
+  const int code = static_cast<int>(status.error_code());
+  std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  if (name.empty()) name = absl::StrCat("code ", code);
   return absl::StrCat(name, ": ", status.error_message());
 }
 

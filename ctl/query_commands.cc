@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <memory>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,6 +25,17 @@ absl::Time TimeOf(bool has, const google::protobuf::Timestamp& ts) {
   if (!has) return absl::InfinitePast();
   auto t = proto::FromTimestamp(ts);
   return t.ok() ? *t : absl::InfinitePast();
+}
+
+std::string KindName(v1::AgentKind kind) {
+  switch (kind) {
+    case v1::AGENT_KIND_LOCAL_ATTACH:
+      return "attach";
+    case v1::AGENT_KIND_REGISTERED:
+      return "registered";
+    default:
+      return "unknown";
+  }
 }
 
 std::string StateName(v1::AgentState state) {
@@ -135,6 +146,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
       o->set_host(a.host());
       o->set_main_class(a.main_class());
       o->set_state(StateName(a.state()));
+      o->set_kind(KindName(a.kind()));
       o->set_jvm_version(a.jvm_version());
       CopyTime(a.has_start_time(), a.start_time(), o, &json::Agent::mutable_start_time);
       CopyTime(a.has_last_snapshot_time(), a.last_snapshot_time(), o,
@@ -175,14 +187,15 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
     }
     return EmitJson(root, out, err);
   }
-  Table table({"AGENT", "STATE", "PID", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS", "MODE",
-               "LAST PAUSE", "PAUSED", "INTERVAL", "LIVE SET", "LAST ERROR"},
-              {2, 6, 8, 9, 10, 11});
+  Table table({"AGENT", "STATE", "KIND", "PID", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS",
+               "MODE", "LAST PAUSE", "PAUSED", "INTERVAL", "LIVE SET", "LAST ERROR"},
+              {3, 7, 9, 10, 11, 12});
   std::vector<std::string> notes;
   for (const v1::Agent& a : response.agents()) {
     const bool down = a.state() == v1::AGENT_STATE_DOWN;
     table.AddRow(
-        {a.agent(), StateName(a.state()), std::to_string(a.pid()), a.main_class(), a.jvm_version(),
+        {a.agent(), StateName(a.state()), KindName(a.kind()), std::to_string(a.pid()),
+         a.main_class(), a.jvm_version(),
          ShortTime(TimeOf(a.has_last_snapshot_time(), a.last_snapshot_time())),
          down ? "-" : std::to_string(a.suspect_count()),
          down ? "-" : ModeName(a.last_histogram_mode()),
@@ -203,10 +216,9 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
                                        : std::string("- (no GC yet)")));
     }
     if (!down && a.has_live_set_growing_since_time()) {
-      notes.push_back(absl::StrFormat(
-          "%s: the live set keeps growing, %s/s since %s", a.agent(),
-          HumanBytes(a.live_set_growth_bytes_per_second()),
-          ShortTime(TimeOf(true, a.live_set_growing_since_time()))));
+      notes.push_back(absl::StrFormat("%s: the live set keeps growing, %s/s since %s", a.agent(),
+                                      HumanBytes(a.live_set_growth_bytes_per_second()),
+                                      ShortTime(TimeOf(true, a.live_set_growing_since_time()))));
     }
   }
   if (table.rows() == 0) {
@@ -225,8 +237,8 @@ struct SuspectsArgs {
   std::vector<std::string> explain;  // AGENT CLASS, or empty
 };
 
-int RunExplain(const std::string& agent, const std::string& class_name,
-               const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+int RunExplain(const std::string& agent, const std::string& class_name, const GlobalOptions& global,
+               std::ostream& out, std::ostream& err) {
   Client client(global);
   v1::ExplainSuspectRequest request;
   request.set_agent(agent);
@@ -243,8 +255,8 @@ int RunSuspects(const SuspectsArgs& args, const GlobalOptions& global, std::ostr
                 std::ostream& err) {
   if (!args.explain.empty()) {
     if (!args.agent.empty() && args.agent != args.explain[0]) {
-      err << "heapwatchctl suspects: --agent " << args.agent << " and --explain "
-          << args.explain[0] << " name different agents\n";
+      err << "heapwatchctl suspects: --agent " << args.agent << " and --explain " << args.explain[0]
+          << " name different agents\n";
       return kExitUsage;
     }
     return RunExplain(args.explain[0], args.explain[1], global, out, err);
@@ -485,9 +497,10 @@ std::vector<Subcommand> AddQueryCommands(CLI::App& app) {
   CLI::App* leaks = app.add_subcommand(
       "leaks", "List current leaks: suspect classes grouped by cause, fastest growth first");
   leaks->add_option("--agent", leaks_args->agent, "Only this agent");
-  commands.push_back({leaks, [leaks_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
-                        return RunLeaks(*leaks_args, g, o, e);
-                      }});
+  commands.push_back(
+      {leaks, [leaks_args](const GlobalOptions& g, std::ostream& o, std::ostream& e) {
+         return RunLeaks(*leaks_args, g, o, e);
+       }});
 
   auto history_args = std::make_shared<HistoryArgs>();
   CLI::App* history = app.add_subcommand("history", "Bytes and instances of one class over time");

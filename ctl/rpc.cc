@@ -2,30 +2,15 @@
 
 #include <iterator>
 
+#include "absl/status/status.h"
 #include "ctl/output.h"
 
 namespace heapwatch::ctl {
 
 std::string StatusCodeName(grpc::StatusCode code) {
-  static const char* kCodes[] = {"OK",
-                                 "CANCELLED",
-                                 "UNKNOWN",
-                                 "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND",
-                                 "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED",
-                                 "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION",
-                                 "ABORTED",
-                                 "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED",
-                                 "INTERNAL",
-                                 "UNAVAILABLE",
-                                 "DATA_LOSS",
-                                 "UNAUTHENTICATED"};
-  int c = static_cast<int>(code);
-  return c >= 0 && c < static_cast<int>(std::size(kCodes)) ? kCodes[c] : std::to_string(c);
+  // gRPC's codes are the canonical codes absl::StatusCode names ("UNAUTHENTICATED", ...).
+  std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? std::to_string(static_cast<int>(code)) : name;
 }
 
 int ServerError(std::ostream& err, const GlobalOptions& global, std::string_view what,

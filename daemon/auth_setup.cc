@@ -39,6 +39,44 @@ StatusOr<auth::ClientCertificateMap> CertificateRoles(const AuthConfig& config) 
   return *std::move(certificates);
 }
 
+// auth.tokens_file loaded; an empty set when none is configured. Errors: auth::TokenSet::Load's,
+// prefixed with "auth.tokens_file: ".
+StatusOr<auth::TokenSet> LoadTokens(const AuthConfig& config) {
+  if (config.tokens_file.empty()) return auth::TokenSet();
+  auto loaded = auth::TokenSet::Load(config.tokens_file);
+  if (!loaded.ok()) {
+    return Status(loaded.status().code(),
+                  absl::StrCat("auth.tokens_file: ", loaded.status().message()));
+  }
+  return *std::move(loaded);
+}
+
+// Counts every refusal in heapwatch_auth_failures_total{reason} and logs the ones the authorizer
+// marks (once per peer per minute), naming the credential: "<listener>: refused METHOD from PEER:
+// REASON (token 'NAME', role ROLE); ...".
+auth::RefusalListener RefusalLogger(Metrics* metrics, std::string listener_name) {
+  return [metrics, listener_name = std::move(listener_name)](const auth::Refusal& r) {
+    metrics->RecordAuthFailure(auth::RefusalReasonName(r.reason));
+    if (!r.log) return;
+    std::string who;
+    if (r.token != nullptr) {
+      who = absl::StrCat(" (token '", r.token->name, "', role ",
+                         std::string(auth::RoleName(r.token->role)), ")");
+    } else if (r.certificate != nullptr) {
+      who = absl::StrCat(" (client certificate '", r.certificate->name, "', role ",
+                         std::string(auth::RoleName(r.certificate->role)), ")");
+    } else if (r.reason == auth::RefusalReason::kUnmappedCertificate) {
+      who = absl::StrCat(" (client certificate '",
+                         r.certificate_name.empty() ? "(no valid commonName)" : r.certificate_name,
+                         "')");
+    }
+    spdlog::warn(
+        "{}: refused {} from {}: {}{}; further refusals of this peer are counted, logged at most "
+        "once a minute",
+        listener_name, r.method, r.peer_host, auth::RefusalReasonName(r.reason), who);
+  };
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
@@ -64,15 +102,7 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
         "auth.tokens_file) or client certificates (--tls-client-ca FILE and "
         "auth.client_certificates), see docs/security.md, or listen on 127.0.0.1"));
   }
-  auth::TokenSet tokens;
-  if (!config.tokens_file.empty()) {
-    auto loaded = auth::TokenSet::Load(config.tokens_file);
-    if (!loaded.ok()) {
-      return Status(loaded.status().code(),
-                    absl::StrCat("auth.tokens_file: ", loaded.status().message()));
-    }
-    tokens = *std::move(loaded);
-  }
+  HW_ASSIGN_OR_RETURN(auth::TokenSet tokens, LoadTokens(config));
   HW_ASSIGN_OR_RETURN(auth::ClientCertificateMap certificates, CertificateRoles(config));
   for (auth::RefusalReason r : auth::kAllRefusalReasons) {
     metrics->DeclareAuthFailureReason(auth::RefusalReasonName(r));
@@ -87,34 +117,7 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeQueryAuthorizer(
         "plaintext (give --tls-cert and --tls-key, see docs/security.md)",
         grpc_listen);
   }
-  auto listener = [metrics](const auth::Refusal& r) {
-    metrics->RecordAuthFailure(auth::RefusalReasonName(r.reason));
-    if (!r.log) return;
-    if (r.token != nullptr) {
-      spdlog::warn(
-          "gRPC: refused {} from {}: {} (token '{}', role {}); further refusals of this "
-          "peer are counted, logged at most once a minute",
-          r.method, r.peer_host, auth::RefusalReasonName(r.reason), r.token->name,
-          auth::RoleName(r.token->role));
-    } else if (r.certificate != nullptr) {
-      spdlog::warn(
-          "gRPC: refused {} from {}: {} (client certificate '{}', role {}); further refusals of "
-          "this peer are counted, logged at most once a minute",
-          r.method, r.peer_host, auth::RefusalReasonName(r.reason), r.certificate->name,
-          auth::RoleName(r.certificate->role));
-    } else if (r.reason == auth::RefusalReason::kUnmappedCertificate) {
-      spdlog::warn(
-          "gRPC: refused {} from {}: {} (client certificate '{}'); further refusals of this "
-          "peer are counted, logged at most once a minute",
-          r.method, r.peer_host, auth::RefusalReasonName(r.reason),
-          r.certificate_name.empty() ? "(no valid commonName)" : r.certificate_name);
-    } else {
-      spdlog::warn(
-          "gRPC: refused {} from {}: {}; further refusals of this peer are counted, "
-          "logged at most once a minute",
-          r.method, r.peer_host, auth::RefusalReasonName(r.reason));
-    }
-  };
+  auto listener = RefusalLogger(metrics, "gRPC");
   return std::make_shared<const auth::GrpcAuthorizer>(std::move(tokens), std::move(certificates),
                                                       auth::QueryListenerAccessTable(),
                                                       std::move(listener));
@@ -161,15 +164,7 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
         "(--tls-client-ca FILE and auth.client_certificates), see docs/agents.md, or listen on "
         "127.0.0.1 or on unix:PATH"));
   }
-  auth::TokenSet tokens;
-  if (!config.tokens_file.empty()) {
-    auto loaded = auth::TokenSet::Load(config.tokens_file);
-    if (!loaded.ok()) {
-      return Status(loaded.status().code(),
-                    absl::StrCat("auth.tokens_file: ", loaded.status().message()));
-    }
-    tokens = *std::move(loaded);
-  }
+  HW_ASSIGN_OR_RETURN(auth::TokenSet tokens, LoadTokens(config));
   auth::ClientCertificateMap certificates;
   if (with_certificates) {
     HW_ASSIGN_OR_RETURN(certificates, CertificateRoles(config));
@@ -184,26 +179,7 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
         "network in plaintext (give --tls-cert and --tls-key, see docs/security.md)",
         agent_listen);
   }
-  auto listener = [metrics](const auth::Refusal& r) {
-    metrics->RecordAuthFailure(auth::RefusalReasonName(r.reason));
-    if (!r.log) return;
-    std::string who;
-    if (r.token != nullptr) {
-      who = absl::StrCat(" (token '", r.token->name, "', role ",
-                         std::string(auth::RoleName(r.token->role)), ")");
-    } else if (r.certificate != nullptr) {
-      who = absl::StrCat(" (client certificate '", r.certificate->name, "', role ",
-                         std::string(auth::RoleName(r.certificate->role)), ")");
-    } else if (r.reason == auth::RefusalReason::kUnmappedCertificate) {
-      who = absl::StrCat(" (client certificate '",
-                         r.certificate_name.empty() ? "(no valid commonName)" : r.certificate_name,
-                         "')");
-    }
-    spdlog::warn(
-        "agent gateway: refused {} from {}: {}{}; further refusals of this peer are counted, "
-        "logged at most once a minute",
-        r.method, r.peer_host, auth::RefusalReasonName(r.reason), who);
-  };
+  auto listener = RefusalLogger(metrics, "agent gateway");
   return std::make_shared<const auth::GrpcAuthorizer>(std::move(tokens), std::move(certificates),
                                                       auth::AgentListenerAccessTable(),
                                                       std::move(listener));

@@ -104,6 +104,7 @@ TEST_F(CtlTest, AgentsJsonCarriesTheDocumentedFields) {
   EXPECT_EQ(At(live, "host").string_value(), "host");
   EXPECT_EQ(At(live, "main_class").string_value(), "com.example.Leaky");
   EXPECT_EQ(At(live, "state").string_value(), "up");
+  EXPECT_EQ(At(live, "kind").string_value(), "attach");
   EXPECT_EQ(At(live, "last_snapshot_time").string_value(), "2023-11-14T22:15:20Z");
   EXPECT_EQ(At(agents[1].struct_value(), "state").string_value(), "down");
   // Global flags also work before the subcommand.
@@ -114,6 +115,8 @@ TEST_F(CtlTest, AgentsTable) {
   Result r = Run({"agents"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("AGENT"));
+  EXPECT_THAT(r.out, HasSubstr("KIND"));
+  EXPECT_THAT(r.out, HasSubstr(" attach "));
   EXPECT_THAT(r.out, HasSubstr("com.example.Leaky"));
   EXPECT_THAT(r.out, HasSubstr("down"));
 }

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# Registered agents end to end (issue 10, docs/agents.md, docs/agent.md): real JVMs run heapwatch's
+# in-process agent (libheapwatch_agent.so) and register with real heapwatchd processes, one over a UNIX
+# socket and one over loopback TCP with an `agent` token.
+#
+# Usage: registered_agent_e2e.sh HEAPWATCHD HEAPWATCHCTL AGENT_SO JAVA_SRC_DIR
+#
+# Two daemons (one agent listener each), neither watching any JVM through the attach socket:
+#   unix  agents.listen unix:$tmp/run/agent.sock, no tokens
+#   tcp   agents.listen 127.0.0.1:0 with a tokens file (`agent`, `read` and `admin` tokens)
+# Three JVMs of StaticCacheApp (a HashMap in a static field that grows ~55 KiB per 100 ms):
+#   UnixApp  -agentpath:...=address=unix:...            -> unix daemon
+#   TcpApp   -agentpath:...=address=127.0.0.1:P,token_file=agent.secret -> tcp daemon
+#   BadApp   -agentpath:...=address=127.0.0.1:P,token_file=wrong.secret -> refused; runs on, one log line
+# Checks:
+#   1. UnixApp and TcpApp are listed with kind "registered" by their daemon; BadApp is listed by neither,
+#      logs exactly one "heapwatch-agent:" line, keeps running, and the tcp daemon counts the refusal.
+#   2. Each registered JVM gets a leak; its automatic extended dump travels through the agent (state DONE),
+#      and the leak's report names the accumulation point (java.util.HashMap) and the static field
+#      `static CACHE`.
+#   3. No raw dump is left: none in either daemon's dump directory, no /tmp/heapwatch-agent-<pid>-*
+#      directory of either JVM.
+#   4. Refusals on the tcp daemon's query API: no token -> UNAUTHENTICATED (exit 1, "UNAUTHENTICATED"),
+#      a `read` token calling TriggerExtendedDump -> PERMISSION_DENIED.
+#   5. The unix daemon is killed with SIGKILL for 3 s and restarted: the agent reconnects and delivers what
+#      it buffered; every histogram time of the agent's leaking class is stored once (no duplicate time), the
+#      outage leaves no hole longer than 2.5 intervals, and the daemon counts no duplicate delivery and no gap.
+set -euo pipefail
+heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL AGENT_SO JAVA_SRC_DIR}
+heapwatchctl=${2:?}
+agent_so=${3:?}
+java_src=${4:?}
+
+# shellcheck source=e2e_lib.sh
+E2E_LOG_LINES=25 source "$(dirname "$0")/e2e_lib.sh" heapwatch-registered
+mkdir -p "$tmp/classes" "$tmp/jar" "$tmp/run" "$tmp/dumps-unix" "$tmp/dumps-tcp" "$tmp/d-unix" "$tmp/d-tcp"
+chmod 700 "$tmp/run"
+javac -d "$tmp/classes" "$java_src/StaticCacheApp.java" "$java_src/TestSupport.java"
+for app in UnixApp TcpApp BadApp; do
+  jar --create --file "$tmp/jar/$app.jar" --main-class StaticCacheApp -C "$tmp/classes" .
+done
+
+# Tokens: secrets in files, their SHA-256 in the tokens file (docs/security.md).
+for who in agent read admin wrong; do
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/$who.secret"
+done
+{
+  for who in agent read admin; do
+    echo "$who e2e-$who $(tr -d '\n' <"$tmp/$who.secret" | sha256sum | cut -d' ' -f1)"
+  done
+} >"$tmp/tokens"
+
+daemon_yaml() {  # NAME AGENT_LISTEN [EXTRA YAML]
+  cat <<EOF
+watch:
+  agents:
+    include: ["/nonexistent/*.jar"]
+collection:
+  interval: 1s
+  pause_budget: 1
+  discovery_interval: 1s
+trend:
+  min_growth_bytes: 262144
+escalation:
+  enabled: true
+  auto: true
+  min_dump_interval: 1h
+  join_window: 5s
+  dump_dir: $tmp/dumps-$1
+  dump_timeout: 60s
+  keep_raw_dumps: false
+agents:
+  listen: "$2"
+  heartbeat_interval: 1s
+  port_file: $tmp/d-$1/agent.port
+${3:-}
+EOF
+}
+daemon_yaml unix "unix:$tmp/run/agent.sock" >"$tmp/unix.yml"
+daemon_yaml tcp "127.0.0.1:0" "auth:
+  tokens_file: $tmp/tokens" >"$tmp/tcp.yml"
+
+declare -A dpid gport
+start_daemon() {  # NAME
+  local name=$1
+  rm -f "$tmp/d-$name/grpc.port" "$tmp/d-$name/metrics.port"
+  "$heapwatchd" --config "$tmp/$name.yml" --data-dir "$tmp/d-$name/data" --grpc-listen 127.0.0.1:0 \
+    --metrics-listen 127.0.0.1:0 --grpc-port-file "$tmp/d-$name/grpc.port" \
+    --metrics-port-file "$tmp/d-$name/metrics.port" >>"$tmp/heapwatchd-$name.log" 2>&1 &
+  dpid[$name]=$!
+  pids+=("${dpid[$name]}")
+  gport[$name]=$(wait_port_file "$tmp/d-$name/grpc.port" 30) || fail "heapwatchd $name did not start"
+}
+ctl() {  # NAME ARGS... (the tcp daemon with the admin token)
+  local name=$1
+  shift
+  local auth=()
+  [[ $name == tcp ]] && auth=(--token-file "$tmp/admin.secret")
+  "$heapwatchctl" --server "127.0.0.1:${gport[$name]}" --timeout 10s "${auth[@]}" "$@"
+}
+metric() {  # NAME SAMPLE
+  local port
+  port=$(cat "$tmp/d-$1/metrics.port")
+  local auth=()
+  [[ $1 == tcp ]] && auth=(-H "Authorization: Bearer $(cat "$tmp/read.secret")")
+  curl -sf "${auth[@]}" "http://127.0.0.1:$port/metrics" |
+    awk -v k="$2" '$1 == k { printf "%d\n", $2; found = 1 } END { if (!found) print -1 }'
+}
+
+start_daemon unix
+start_daemon tcp
+agent_port=$(wait_port_file "$tmp/d-tcp/agent.port" 30) || fail "the tcp daemon wrote no agent port"
+log "daemons up: unix gRPC ${gport[unix]}, tcp gRPC ${gport[tcp]} (agents on 127.0.0.1:$agent_port)"
+
+declare -A jpid
+start_jvm() {  # APP AGENT_OPTIONS
+  java "-agentpath:$agent_so=$2" -Xmx256m -jar "$tmp/jar/$1.jar" --max-seconds 240 \
+    >"$tmp/$1.log" 2>&1 &
+  jpid[$1]=$!
+  pids+=("${jpid[$1]}")
+}
+start_jvm UnixApp "address=unix:$tmp/run/agent.sock,label.e2e=unix"
+start_jvm TcpApp "address=127.0.0.1:$agent_port,token_file=$tmp/agent.secret,label.e2e=tcp"
+start_jvm BadApp "address=127.0.0.1:$agent_port,token_file=$tmp/wrong.secret"
+
+agent_of() {  # DAEMON PID: the agent id of that JVM in the daemon's list when it is registered
+  ctl "$1" --json agents 2>/dev/null |
+    jq -r --argjson p "$2" '.agents[]? | select((.pid | tonumber) == $p and .kind == "registered") | .agent'
+}
+declare -A agent
+for pair in unix:UnixApp tcp:TcpApp; do
+  d=${pair%%:*} app=${pair#*:}
+  for _ in $(seq 150); do
+    agent[$app]=$(agent_of "$d" "${jpid[$app]}")
+    [[ -n ${agent[$app]} ]] && break
+    sleep 0.2
+  done
+  [[ -n ${agent[$app]} ]] || fail "$app (pid ${jpid[$app]}) is not listed as registered by the $d daemon"
+  log "$app registered with the $d daemon as ${agent[$app]}"
+done
+
+# ---- 1. The refused agent: one log line, the JVM runs on, the daemon counts it, nobody lists it.
+sleep 2
+kill -0 "${jpid[BadApp]}" 2>/dev/null || fail "BadApp exited after its agent was refused"
+bad_lines=$(grep -c '^heapwatch-agent:' "$tmp/BadApp.log" || true)
+((bad_lines == 1)) || fail "BadApp's agent logged $bad_lines lines, expected exactly 1"
+refused=$(metric tcp 'heapwatch_auth_failures_total{reason="unknown_credential"}')
+((refused >= 1)) || fail "the tcp daemon counted no unknown_credential refusal ($refused)"
+for d in unix tcp; do
+  [[ -z $(agent_of "$d" "${jpid[BadApp]}") ]] || fail "the $d daemon lists BadApp"
+done
+log "BadApp refused: one line ($(grep -m1 '^heapwatch-agent:' "$tmp/BadApp.log" | cut -c1-120)), $refused refusals counted"
+
+# ---- 4. Refusals on the query API of the tcp daemon.
+if out=$("$heapwatchctl" --server "127.0.0.1:${gport[tcp]}" --timeout 5s agents 2>&1); then
+  fail "a client without a token was served by the tcp daemon"
+fi
+grep -q UNAUTHENTICATED <<<"$out" || fail "no UNAUTHENTICATED for a client without a token: $out"
+if out=$("$heapwatchctl" --server "127.0.0.1:${gport[tcp]}" --timeout 5s --token-file "$tmp/read.secret" \
+  dump "${agent[TcpApp]}" 2>&1); then
+  fail "a read token triggered an extended dump"
+fi
+grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read token's dump request: $out"
+log "query API: no token UNAUTHENTICATED, read token's dump PERMISSION_DENIED"
+
+# ---- 2. Leak, automatic dump through the agent, report naming the accumulation point and static CACHE.
+leak_of() {  # DAEMON AGENT: the id of the agent's leak
+  ctl "$1" --json leaks --agent "$2" 2>/dev/null | jq -r '.leaks[0]?.leak // empty'
+}
+done_dumps() {  # DAEMON AGENT
+  ctl "$1" --json reports "$2" 2>/dev/null |
+    jq -r '(.dumps // .extendedDumps // .extended_dumps)[]? | select(.state | test("DONE")) | (.dumpId // .dump_id)'
+}
+declare -A leak
+for pair in unix:UnixApp tcp:TcpApp; do
+  d=${pair%%:*} app=${pair#*:}
+  for _ in $(seq 450); do
+    leak[$app]=$(leak_of "$d" "${agent[$app]}")
+    [[ -n ${leak[$app]} && -n $(done_dumps "$d" "${agent[$app]}") ]] && break
+    sleep 0.2
+  done
+  [[ -n ${leak[$app]} ]] || fail "no leak for $app within 90 s"
+  [[ -n $(done_dumps "$d" "${agent[$app]}") ]] || {
+    ctl "$d" reports "${agent[$app]}" >&2 || true
+    fail "no DONE extended dump of $app (through its agent) within 90 s"
+  }
+  report=$(ctl "$d" report "${agent[$app]}" "${leak[$app]}")
+  grep -q 'static CACHE' <<<"$report" || { echo "$report" >&2; fail "$app's report does not name static CACHE"; }
+  grep -q 'Accumulation point 1 of' <<<"$report" || { echo "$report" >&2; fail "$app's report has no accumulation point"; }
+  grep -m1 'Accumulation point 1 of' <<<"$report" | grep -q 'java.util.HashMap' ||
+    { echo "$report" >&2; fail "$app's accumulation point is not the HashMap"; }
+  log "$app: leak ${leak[$app]}, dump $(done_dumps "$d" "${agent[$app]}" | head -1) through the agent;" \
+    "$(grep -m1 'Accumulation point 1 of' <<<"$report" | cut -c1-100)"
+done
+
+# ---- 3. No raw dump left on either side.
+left=$(find "$tmp/dumps-unix" "$tmp/dumps-tcp" -type f | head -5)
+[[ -z $left ]] || fail "raw dumps left in the daemons' dump directories: $left"
+for app in UnixApp TcpApp; do
+  if compgen -G "/tmp/heapwatch-agent-${jpid[$app]}-*" >/dev/null; then
+    fail "$app's agent left $(compgen -G "/tmp/heapwatch-agent-${jpid[$app]}-*")"
+  fi
+done
+log "no raw dump left on either side"
+
+# ---- 5. SIGKILL of the unix daemon while the agent runs; buffered histograms delivered once.
+cls=$(ctl unix --json leaks --agent "${agent[UnixApp]}" | jq -r '.leaks[0].main_class // empty')
+[[ -n $cls ]] || cls='byte[]'
+before=$(ctl unix --json history "${agent[UnixApp]}" "$cls" | jq -r '.points | length')
+kill -9 "${dpid[unix]}"
+wait "${dpid[unix]}" 2>/dev/null || true
+killed_at=$(date +%s)
+sleep 3
+start_daemon unix
+for _ in $(seq 150); do
+  [[ -n $(agent_of unix "${jpid[UnixApp]}") ]] && break
+  sleep 0.2
+done
+[[ -n $(agent_of unix "${jpid[UnixApp]}") ]] || fail "UnixApp did not register again after the daemon restart"
+sleep 4
+times=$(ctl unix --json history "${agent[UnixApp]}" "$cls" | jq -r '.points[].time' | sort)
+dups=$(uniq -d <<<"$times" | wc -l)
+((dups == 0)) || fail "$dups histogram times stored twice"
+# The largest hole between consecutive histograms from 5 s before the kill on.
+hole=$(while read -r t; do date -d "$t" +%s.%N; done <<<"$times" |
+  awk -v from=$((killed_at - 5)) '$1 >= from { if (prev) { d = $1 - prev; if (d > m) m = d } prev = $1 }
+    END { printf "%.1f\n", m }')
+awk -v h="$hole" 'BEGIN { exit !(h <= 2.5) }' ||
+  fail "a hole of ${hole} s in the histograms around the daemon's SIGKILL (buffered ones not delivered)"
+after=$(wc -l <<<"$times")
+duplicates=$(metric unix 'heapwatch_agent_deliveries_total{result="duplicate"}')
+gaps=$(metric unix 'heapwatch_agent_delivery_gaps_total')
+((gaps <= 0)) || fail "the restarted daemon counted $gaps sequence gaps"
+log "SIGKILL + restart: $before -> $after histograms of $cls, no duplicate time, largest hole ${hole} s," \
+  "duplicate deliveries acknowledged and dropped: $duplicates, gaps: $gaps"
+
+ok=1
+echo "PASS: registered agents"
