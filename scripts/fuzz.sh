@@ -16,6 +16,9 @@
 #                    (daemon/query_server.h)
 #   tokens           heapwatchd's API tokens file (auth/tokens.h); seeds: valid files with each role,
 #                    comments, CRLF, tabs, and one file per error the parser reports
+#   agent_messages   what registered agents send the agent gateway: framed AgentMessage streams
+#                    (daemon/agent_messages.h); seeds: a Register, histograms with a class dictionary, a
+#                    live set
 # Builds the fuzz project fuzz/ (the whole project compiled by clang with -fsanitize=fuzzer-no-link,
 # address,undefined; each target links only the modules it needs) into $HEAPWATCH_FUZZ_BUILD_DIR
 # (default build-fuzz), seeds a corpus (the dump readers' seeds are generated in WORK_DIR from
@@ -39,11 +42,11 @@ case "$reader" in
   hprof) fuzzer=hprof_fuzzer ;;
   phd) fuzzer=phd_fuzzer ;;
   text) fuzzer=text_dump_fuzzer ;;
-  attach_reply | class_histogram | perf_data | config | time_arg | query_server | tokens)
+  attach_reply | class_histogram | perf_data | config | time_arg | query_server | tokens | agent_messages)
     fuzzer=${reader}_fuzzer ;;
   *)
     echo "fuzz.sh: TARGET must be hprof, phd, text, attach_reply, class_histogram, perf_data," \
-      "config, time_arg, query_server or tokens" >&2
+      "config, time_arg, query_server, tokens or agent_messages" >&2
     exit 2 ;;
 esac
 # Longest input: what the seeds need (a real hsperfdata file is 32 KiB), no more: longer inputs only
@@ -55,6 +58,8 @@ case "$reader" in
   tokens) limits[2]=-max_len=8192 ;;
   time_arg) limits[2]=-max_len=256 ;;
   query_server) limits[2]=-max_len=4096 ;;
+  # A handful of frames: a Register and a few histograms of some dozen classes.
+  agent_messages) limits[2]=-max_len=8192 ;;
 esac
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 # LeakSanitizer suppressions (each says why the report is not heapwatch's): libFuzzer checks for leaks

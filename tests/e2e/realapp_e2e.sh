@@ -52,6 +52,12 @@
 #   healthy `heapwatchctl suspects --json` has nothing for the agent at every poll (every POLL_S) from the
 #           start of the load until the leaky runs were flagged plus HEALTHY_MARGIN_S, and at least
 #           HEALTHY_MIN_S.
+# With AGENT=/path/libheapwatch_agent.so (docs/agent.md) every server JVM runs heapwatch's in-process agent,
+# registered with the daemon over a UNIX socket (agents.listen): the same assertions then hold for histograms
+# the agent takes and delivers, and each agent must be listed with kind "registered" (never collected through
+# the attach socket as well). Not part of the test command (it doubles the real-application time); run by hand:
+#   AGENT=build/agent/libheapwatch_agent.so bash tests/e2e/realapp_e2e.sh build/daemon/heapwatchd \
+#     build/ctl/heapwatchctl tests/e2e/realapp tomcat
 # Every process started here is killed on every exit path (e2e_lib.sh); every wait is bounded by a
 # deadline, so the whole run takes at most about 6 minutes.
 set -euo pipefail
@@ -70,6 +76,7 @@ LEAK_LIMIT_S=${LEAK_LIMIT_S:-150}
 HEALTHY_MIN_S=${HEALTHY_MIN_S:-80}
 HEALTHY_MARGIN_S=${HEALTHY_MARGIN_S:-20}
 POLL_S=${POLL_S:-3}
+AGENT=${AGENT:-}
 MIN_RPS=${MIN_RPS:-200}       # the load this test is about: "a few hundred requests/s"
 HEAP=${HEAP:-256m}
 
@@ -107,6 +114,15 @@ if [[ " $apps " == *" jetty "* ]]; then
 fi
 
 JVM_OPTS=(-Xms64m "-Xmx$HEAP" -XX:+UseG1GC -Djava.awt.headless=true)
+agents_yaml=
+want_kind=attach
+if [[ -n $AGENT ]]; then
+  mkdir -m 700 "$tmp/run"
+  JVM_OPTS+=("-agentpath:$(realpath "$AGENT")=address=unix:$tmp/run/agent.sock")
+  agents_yaml="agents:
+  listen: unix:$tmp/run/agent.sock"
+  want_kind=registered
+fi
 declare -A url leak_class  # port and pid_of: e2e_lib.sh
 # start_tomcat NAME MODE: a CATALINA_BASE in $tmp/NAME (the package's /etc/tomcat10 with our port, no
 # shutdown port, no session persistence, no other webapps) with the shop webapp at /shop.
@@ -159,6 +175,7 @@ collection:
   discovery_interval: 1s
 escalation:
   enabled: false
+$agents_yaml
 EOF
 ctl() { "$heapwatchctl" --server "127.0.0.1:$grpc" "$@"; }
 
@@ -186,7 +203,8 @@ for n in "${names[@]}"; do
   jar_path=$tmp/$n/$([[ $n == tomcat-* ]] && echo tomcat.jar || echo jetty.jar)
   until [[ -n ${agent[$n]:-} ]]; do
     agent[$n]=$(ctl --json agents | jq -r --arg m "$jar_path" --argjson p "${pid_of[$n]}" \
-      '.agents[] | select(.state == "up" and .main_class == $m and (.pid | tonumber) == $p) | .agent' | head -1)
+      --arg k "$want_kind" '.agents[] | select(.state == "up" and .main_class == $m and (.pid | tonumber) == $p
+        and ((.kind // "attach") == $k)) | .agent' | head -1)
     [[ -n ${agent[$n]} ]] && break
     (($(date +%s) < deadline)) || fail "heapwatchd does not watch $n ($jar_path) within 150 s"
     sleep 1
