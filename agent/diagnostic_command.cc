@@ -9,16 +9,19 @@ DiagnosticCommandRunner::~DiagnosticCommandRunner() {
   if (hotspot_diagnostic_ != nullptr) env_->DeleteGlobalRef(hotspot_diagnostic_);
 }
 
-Status DiagnosticCommandRunner::DumpHeap(const std::string& path, bool live) {
+Status DiagnosticCommandRunner::EnsureInitialized() {
   if (init_failed_) return absl::FailedPreconditionError(init_error_);
-  if (mbean_ == nullptr) {
-    Status s = Init();  // loads libmanagement_ext
-    if (!s.ok()) {
-      init_failed_ = true;
-      init_error_ = std::string(s.message());
-      return s;
-    }
+  if (mbean_ != nullptr) return absl::OkStatus();
+  Status s = Init();  // loads libmanagement_ext
+  if (!s.ok()) {
+    init_failed_ = true;
+    init_error_ = std::string(s.message());
   }
+  return s;
+}
+
+Status DiagnosticCommandRunner::DumpHeap(const std::string& path, bool live) {
+  HW_RETURN_IF_ERROR(EnsureInitialized());
   if (env_->PushLocalFrame(8) != 0) {
     env_->ExceptionClear();
     return absl::ResourceExhaustedError("JNI PushLocalFrame failed");
@@ -133,15 +136,7 @@ Status DiagnosticCommandRunner::Init() {
 }
 
 StatusOr<std::string> DiagnosticCommandRunner::Run(const std::string& command) {
-  if (init_failed_) return absl::FailedPreconditionError(init_error_);
-  if (mbean_ == nullptr) {
-    Status s = Init();
-    if (!s.ok()) {
-      init_failed_ = true;
-      init_error_ = std::string(s.message());
-      return s;
-    }
-  }
+  HW_RETURN_IF_ERROR(EnsureInitialized());
   if (env_->PushLocalFrame(8) != 0) {
     env_->ExceptionClear();
     return absl::ResourceExhaustedError("JNI PushLocalFrame failed");

@@ -47,6 +47,9 @@ class DiagnosticCommandRunner {
 
  private:
   Status Init();
+  // Init() on first use; a failed Init() is remembered and its error returned from then on (the JVM
+  // will not grow the classes it lacked).
+  Status EnsureInitialized();
   // Returns the pending exception's toString() and clears it.
   std::string TakeException();
 
