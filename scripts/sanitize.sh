@@ -7,8 +7,8 @@
 #                                                    (they have their own instrumented build)
 #   bash scripts/sanitize.sh tsan [TEST_TARGET...]   ThreadSanitizer into build-tsan; runs the concurrent
 #                                                    parts of the daemon: the scheduler, escalation and
-#                                                    query-server tests of daemon_test and the store's
-#                                                    tests
+#                                                    query-server tests of daemon_test, the store's
+#                                                    tests and the agent gateway's (agent_gateway_test)
 # TEST_TARGET (e.g. heapwatch_storage_test daemon_test) limits the build and the run to those test
 # binaries; without, asan builds every target and runs every test but the fuzz runs.
 # HEAPWATCH_SANITIZE_BUILD_DIR overrides the build directory; extra ctest arguments go in
@@ -38,7 +38,7 @@ case "$mode" in
     # interceptor calls from uninstrumented code are not checked; every access of heapwatch's own
     # (instrumented) code still is.
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$root/scripts/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
-    if ((${#targets[@]} == 0)); then targets=(daemon_test heapwatch_storage_test); fi
+    if ((${#targets[@]} == 0)); then targets=(daemon_test heapwatch_storage_test agent_gateway_test); fi
     ;;
   *) echo "sanitize.sh: mode must be asan or tsan" >&2; exit 2 ;;
 esac
@@ -79,7 +79,7 @@ if ((${#targets[@]} > 0)); then
   done
   regex=$(IFS='|'; echo "${names[*]}")
   if [ "$mode" = tsan ]; then
-    regex='^(Scheduler|Escalation|QueryServer|ReportServer|SnapshotStore|Retention|Durability|LiveSet)'
+    regex='^(Scheduler|Escalation|QueryServer|ReportServer|SnapshotStore|Retention|Durability|LiveSet|AgentGateway)'
   fi
   ctest_args+=(-R "$regex")
 fi
