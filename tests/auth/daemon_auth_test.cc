@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "heapwatch/v1/heapwatch.grpc.pb.h"
+#include "tests/http_get.h"
 
 namespace heapwatch::testing {
 namespace {
@@ -28,29 +29,7 @@ namespace {
 namespace v1 = ::heapwatch::v1;
 using ::testing::HasSubstr;
 
-// GET http://127.0.0.1:<port><path>, the whole response (headers and body); `authorization` is the
-// Authorization header's value, none when empty.
-std::string HttpGet(int port, const std::string& path, const std::string& authorization = "") {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-    if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
-    request += "\r\n";
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[65536];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;)
-        out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return out;
-}
+using ::heapwatch::testing::HttpGet;
 
 class DaemonAuthTest : public ::testing::Test {
  protected:

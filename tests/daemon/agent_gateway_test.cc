@@ -35,6 +35,7 @@
 #include "openssl/sha.h"
 #include "proto/time_util.h"
 #include "tests/daemon/test_jvm.h"
+#include "tests/http_get.h"
 #include "zlib.h"
 
 namespace heapwatch::testing {
@@ -53,27 +54,7 @@ std::string AgentIdOf(int64_t pid = kPid) {
   return collectors::MakeAgentId(kHost, pid, kJvmStart).value;
 }
 
-// GET http://127.0.0.1:<port><path>: the whole response.
-std::string HttpGet(int port, const std::string& path, const std::string& authorization = "") {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
-    if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
-    request += "\r\n";
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[65536];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, n);
-    }
-  }
-  close(fd);
-  return out;
-}
+using ::heapwatch::testing::HttpGet;
 
 // One simulated agent's Connect stream.
 class SimAgent {
@@ -250,6 +231,22 @@ class AgentGatewayTest : public ::testing::Test {
     });
     EXPECT_TRUE(ok) << s.error_message();
     return ok;
+  }
+  // Whether the agent's newest extended dump has FAILED; it is copied to *done when listed.
+  bool NewestDumpFailed(v1::ExtendedDump* done) {
+    grpc::ClientContext c;
+    v1::ListReportsRequest request;
+    request.set_agent(AgentIdOf());
+    v1::ListReportsResponse response;
+    if (!query_->ListReports(&c, request, &response).ok() || response.dumps().empty()) return false;
+    *done = response.dumps(0);
+    return done->state() == v1::EXTENDED_DUMP_STATE_FAILED;
+  }
+  // No raw dump file (nor a .part of one) in the daemon's dump directory.
+  void ExpectNoRawDumpLeft() {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
+      EXPECT_FALSE(e.is_regular_file()) << e.path();
+    }
   }
   // Waits up to `limit` for `pred`.
   template <typename Pred>
@@ -651,9 +648,7 @@ TEST_F(AgentGatewayTest, ExtendedDumpTravelsThroughTheAgentAndResumesAfterABroke
   EXPECT_EQ(done.file_bytes(), file.size());
   uploader.join();
   // No raw dump and no partial file left.
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
-    EXPECT_FALSE(e.is_regular_file()) << e.path();
-  }
+  ExpectNoRawDumpLeft();
   EXPECT_TRUE(agent.Finish().ok());
 }
 
@@ -677,20 +672,10 @@ TEST_F(AgentGatewayTest, DumpFailedOnTheAgentFailsTheExtendedDump) {
   });
   ASSERT_TRUE(Trigger());
   v1::ExtendedDump done;
-  EXPECT_TRUE(Eventually([&] {
-    grpc::ClientContext c;
-    v1::ListReportsRequest request;
-    request.set_agent(AgentIdOf());
-    v1::ListReportsResponse response;
-    if (!query_->ListReports(&c, request, &response).ok() || response.dumps().empty()) return false;
-    done = response.dumps(0);
-    return done.state() == v1::EXTENDED_DUMP_STATE_FAILED;
-  }));
+  EXPECT_TRUE(Eventually([&] { return NewestDumpFailed(&done); }));
   EXPECT_THAT(done.error(), HasSubstr("No space left on device"));
   answer.join();
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
-    EXPECT_FALSE(e.is_regular_file()) << e.path();
-  }
+  ExpectNoRawDumpLeft();
   EXPECT_TRUE(agent.Finish().ok());
 }
 
@@ -724,20 +709,10 @@ TEST_F(AgentGatewayTest, UploadWithWrongSha256FailsTheExtendedDump) {
   });
   ASSERT_TRUE(Trigger());
   v1::ExtendedDump done;
-  EXPECT_TRUE(Eventually([&] {
-    grpc::ClientContext c;
-    v1::ListReportsRequest request;
-    request.set_agent(AgentIdOf());
-    v1::ListReportsResponse response;
-    if (!query_->ListReports(&c, request, &response).ok() || response.dumps().empty()) return false;
-    done = response.dumps(0);
-    return done.state() == v1::EXTENDED_DUMP_STATE_FAILED;
-  }));
+  EXPECT_TRUE(Eventually([&] { return NewestDumpFailed(&done); }));
   EXPECT_THAT(done.error(), HasSubstr("SHA-256"));
   uploader.join();
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/dumps")) {
-    EXPECT_FALSE(e.is_regular_file()) << e.path();
-  }
+  ExpectNoRawDumpLeft();
   EXPECT_TRUE(agent.Finish().ok());
 }
 
