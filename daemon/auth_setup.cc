@@ -150,10 +150,13 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const Tl
 StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
     const AuthConfig& config, const TlsConfig& tls, std::string_view agent_listen,
     Metrics* metrics) {
-  const bool unix_socket = agent_listen.starts_with("unix:");
-  // A client certificate is a credential only over TCP with a client CA (a UNIX socket has no TLS).
-  const bool with_certificates =
-      !unix_socket && !tls.client_ca_file.empty() && !config.client_certificates.empty();
+  // On a UNIX socket the file's permissions are the credential (issue 10: "local agents over a UNIX
+  // socket protected by file permissions"; the gateway creates it 0660 in a directory only the
+  // daemon's user may write): whoever can open the socket is a local agent, so no token is asked
+  // for, even when a tokens file exists for the query listener and TCP agents.
+  if (agent_listen.starts_with("unix:")) return nullptr;
+  // A client certificate is a credential only with a client CA.
+  const bool with_certificates = !tls.client_ca_file.empty() && !config.client_certificates.empty();
   if (config.tokens_file.empty() && !with_certificates) {
     if (auth::IsLoopbackListenAddress(agent_listen)) return nullptr;
     return absl::FailedPreconditionError(absl::StrCat(
@@ -172,7 +175,7 @@ StatusOr<std::shared_ptr<const auth::GrpcAuthorizer>> MakeAgentAuthorizer(
   for (auth::RefusalReason r : auth::kAllRefusalReasons) {
     metrics->DeclareAuthFailureReason(auth::RefusalReasonName(r));
   }
-  if (!config.tokens_file.empty() && tls.cert_file.empty() && !unix_socket &&
+  if (!config.tokens_file.empty() && tls.cert_file.empty() &&
       !auth::IsLoopbackListenAddress(agent_listen)) {
     spdlog::warn(
         "agent gateway on {} checks tokens but does not speak TLS: the agents' secrets cross the "

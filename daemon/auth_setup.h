@@ -61,12 +61,14 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeQueryCredentials(const Tl
 // (`agent`); refusals are counted in heapwatch_auth_failures_total{reason} and logged at most once
 // a minute. Without `authorizer` (loopback, no tokens file): an empty gate, every request served.
 // Thread-safety: the gate is called concurrently by the HTTP server's threads; it is safe.
-// The agent listener's credential check (agents.listen; docs/agents.md): with auth.tokens_file
-// set, or (TCP only) tls.client_ca_file with auth.client_certificates, an authorizer over
+// The agent listener's credential check (agents.listen; docs/agents.md). A UNIX socket
+// (`unix:PATH`): null (no check) always; the socket file's permissions decide who may connect, a
+// tokens file does not add a token check there. TCP: with auth.tokens_file set, or
+// tls.client_ca_file with auth.client_certificates, an authorizer over
 // auth::AgentListenerAccessTable() (every AgentGateway method needs a token, or a verified client
 // certificate mapped, of role `agent`) whose refusals are counted in
 // heapwatch_auth_failures_total{reason} and logged once per peer host per minute. Without either:
-// null (no check) for a UNIX socket or a loopback TCP address. The listener's TLS itself comes from
+// null (no check) on a loopback TCP address. The listener's TLS itself comes from
 // MakeQueryCredentials (same files as the query listener). Errors: FailedPrecondition for a
 // non-loopback TCP address without credentials; the tokens file's errors prefixed with
 // "auth.tokens_file: "; InvalidArgument for a bad auth.client_certificates entry.

@@ -1,6 +1,7 @@
 // Token auth of the gRPC query service over real gRPC on loopback: a QueryServer with the daemon's
 // authorizer (daemon/auth_setup.h) on the shared query fixture (a real store with two agents), and
 // the method table checked against heapwatch.v1.QueryService's descriptor.
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -267,6 +268,35 @@ TEST(MakeQueryAuthorizer, WithoutTokensOnlyLoopback) {
   auto bad = daemon::MakeQueryAuthorizer(missing, "127.0.0.1:7750", &metrics);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auth.tokens_file: "));
+}
+
+// The agent listener: a UNIX socket's permissions are its credential (no token asked for even with
+// a tokens file); TCP with a tokens file checks tokens, and without one only loopback is allowed.
+TEST(MakeAgentAuthorizer, UnixSocketNeedsNoTokenTcpDoes) {
+  const std::string dir = ::testing::TempDir() + "/agent_authorizer";
+  std::filesystem::create_directories(dir);
+  const std::string tokens_file = dir + "/tokens.txt";
+  {
+    std::ofstream out(tokens_file);
+    out << "agent jvm " << auth::DigestHex(auth::Sha256(kAgentSecret)) << "\n";
+  }
+  daemon::Metrics metrics;
+  daemon::AuthConfig with_tokens;
+  with_tokens.tokens_file = tokens_file;
+  auto unix_socket =
+      daemon::MakeAgentAuthorizer(with_tokens, {}, "unix:" + dir + "/agent.sock", &metrics);
+  ASSERT_TRUE(unix_socket.ok()) << unix_socket.status();
+  EXPECT_EQ(*unix_socket, nullptr);
+  for (const char* listen : {"127.0.0.1:7751", "0.0.0.0:7751"}) {
+    auto tcp = daemon::MakeAgentAuthorizer(with_tokens, {}, listen, &metrics);
+    ASSERT_TRUE(tcp.ok()) << listen << ": " << tcp.status();
+    EXPECT_NE(*tcp, nullptr) << listen;
+  }
+  auto open_loopback = daemon::MakeAgentAuthorizer({}, {}, "127.0.0.1:7751", &metrics);
+  ASSERT_TRUE(open_loopback.ok());
+  EXPECT_EQ(*open_loopback, nullptr);
+  auto open_network = daemon::MakeAgentAuthorizer({}, {}, "0.0.0.0:7751", &metrics);
+  EXPECT_EQ(open_network.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace
