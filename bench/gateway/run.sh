@@ -42,5 +42,11 @@ echo "daemon CPU: $(echo "($cpu1 - $cpu0) / $ticks / ($t1 - $t0)" | bc -l | cut 
 echo "daemon peak RSS: $((hwm / 1024)) MiB"
 grpc=$(cat "$work/grpc.port")
 echo "stored (must equal 'acked in total'):"
-"$build/ctl/heapwatchctl" --server "127.0.0.1:$grpc" store 2>/dev/null | grep -i snapshot || true
+stored=$("$build/ctl/heapwatchctl" --server "127.0.0.1:$grpc" store 2>/dev/null | grep -i snapshot || true)
+echo "$stored"
+n=$(echo "$stored" | awk '/^snapshots/ {print $2; exit}')
+if [ -n "$n" ] && [ "$n" -gt 0 ]; then
+  # CPU per stored histogram: robust to other load on the machine (the histograms/s figure is not).
+  echo "daemon CPU per stored histogram: $(echo "($cpu1 - $cpu0) * 1000 / $ticks / $n" | bc -l | cut -c1-5) ms"
+fi
 exit "${status:-0}"
