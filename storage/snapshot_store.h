@@ -112,7 +112,7 @@ struct StoreOptions {
 struct ClassSample {
   absl::Time time;
   uint64_t instances = 0;
-  uint64_t bytes = 0;  // shallow size, bytes
+  uint64_t bytes = 0;   // shallow size, bytes
   CollectionCost cost;  // how that snapshot was taken (mode kUnknown when not recorded)
   friend bool operator==(const ClassSample&, const ClassSample&) = default;
 };
@@ -131,8 +131,8 @@ struct StoreStats {
   uint64_t class_loading_bytes = 0;   // pages of the class_loading table, bytes
   uint64_t string_table_points = 0;   // string-table points of all agents
   uint64_t string_table_bytes = 0;    // pages of the string_table table, bytes
-  uint64_t disk_bytes = 0;        // DiskBytes()
-  uint64_t map_bytes = 0;         // MapBytes()
+  uint64_t disk_bytes = 0;            // DiskBytes()
+  uint64_t map_bytes = 0;             // MapBytes()
 };
 
 // The store's use by one kind of data (docs/storage-format.md, "Use per kind").
@@ -182,7 +182,12 @@ class SnapshotStore {
   // Errors: NotFound, InvalidArgument. O(its snapshots + classes).
   Status DeleteAgent(const AgentId& id);
 
-  // Stores one snapshot (with snapshot.cost when its mode is known); durable when it returns OK. Unknown agents are created (a bare record).
+  // Stores one snapshot (with snapshot.cost when its mode is known); durable when it returns OK.
+  // Unknown agents are created (a bare record). Group commit: Appends called concurrently from
+  // several threads share write transactions (one commit, and so one pair of fsyncs, for up to
+  // 128 of them); each returns only once the transaction holding its snapshot (and records)
+  // committed, and an Append that fails (in a shared transaction, e.g. AlreadyExists or a full
+  // disk) is retried alone, so it fails only itself. Appends of one agent run one at a time.
   // Snapshots may arrive in any time order (in order is the fast path).
   // Errors: InvalidArgument (malformed agent id, a time that is infinite or not within +-2^62 us of
   // the Unix epoch, an empty class name), AlreadyExists (a snapshot of this agent at the same
@@ -238,8 +243,7 @@ class SnapshotStore {
   // more (0: no limit). Errors: NotFound (unknown agent), InvalidArgument, DataLoss (a corrupt
   // point). O(log n + points in [from, to]).
   StatusOr<std::vector<ClassLoadingPoint>> ReadClassLoading(const AgentId& agent, absl::Time from,
-                                                            absl::Time to,
-                                                            size_t max_count) const;
+                                                            absl::Time to, size_t max_count) const;
 
   // String-table series (common/string_table.h): one reading of the agent's interned-string table
   // summary (counts, and sizes in bytes), durable on OK, 5 bytes plus eight varints of value
@@ -324,6 +328,9 @@ class SnapshotStore {
   StatusOr<uint64_t> UsedBytes() const;
   // Current size of the LMDB memory map in bytes.
   uint64_t MapBytes() const;
+  // Write transactions committed since Open (every mutating call commits one, except that
+  // concurrent Appends share transactions: group commit, see Append). For metrics and tests.
+  uint64_t Commits() const;
   // All of the above in one read transaction. O(tables).
   StatusOr<StoreStats> Stats() const;
 
