@@ -473,9 +473,11 @@ void Metrics::SetAgentUp(const AgentId& agent, bool up) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->agents.find(agent);
   if (it == impl_->agents.end()) return;
+  const bool changed = it->second.is_up != up;
   it->second.is_up = up;
   it->second.up->Set(up ? 1 : 0);
-  impl_->UpdateAgentCounts();
+  // Counting is O(agents), and SetAgentUp runs on every stored histogram: only on a change.
+  if (changed) impl_->UpdateAgentCounts();
 }
 
 void Metrics::RemoveAgent(const AgentId& agent) {

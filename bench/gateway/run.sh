@@ -40,6 +40,8 @@ cpu0=$(cpu); t0=$(date +%s.%N)
 "$build/bench/gateway/heapwatch_agent_load" "127.0.0.1:$port" "$agents" "$classes" "$seconds" "$threads" "$mode" || status=$?
 cpu1=$(cpu); t1=$(date +%s.%N)
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$daemon/status")
+# What the resident memory is: anonymous (heap) or file pages (the LMDB map, libraries).
+awk '/^Rss|^Anonymous/ {printf "%s %d MiB  ", $1, $2 / 1024} END {print ""}' "/proc/$daemon/smaps_rollup" || true
 echo "daemon CPU: $(echo "($cpu1 - $cpu0) / $ticks / ($t1 - $t0)" | bc -l | cut -c1-5) cores (user+system, whole run incl. registration)"
 echo "daemon peak RSS: $((hwm / 1024)) MiB"
 grpc=$(cat "$work/grpc.port")
