@@ -143,15 +143,25 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
     new_classes.clear();
     new_duplicates.clear();
     next_class = cache != nullptr ? cache->next_class.value : 0;
-    for (const ClassHistogramRow& r : rows) {
+    if (cache != nullptr) cache->position.resize(rows.size(), nullptr);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const ClassHistogramRow& r = rows[i];
       uint32_t dup = count_duplicates ? seen[{r.class_name, r.module}]++ : 0;
       ClassNo cls;
       bool known = false;
       if (cache != nullptr) {
-        auto found = cache->ids.find(ClassIdentityView{r.class_name, r.module, dup});
-        if (found != cache->ids.end()) {
-          cls = found->second;
+        const auto* guess = cache->position[i];
+        if (guess != nullptr && guess->first.duplicate == dup &&
+            guess->first.name == r.class_name && guess->first.module == r.module) {
+          cls = guess->second;
           known = true;
+        } else {
+          auto found = cache->ids.find(ClassIdentityView{r.class_name, r.module, dup});
+          if (found != cache->ids.end()) {
+            cls = found->second;
+            known = true;
+            cache->position[i] = &*found;
+          }
         }
       }
       if (!known) {
@@ -305,6 +315,7 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
     cache->ids.emplace(ClassIdentity{row->class_name, row->module, new_duplicates[i]},
                        new_classes[i].first);
   }
+  if (!new_classes.empty()) cache->position.clear();  // the inserts may have moved the entries
   cache->next_class = ClassNo{static_cast<uint32_t>(next_class)};
   if (in_order) {
     cache->has_latest = true;

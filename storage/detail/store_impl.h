@@ -105,6 +105,10 @@ struct AgentCache {
   AgentNo agent_no;
   ClassNo next_class;
   absl::flat_hash_map<ClassIdentity, ClassNo, ClassIdentityHash, ClassIdentityEq> ids;
+  // Per row position of the last Append, its entry in `ids` (null: none): rows usually come in the
+  // same order, so Append compares a row with this entry before hashing it. Cleared whenever `ids`
+  // changes (an insert may move the entries).
+  std::vector<const std::pair<const ClassIdentity, ClassNo>*> position;
   bool has_latest = false;  // the agent has snapshots; latest_micros is the newest one's time
   int64_t latest_micros = 0;
   bool latest_decoded =
