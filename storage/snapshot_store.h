@@ -14,7 +14,8 @@
 //    snapshot decodes at most that many values.
 //  - records: a generic (table, key) -> bytes table for other features (e.g. drill-down reports).
 //
-// Durability: every mutating call commits one LMDB write transaction before it returns OK. The
+// Durability: every mutating call commits an LMDB write transaction holding its changes before it
+// returns OK (concurrent Appends share one: group commit, see Append). The
 // environment is opened without MDB_NOSYNC, MDB_NOMETASYNC and MDB_WRITEMAP, so a commit has
 // written and fsynced the data pages and then the meta page (lmdb.h, mdb_env_open flags): what a
 // call reported as OK survives a crash or kill -9 of the process at any moment, and a crash never
@@ -38,13 +39,14 @@
 // down).
 //
 // Thread-safety: all methods are thread-safe. Writers (PutAgent, Append, PutRecord, DeleteRecord,
-// DeleteAgent, EnforceRetention) are serialized by an internal mutex; readers run concurrently with
-// each other and with the writer, each in its own LMDB read transaction (MDB_NOTLS is set, so read
-// transactions are not tied to threads and the daemon's thread pools need no per-thread care).
-// Growing the map waits until running read transactions have ended (mdb_env_set_mapsize requires
-// that no transaction is active). One store per data directory: a second Open of the same
-// directory, from this or another process, fails with FailedPrecondition while the first is open
-// (flock on <dir>/heapwatch.lock).
+// DeleteAgent, EnforceRetention) are serialized by an internal mutex (Appends only while they
+// prepare their writes; they then commit together, and the other writers wait for them); readers
+// run concurrently with each other and with the writer, each in its own LMDB read transaction
+// (MDB_NOTLS is set, so read transactions are not tied to threads and the daemon's thread pools
+// need no per-thread care). Growing the map waits until running read transactions have ended
+// (mdb_env_set_mapsize requires that no transaction is active). One store per data directory: a
+// second Open of the same directory, from this or another process, fails with FailedPrecondition
+// while the first is open (flock on <dir>/heapwatch.lock).
 //
 // Errors common to every method: ResourceExhausted (disk full, map at max_map_bytes, LMDB reader
 // table full), DataLoss (a corrupt or truncated value, unknown format version; the message names
