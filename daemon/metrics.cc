@@ -97,15 +97,19 @@ auto& RegisterFamily(Builder builder, std::string_view name, const char* help,
   return builder.Name(std::string(name)).Help(help).Register(registry);
 }
 
-// The series of one class of one agent. Suspect-only series are null while the class is not a
-// suspect.
+// The exported values of one class of one agent (heapwatch_class_bytes, heapwatch_class_instances,
+// and while the class is a suspect, the four suspect series). Kept as plain values, not as
+// prometheus-cpp Gauges: Family<Gauge>::Remove searches the whole family linearly (prometheus-cpp
+// 1.0.1), and a registered agent's top classes change often, so with 1,000 agents removing one
+// class's series cost more than the rest of the histogram's path (docs/agents.md, "Load"). The
+// series are built from these values on each scrape (ClassFamilies).
 struct ClassSeries {
-  Gauge* bytes = nullptr;
-  Gauge* instances = nullptr;
-  Gauge* suspect = nullptr;
-  Gauge* score = nullptr;
-  Gauge* growth_bytes = nullptr;
-  Gauge* growth_instances = nullptr;
+  double bytes = 0;
+  double instances = 0;
+  bool suspect = false;
+  double score = 0;
+  double growth_bytes = 0;
+  double growth_instances = 0;
 };
 
 struct AgentSeries {
@@ -154,26 +158,6 @@ struct Metrics::Impl {
   Family<Gauge>& agent_last_snapshot =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kAgentLastSnapshot,
                      "Unix time in seconds of the agent's last stored class histogram.", *registry);
-  Family<Gauge>& class_bytes = RegisterFamily(
-      prometheus::BuildGauge(), metric_names::kClassBytes,
-      "Shallow bytes of a class in the agent's last class histogram (top classes and suspects).",
-      *registry);
-  Family<Gauge>& class_instances = RegisterFamily(
-      prometheus::BuildGauge(), metric_names::kClassInstances,
-      "Instances of a class in the agent's last class histogram (top classes and suspects).",
-      *registry);
-  Family<Gauge>& leak_suspect =
-      RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspect,
-                     "1 while the class is a leak suspect of the agent.", *registry);
-  Family<Gauge>& leak_suspect_score =
-      RegisterFamily(prometheus::BuildGauge(), metric_names::kLeakSuspectScore,
-                     "Confidence in [0, 1] that a suspect class keeps growing.", *registry);
-  Family<Gauge>& growth_bytes = RegisterFamily(
-      prometheus::BuildGauge(), metric_names::kClassGrowthBytes,
-      "Robust (Theil-Sen) growth rate of a suspect class in bytes per second.", *registry);
-  Family<Gauge>& growth_instances = RegisterFamily(
-      prometheus::BuildGauge(), metric_names::kClassGrowthInstances,
-      "Robust (Theil-Sen) growth rate of a suspect class in instances per second.", *registry);
   Family<Gauge>& leak_growth = RegisterFamily(
       prometheus::BuildGauge(), metric_names::kLeakGrowthBytes,
       "Growth in bytes per second of a current leak (a group of suspect classes with one cause): "
@@ -240,9 +224,9 @@ struct Metrics::Impl {
       RegisterFamily(prometheus::BuildGauge(), metric_names::kExtendedDumpAnalysesInFlight,
                      "Extended-dump analyses running now.", *registry);
   Gauge& analyses_in_flight = analyses_in_flight_family.Add({});
-  Family<Gauge>& analyses_queued_family = RegisterFamily(
-      prometheus::BuildGauge(), metric_names::kExtendedDumpAnalysesQueued,
-      "Extended dumps waiting to be taken or analysed.", *registry);
+  Family<Gauge>& analyses_queued_family =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kExtendedDumpAnalysesQueued,
+                     "Extended dumps waiting to be taken or analysed.", *registry);
   Gauge& analyses_queued = analyses_queued_family.Add({});
   Family<Gauge>& suspect_retained = RegisterFamily(
       prometheus::BuildGauge(), metric_names::kSuspectRetained,
@@ -312,11 +296,12 @@ struct Metrics::Impl {
   Family<Gauge>& build_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kBuildInfo,
                                              "heapwatchd build information; value 1.", *registry);
 
-  Family<Gauge>& web_info = RegisterFamily(prometheus::BuildGauge(), metric_names::kWebInfo,
-                                           "Base URL of heapwatchd's web pages; value 1.", *registry);
+  Family<Gauge>& web_info =
+      RegisterFamily(prometheus::BuildGauge(), metric_names::kWebInfo,
+                     "Base URL of heapwatchd's web pages; value 1.", *registry);
   Gauge* web_url = nullptr;  // guarded by mu
 
-  std::mutex mu;
+  mutable std::mutex mu;
   std::unordered_map<AgentId, AgentSeries> agents;  // guarded by mu
   // The store's use per kind (SetStoreUsage).
   Family<Gauge>& store_bytes =
@@ -327,9 +312,9 @@ struct Metrics::Impl {
                      "Entries in the store per kind of data.", *registry);
 
   // Agent gateway (daemon/agent_gateway.h).
-  Family<Counter>& agent_deliveries = RegisterFamily(
-      prometheus::BuildCounter(), metric_names::kAgentDeliveries,
-      "Deliveries of registered agents by result (stored, duplicate).", *registry);
+  Family<Counter>& agent_deliveries =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kAgentDeliveries,
+                     "Deliveries of registered agents by result (stored, duplicate).", *registry);
   Family<Counter>& agent_refusals = RegisterFamily(
       prometheus::BuildCounter(), metric_names::kAgentDeliveriesRefused,
       "Messages and streams of registered agents the gateway refused, by reason.", *registry);
@@ -349,7 +334,8 @@ struct Metrics::Impl {
                           "already_connected", "store_error"}) {
       agent_refusals.Add({{"reason", r}});
     }
-    for (HistogramMode m : {HistogramMode::kLive, HistogramMode::kAll, HistogramMode::kAllAfterGc}) {
+    for (HistogramMode m :
+         {HistogramMode::kLive, HistogramMode::kAll, HistogramMode::kAllAfterGc}) {
       pause_by_mode[m] = &collection_pause_histogram.Add(
           {{"mode", std::string(HistogramModeName(m))}},
           Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
@@ -364,27 +350,90 @@ struct Metrics::Impl {
     agents_unreachable.Set(static_cast<double>(agents.size()) - up);
   }
 
-  void RemoveClassSeries(ClassSeries& c) {
-    RemoveIfSet(&class_bytes, c.bytes);
-    RemoveIfSet(&class_instances, c.instances);
-    RemoveSuspectSeries(c);
+  // The six per-class families (ClassSeries) from every agent's current values, ordered by agent
+  // then class. O(agents * exported classes). Locks mu.
+  std::vector<prometheus::MetricFamily> ClassFamilies() const {
+    struct Spec {
+      std::string_view name;
+      const char* help;
+      bool suspects_only;
+      double ClassSeries::*value;
+    };
+    static const Spec kSpecs[] = {
+        {metric_names::kClassBytes,
+         "Shallow bytes of a class in the agent's last class histogram (top classes and suspects).",
+         false, &ClassSeries::bytes},
+        {metric_names::kClassInstances,
+         "Instances of a class in the agent's last class histogram (top classes and suspects).",
+         false, &ClassSeries::instances},
+        {metric_names::kLeakSuspect, "1 while the class is a leak suspect of the agent.", true,
+         nullptr},
+        {metric_names::kLeakSuspectScore,
+         "Confidence in [0, 1] that a suspect class keeps growing.", true, &ClassSeries::score},
+        {metric_names::kClassGrowthBytes,
+         "Robust (Theil-Sen) growth rate of a suspect class in bytes per second.", true,
+         &ClassSeries::growth_bytes},
+        {metric_names::kClassGrowthInstances,
+         "Robust (Theil-Sen) growth rate of a suspect class in instances per second.", true,
+         &ClassSeries::growth_instances},
+    };
+    std::vector<prometheus::MetricFamily> families;
+    families.reserve(std::size(kSpecs));
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<std::pair<std::string_view, const AgentSeries*>> ordered;
+    ordered.reserve(agents.size());
+    for (const auto& [id, a] : agents) ordered.emplace_back(id.value, &a);
+    std::sort(ordered.begin(), ordered.end());
+    for (const Spec& spec : kSpecs) {
+      prometheus::MetricFamily family;
+      family.name = std::string(spec.name);
+      family.help = spec.help;
+      family.type = prometheus::MetricType::Gauge;
+      for (const auto& [agent, a] : ordered) {
+        std::vector<std::pair<std::string_view, const ClassSeries*>> classes;
+        classes.reserve(a->classes.size());
+        for (const auto& [name, c] : a->classes) {
+          if (!spec.suspects_only || c.suspect) classes.emplace_back(name, &c);
+        }
+        std::sort(classes.begin(), classes.end());
+        for (const auto& [name, c] : classes) {
+          prometheus::ClientMetric metric;
+          metric.label = {{"agent", std::string(agent)}, {"class", std::string(name)}};
+          metric.gauge.value = spec.value == nullptr ? 1.0 : c->*spec.value;
+          family.metric.push_back(std::move(metric));
+        }
+      }
+      families.push_back(std::move(family));
+    }
+    return families;
   }
-  void RemoveSuspectSeries(ClassSeries& c) {
-    RemoveIfSet(&leak_suspect, c.suspect);
-    RemoveIfSet(&leak_suspect_score, c.score);
-    RemoveIfSet(&growth_bytes, c.growth_bytes);
-    RemoveIfSet(&growth_instances, c.growth_instances);
-  }
+
+  // What the metrics endpoint collects: the registry's families plus the per-class families.
+  class Exported : public prometheus::Collectable {
+   public:
+    explicit Exported(const Impl* impl) : impl_(impl) {}
+    std::vector<prometheus::MetricFamily> Collect() const override {
+      std::vector<prometheus::MetricFamily> families = impl_->registry->Collect();
+      for (prometheus::MetricFamily& f : impl_->ClassFamilies()) families.push_back(std::move(f));
+      return families;
+    }
+
+   private:
+    const Impl* impl_;
+  };
+  std::shared_ptr<prometheus::Collectable> exported;  // set by Metrics' constructor
 };
 
-Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  impl_->exported = std::make_shared<Impl::Exported>(impl_.get());
+}
 Metrics::~Metrics() = default;
 
-std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return impl_->registry; }
+std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return impl_->exported; }
 
 std::string Metrics::ExpositionText() const {
   prometheus::TextSerializer serializer;
-  return serializer.Serialize(impl_->registry->Collect());
+  return serializer.Serialize(impl_->exported->Collect());
 }
 
 void Metrics::AddAgent(const AgentInfo& info) {
@@ -424,9 +473,11 @@ void Metrics::SetAgentUp(const AgentId& agent, bool up) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->agents.find(agent);
   if (it == impl_->agents.end()) return;
+  const bool changed = it->second.is_up != up;
   it->second.is_up = up;
   it->second.up->Set(up ? 1 : 0);
-  impl_->UpdateAgentCounts();
+  // Counting is O(agents), and SetAgentUp runs on every stored histogram: only on a change.
+  if (changed) impl_->UpdateAgentCounts();
 }
 
 void Metrics::RemoveAgent(const AgentId& agent) {
@@ -438,7 +489,6 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   RemoveIfSet(&impl_->agent_up, a.up);
   RemoveIfSet(&impl_->agent_last_snapshot, a.last_snapshot);
   for (auto& [r, counter] : a.collections) impl_->collections.Remove(counter);
-  for (auto& [name, c] : a.classes) impl_->RemoveClassSeries(c);
   for (auto& [name, g] : a.suspect_retained) impl_->suspect_retained.Remove(g);
   for (auto& [id, series] : a.leak_growth) impl_->leak_growth.Remove(series.second);
   RemoveIfSet(&impl_->leaks, a.leaks);
@@ -512,7 +562,6 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
   // Drop series of classes that left the exported set.
   for (auto c = a.classes.begin(); c != a.classes.end();) {
     if (!wanted.count(c->first)) {
-      m.RemoveClassSeries(c->second);
       c = a.classes.erase(c);
     } else {
       ++c;
@@ -520,25 +569,14 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
   }
   for (const std::string& name : wanted) {
     ClassSeries& c = a.classes[name];
-    Labels labels{{"agent", agent.value}, {"class", name}};
-    if (c.bytes == nullptr) c.bytes = &m.class_bytes.Add(labels);
-    if (c.instances == nullptr) c.instances = &m.class_instances.Add(labels);
     auto t = totals.find(name);
-    c.bytes->Set(t == totals.end() ? 0 : static_cast<double>(t->second.first));
-    c.instances->Set(t == totals.end() ? 0 : static_cast<double>(t->second.second));
+    c.bytes = t == totals.end() ? 0 : static_cast<double>(t->second.first);
+    c.instances = t == totals.end() ? 0 : static_cast<double>(t->second.second);
     auto s = suspect_of.find(name);
-    if (s == suspect_of.end()) {
-      m.RemoveSuspectSeries(c);
-      continue;
-    }
-    if (c.suspect == nullptr) c.suspect = &m.leak_suspect.Add(labels);
-    if (c.score == nullptr) c.score = &m.leak_suspect_score.Add(labels);
-    if (c.growth_bytes == nullptr) c.growth_bytes = &m.growth_bytes.Add(labels);
-    if (c.growth_instances == nullptr) c.growth_instances = &m.growth_instances.Add(labels);
-    c.suspect->Set(1);
-    c.score->Set(s->second->score);
-    c.growth_bytes->Set(s->second->growth_bytes_per_second);
-    c.growth_instances->Set(s->second->growth_instances_per_second);
+    c.suspect = s != suspect_of.end();
+    c.score = c.suspect ? s->second->score : 0;
+    c.growth_bytes = c.suspect ? s->second->growth_bytes_per_second : 0;
+    c.growth_instances = c.suspect ? s->second->growth_instances_per_second : 0;
   }
   if (a.last_snapshot == nullptr) {
     a.last_snapshot = &m.agent_last_snapshot.Add({{"agent", agent.value}});
@@ -607,7 +645,8 @@ void Metrics::SetSuspectRetained(const AgentId& agent, const std::string& class_
   auto it = impl_->agents.find(agent);
   if (it == impl_->agents.end()) return;
   Gauge*& g = it->second.suspect_retained[class_name];
-  if (g == nullptr) g = &impl_->suspect_retained.Add({{"agent", agent.value}, {"class", class_name}});
+  if (g == nullptr)
+    g = &impl_->suspect_retained.Add({{"agent", agent.value}, {"class", class_name}});
   g->Set(static_cast<double>(bytes));
 }
 

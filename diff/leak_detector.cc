@@ -24,7 +24,8 @@ constexpr size_t kCoarseSlots = 104;
 constexpr size_t kMaxEpisodes = 10'000;
 // The typical collection interval is the median of this many most recent intervals.
 constexpr size_t kIntervalHistory = 16;
-// Classes that never reach min_growth_bytes / kTrackDivisor in a bucket are not given to that scale.
+// Classes that never reach min_growth_bytes / kTrackDivisor in a bucket are not given to that
+// scale.
 constexpr uint64_t kTrackDivisor = 4;
 // A scale is used once its buckets hold at least this many snapshots on average (below that, its
 // buckets repeat scale 0 and bring nothing but more evaluations).
@@ -68,8 +69,7 @@ uint64_t Fnv1a(std::string_view s) {
 }
 
 std::string LeakId(std::string_view main_class, absl::Time first_seen) {
-  const uint64_t h =
-      Fnv1a(absl::StrFormat("%s@%d", main_class, absl::ToUnixMicros(first_seen)));
+  const uint64_t h = Fnv1a(absl::StrFormat("%s@%d", main_class, absl::ToUnixMicros(first_seen)));
   return absl::StrFormat("L%012x", h & 0xffffffffffffull);
 }
 
@@ -137,8 +137,7 @@ Status ValidateLeakOptions(const LeakOptions& o) {
     return Bad("min_time_scale", absl::FormatDuration(o.min_time_scale), "[1s, 24h]");
   }
   if (o.max_time_scale < o.min_time_scale || o.max_time_scale > absl::Hours(24 * 30)) {
-    return Bad("max_time_scale", absl::FormatDuration(o.max_time_scale),
-               "[min_time_scale, 720h]");
+    return Bad("max_time_scale", absl::FormatDuration(o.max_time_scale), "[min_time_scale, 720h]");
   }
   const size_t min_min = std::max<size_t>(4, 2 * o.trend.segments);
   if (o.scale_window_buckets < min_min || o.scale_window_buckets > kMannKendallExactMaxN) {
@@ -168,14 +167,13 @@ Status ValidateLeakOptions(const LeakOptions& o) {
 
 bool IsJdkClass(std::string_view name) {
   while (name.size() >= 2 && name.substr(name.size() - 2) == "[]") name.remove_suffix(2);
-  static constexpr std::string_view kPrimitives[] = {"boolean", "byte", "char", "short",
+  static constexpr std::string_view kPrimitives[] = {"boolean", "byte", "char",  "short",
                                                      "int",     "long", "float", "double"};
   for (std::string_view p : kPrimitives) {
     if (name == p) return true;
   }
-  static constexpr std::string_view kPrefixes[] = {"java.",    "javax.",   "jdk.",
-                                                   "sun.",     "com.sun.", "org.w3c.",
-                                                   "org.xml.", "org.ietf."};
+  static constexpr std::string_view kPrefixes[] = {"java.",    "javax.",   "jdk.",     "sun.",
+                                                   "com.sun.", "org.w3c.", "org.xml.", "org.ietf."};
   for (std::string_view p : kPrefixes) {
     if (name.substr(0, p.size()) == p) return true;
   }
@@ -190,7 +188,7 @@ struct LeakDetector::Impl {
     int64_t width_us = 0;
     std::unique_ptr<TrendDetector> detector;
     int64_t bucket = std::numeric_limits<int64_t>::min();  // index of the open bucket
-    uint32_t bucket_snapshots = 0;  // snapshots accumulated into the open bucket
+    uint32_t bucket_snapshots = 0;        // snapshots accumulated into the open bucket
     std::vector<uint64_t> min_bytes;      // per class id
     std::vector<uint64_t> min_instances;  // per class id
     std::vector<uint32_t> present;        // per class id: snapshots of the bucket with objects
@@ -200,9 +198,9 @@ struct LeakDetector::Impl {
     std::string name;
     bool in_use = false;
     absl::Time last_seen = absl::InfinitePast();  // latest snapshot with objects
-    uint64_t raw = 0;       // latest raw bytes
-    uint64_t value = 0;     // latest value (after the -all minimum)
-    uint64_t previous = 0;  // the value before it
+    uint64_t raw = 0;                             // latest raw bytes
+    uint64_t value = 0;                           // latest value (after the -all minimum)
+    uint64_t previous = 0;                        // the value before it
     // Per cycle slot position, fine ring first (empty while the veto is off).
     std::vector<uint64_t> cycle_max;
   };
@@ -222,6 +220,7 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, uint32_t> id_of;
   std::vector<ClassInfo> classes;
   std::vector<uint32_t> free_ids;
+  std::vector<uint32_t> id_hint;  // per row position of the last snapshot, its class's id
   std::vector<uint64_t> current_bytes, current_instances;  // per id, this snapshot
   std::vector<absl::Duration> intervals;                   // ring of recent intervals
   size_t interval_pos = 0;
@@ -266,8 +265,9 @@ struct LeakDetector::Impl {
       }
     }
     if (options.cycle_lookback > absl::ZeroDuration()) {
-      const int64_t coarse = std::max<int64_t>(
-          1, absl::ToInt64Microseconds(options.cycle_lookback) / static_cast<int64_t>(kCoarseSlots));
+      const int64_t coarse =
+          std::max<int64_t>(1, absl::ToInt64Microseconds(options.cycle_lookback) /
+                                   static_cast<int64_t>(kCoarseSlots));
       rings.push_back(Ring{std::min(kFineSlotMicros, coarse), kFineSlots, 0, {}});
       rings.push_back(Ring{coarse, kCoarseSlots, kFineSlots, {}});
       for (Ring& r : rings) r.slot_at.assign(r.slots, std::numeric_limits<int64_t>::min());
@@ -443,8 +443,18 @@ struct LeakDetector::Impl {
 
     std::fill(current_bytes.begin(), current_bytes.end(), 0);
     std::fill(current_instances.begin(), current_instances.end(), 0);
-    for (const ClassHistogramRow& row : snapshot.histogram.rows) {
-      const uint32_t id = IdFor(row.class_name);
+    // As TrendDetector::Observe: the previous snapshot's id at the row's position, checked by
+    // name, before the hash map.
+    const auto& rows = snapshot.histogram.rows;
+    id_hint.resize(rows.size(), UINT32_MAX);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const ClassHistogramRow& row = rows[r];
+      const uint32_t hint = id_hint[r];
+      const uint32_t id =
+          hint < classes.size() && classes[hint].in_use && classes[hint].name == row.class_name
+              ? hint
+              : IdFor(row.class_name);
+      id_hint[r] = id;
       current_bytes[id] = SaturatingAdd(current_bytes[id], row.bytes);
       current_instances[id] = SaturatingAdd(current_instances[id], row.instances);
     }
@@ -469,7 +479,8 @@ struct LeakDetector::Impl {
       if (!c.in_use) continue;
       const uint64_t raw = current_bytes[id];
       // The -all minimum over two snapshots, as on scale 0 (not on the agent's first snapshot).
-      const uint64_t value = garbage && previous_time != absl::InfinitePast() ? std::min(raw, c.raw) : raw;
+      const uint64_t value =
+          garbage && previous_time != absl::InfinitePast() ? std::min(raw, c.raw) : raw;
       c.raw = raw;
       c.previous = c.value;
       c.value = value;
@@ -950,7 +961,8 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
     const Impl::ClassInfo& c = impl_->classes[it->second];
     const double level = static_cast<double>(std::min(c.value, c.previous));
     const double threshold = impl_->VetoThreshold(c, 0);
-    out.cycle_veto = TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"};
+    out.cycle_veto =
+        TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"};
   }
   return out;
 }

@@ -155,8 +155,18 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
     bytes_[s * capacity_ + pos] = 0;
     instances_[s * capacity_ + pos] = 0;
   }
-  for (const ClassHistogramRow& row : snapshot.histogram.rows) {
-    const uint32_t slot = SlotFor(row.class_name);
+  // Rows usually come in the same order every snapshot: try the slot of the previous snapshot's
+  // row at the same position (a string compare) before the hash map (hash, probe, compare).
+  const auto& rows = snapshot.histogram.rows;
+  slot_hint_.resize(rows.size(), UINT32_MAX);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const ClassHistogramRow& row = rows[r];
+    const uint32_t hint = slot_hint_[r];
+    const uint32_t slot =
+        hint < states_.size() && states_[hint].in_use && states_[hint].name == row.class_name
+            ? hint
+            : SlotFor(row.class_name);
+    slot_hint_[r] = slot;
     uint64_t& b = bytes_[slot * capacity_ + pos];
     uint64_t& i = instances_[slot * capacity_ + pos];
     b = SaturatingAdd(b, row.bytes);
@@ -169,8 +179,8 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
   // growth by one snapshot without changing its slope (docs/trend-detection.md).
   // Both -all modes: right after the JVM's own old-generation collection the old generation is
   // clean, but the young generation has refilled with garbage by the time the histogram runs.
-  const bool has_garbage = snapshot.cost.mode == HistogramMode::kAll ||
-                           snapshot.cost.mode == HistogramMode::kAllAfterGc;
+  const bool has_garbage =
+      snapshot.cost.mode == HistogramMode::kAll || snapshot.cost.mode == HistogramMode::kAllAfterGc;
   for (size_t s = 0; s < states_.size(); ++s) {
     ClassState& st = states_[s];
     if (!st.in_use) continue;
@@ -412,8 +422,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     for (size_t k = 0; k + 1 < n; ++k) d[k] = y_[k + 1] - y_[k];
     const double median_d = Median(d, &scratch_);
     for (double& v : d) v = std::abs(v - median_d);
-    noise_floor =
-        options_.record_noise_sigmas * 1.4826 * Median(d, &scratch_) / std::sqrt(2.0);
+    noise_floor = options_.record_noise_sigmas * 1.4826 * Median(d, &scratch_) / std::sqrt(2.0);
   }
   bool pass_c = records;
   double c_worst_noise = std::numeric_limits<double>::infinity();
@@ -465,8 +474,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
   }
   const double rise = recent_max - before_recent_max;
   // With a noise floor, a new record must also clear the noise (entry only), like test C's.
-  const bool pass_d = rise > 0 && rise >= f * slope * (span - before_recent_t) &&
-                      (!entry || rise >= noise_floor);
+  const bool pass_d =
+      rise > 0 && rise >= f * slope * (span - before_recent_t) && (!entry || rise >= noise_floor);
 
   // Test C, like relative growth, gates becoming a suspect: it rejects steps and short fills. A
   // suspect stays one while its growth is significant, large enough and still setting records (A,
@@ -481,8 +490,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     add("A significance", mk.p_value, "<=", options_.max_p_value, pass_a, "p");
     add("B growth", growth, ">=", min_growth, slope > 0 && growth >= min_growth, "bytes");
     if (entry) {
-      add("B relative growth", start_level > 0 ? growth / start_level : 0, ">=",
-          options_.min_relative_growth, relative_ok, "fraction");
+      add("B relative growth", start_level > 0 ? growth / start_level : 0,
+          ">=", options_.min_relative_growth, relative_ok, "fraction");
     }
     if (options_.min_growth_bytes_per_second > 0) {
       add("B rate", slope, ">=", options_.min_growth_bytes_per_second,
@@ -495,7 +504,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
         const double part_rise = segment_max_[g] - prefix_max_[g - 1];
         const double since = std::max(prefix_max_t_[g - 1], part_start_t_[g - 1]);
         const double predicted = slope * (segment_max_t_[g] - since);
-        const double ratio = predicted > 0 ? part_rise / predicted
+        const double ratio = predicted > 0   ? part_rise / predicted
                              : part_rise > 0 ? std::numeric_limits<double>::infinity()
                                              : 0;
         worst = std::min(worst, std::isfinite(part_rise) ? ratio : 0.0);
@@ -520,8 +529,8 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     }
     const double predicted_d = slope * (span - before_recent_t);
     add("D still growing",
-        predicted_d > 0 && std::isfinite(rise) ? rise / predicted_d : (rise > 0 ? 1e9 : 0), ">=",
-        f, pass_d, "fraction");
+        predicted_d > 0 && std::isfinite(rise) ? rise / predicted_d : (rise > 0 ? 1e9 : 0), ">=", f,
+        pass_d, "fraction");
   }
   if (full) {
     // Instances slope. Theil-Sen is scale-equivariant, so when bytes are the same multiple of

@@ -138,7 +138,8 @@ struct TrendOptions {
   // differences (1.4826 * MAD / sqrt(2)), and so must test D's record; and no single increment
   // among the last min_snapshots values may make more than half of their rise. Like
   // recent_max_p_value, it rejects a one-time step or a plateau whose flat values set noise-sized
-  // records. 0 (the default) disables it; LeakDetector uses 2 on its bucketed scales. Range [0, 10].
+  // records. 0 (the default) disables it; LeakDetector uses 2 on its bucketed scales. Range [0,
+  // 10].
   double record_noise_sigmas = 0;
 };
 
@@ -166,9 +167,9 @@ struct Suspect {
   // Growth over the window in bytes, min(slope * window span, window max - window min), as used by
   // test B.
   double window_growth_bytes = 0;
-  // Set by LeakDetector (diff/leak_detector.h), empty/zero from a bare TrendDetector: the time scale
-  // whose figures these are (0 = every snapshot, else the bucket width) and the id of the leak the
-  // class is grouped into.
+  // Set by LeakDetector (diff/leak_detector.h), empty/zero from a bare TrendDetector: the time
+  // scale whose figures these are (0 = every snapshot, else the bucket width) and the id of the
+  // leak the class is grouped into.
   absl::Duration time_scale;
   std::string leak;
 
@@ -255,8 +256,8 @@ class TrendDetector {
   bool Tracks(std::string_view class_name) const;
 
   // The class's values (bytes, after the -all minimum) over the current window, oldest first, with
-  // their times in seconds since the window's first snapshot. False (outputs cleared) when the class
-  // is not tracked or there is no window yet (warm-up). O(w).
+  // their times in seconds since the window's first snapshot. False (outputs cleared) when the
+  // class is not tracked or there is no window yet (warm-up). O(w).
   bool Window(std::string_view class_name, std::vector<double>* seconds,
               std::vector<double>* bytes) const;
 
@@ -331,6 +332,9 @@ class TrendDetector {
   std::vector<ClassState> states_;
   std::vector<uint32_t> free_slots_;  // LIFO, so that slot reuse is deterministic
   absl::flat_hash_map<std::string, uint32_t> slot_of_;
+  // Per row position of the last snapshot, the slot of its class (a guess for the next snapshot's
+  // row there, checked by name; UINT32_MAX = none).
+  std::vector<uint32_t> slot_hint_;
 
   std::function<bool(std::string_view)> entry_veto_;
 
@@ -345,7 +349,8 @@ class TrendDetector {
   mutable std::vector<double> y_;  // the class's bytes (or instances) over the window
   // Test C, indexed by part (0 = the reference part before the last min_snapshots snapshots):
   mutable std::vector<int64_t> boundary_;  // first sequence number of each part; [segments+1]=seq_
-  mutable std::vector<double> prefix_max_;  // maximum over the lookback before boundary_[g], and time
+  mutable std::vector<double>
+      prefix_max_;  // maximum over the lookback before boundary_[g], and time
   mutable std::vector<double> prefix_max_t_;
   mutable std::vector<double> part_start_t_;  // time of boundary_[g]
   mutable std::vector<double> segment_max_;   // maximum within part g (g >= 1), and its time

@@ -121,7 +121,8 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
   }
 
   Impl& s = *impl_;
-  std::lock_guard<std::mutex> lock(s.write_mu);
+  std::unique_lock<std::mutex> lock(s.write_mu);
+  s.AwaitAppendTurn(lock, id);
   HW_ASSIGN_OR_RETURN(AgentCache * cache, s.CacheFor(id));
 
   // Intern: the k-th row with a given (name, module) is class (name, module, k). Rows are unique in
@@ -142,15 +143,25 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
     new_classes.clear();
     new_duplicates.clear();
     next_class = cache != nullptr ? cache->next_class.value : 0;
-    for (const ClassHistogramRow& r : rows) {
+    if (cache != nullptr) cache->position.resize(rows.size(), nullptr);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const ClassHistogramRow& r = rows[i];
       uint32_t dup = count_duplicates ? seen[{r.class_name, r.module}]++ : 0;
       ClassNo cls;
       bool known = false;
       if (cache != nullptr) {
-        auto found = cache->ids.find(ClassIdentityView{r.class_name, r.module, dup});
-        if (found != cache->ids.end()) {
-          cls = found->second;
+        const auto* guess = cache->position[i];
+        if (guess != nullptr && guess->first.duplicate == dup &&
+            guess->first.name == r.class_name && guess->first.module == r.module) {
+          cls = guess->second;
           known = true;
+        } else {
+          auto found = cache->ids.find(ClassIdentityView{r.class_name, r.module, dup});
+          if (found != cache->ids.end()) {
+            cls = found->second;
+            known = true;
+            cache->position[i] = &*found;
+          }
         }
       }
       if (!known) {
@@ -198,19 +209,24 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
 
   AgentNo agent_no;
   std::optional<int64_t> rewritten;  // an out-of-order insert re-encodes the snapshot after it
-  Status st = s.Write([&](LmdbTxn& txn) -> Status {
+  // The transaction body runs in a group commit, possibly on another Append's thread and without
+  // write_mu: it reads only the transaction and these locals, never the cache (which other
+  // agents' Appends may evict meanwhile).
+  const bool cached = cache != nullptr;
+  const AgentNo cached_agent_no = cached ? cache->agent_no : AgentNo{};
+  auto body = [&](LmdbTxn& txn) -> Status {
     rewritten.reset();
     HW_ASSIGN_OR_RETURN(std::optional<AgentRecord> record, s.FindAgent(txn, id));
     bool write_record = false;
     if (!record.has_value()) {
-      HW_CHECK(cache == nullptr);
+      HW_CHECK(!cached);
       record.emplace();
       record->info.id = id;
       HW_ASSIGN_OR_RETURN(record->agent_no, detail::AllocateAgentNo(txn, s.meta));
       record->updated_micros = now_micros;
       write_record = true;
     }
-    HW_CHECK(cache == nullptr || cache->agent_no == record->agent_no);
+    HW_CHECK(!cached || cached_agent_no == record->agent_no);
     agent_no = record->agent_no;
     const std::string key = detail::SnapshotKey(agent_no, micros);
     HW_ASSIGN_OR_RETURN(auto existing, txn.Get(s.snapshots, key));
@@ -263,7 +279,18 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
                                  record_values[i]));
     }
     return absl::OkStatus();
-  });
+  };
+  detail::PendingAppend pending{id, body};
+  const Status st = s.CommitGrouped(lock, &pending);
+  // Ends this agent's Append once the cache is up to date (every return below).
+  struct Finish {
+    Impl& s;
+    const AgentId& id;
+    ~Finish() { s.FinishAppend(id); }
+  } finish{s, id};
+  // Another agent's Append may have evicted the entry while the batch committed.
+  auto entry = s.cache.find(id);
+  cache = entry == s.cache.end() ? nullptr : entry->second.get();
   if (!st.ok()) {
     // The cache still equals the committed store (nothing was applied), except that a failed commit
     // could leave us unsure; reload next time to be safe.
@@ -271,7 +298,11 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
     return st;
   }
 
-  // Committed: bring the cache up to date.
+  // Committed: bring the cache up to date (an evicted entry is reloaded by the next Append).
+  if (cache == nullptr && cached) {
+    s.EvictIfNeeded();
+    return absl::OkStatus();
+  }
   if (cache == nullptr) {
     auto c = std::make_unique<AgentCache>();
     c->agent_no = agent_no;
@@ -284,6 +315,7 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
     cache->ids.emplace(ClassIdentity{row->class_name, row->module, new_duplicates[i]},
                        new_classes[i].first);
   }
+  if (!new_classes.empty()) cache->position.clear();  // the inserts may have moved the entries
   cache->next_class = ClassNo{static_cast<uint32_t>(next_class)};
   if (in_order) {
     cache->has_latest = true;

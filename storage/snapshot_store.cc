@@ -248,7 +248,7 @@ StatusOr<LmdbTxn> SnapshotStore::Impl::BeginRead() const {
   return LmdbTxn::Begin(env.get(), /*read_only=*/true, std::shared_lock<std::shared_mutex>(map_mu));
 }
 
-Status SnapshotStore::Impl::Write(absl::FunctionRef<Status(LmdbTxn&)> body) {
+Status SnapshotStore::Impl::WriteNow(absl::FunctionRef<Status(LmdbTxn&)> body) {
   for (;;) {
     {
       HW_ASSIGN_OR_RETURN(LmdbTxn txn, LmdbTxn::Begin(env.get(), /*read_only=*/false,
@@ -256,6 +256,7 @@ Status SnapshotStore::Impl::Write(absl::FunctionRef<Status(LmdbTxn&)> body) {
       Status s = body(txn);
       if (s.ok() && !txn.map_full()) s = txn.Commit();
       if (txn.last_error() == EIO) return ExplainIoError(s);
+      if (s.ok() && !txn.map_full()) commits.fetch_add(1, std::memory_order_relaxed);
       if (!txn.map_full()) return s;
     }  // the transaction is aborted (or was freed by the failed commit) here
     HW_RETURN_IF_ERROR(GrowMap());

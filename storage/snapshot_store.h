@@ -14,7 +14,8 @@
 //    snapshot decodes at most that many values.
 //  - records: a generic (table, key) -> bytes table for other features (e.g. drill-down reports).
 //
-// Durability: every mutating call commits one LMDB write transaction before it returns OK. The
+// Durability: every mutating call commits an LMDB write transaction holding its changes before it
+// returns OK (concurrent Appends share one: group commit, see Append). The
 // environment is opened without MDB_NOSYNC, MDB_NOMETASYNC and MDB_WRITEMAP, so a commit has
 // written and fsynced the data pages and then the meta page (lmdb.h, mdb_env_open flags): what a
 // call reported as OK survives a crash or kill -9 of the process at any moment, and a crash never
@@ -38,13 +39,14 @@
 // down).
 //
 // Thread-safety: all methods are thread-safe. Writers (PutAgent, Append, PutRecord, DeleteRecord,
-// DeleteAgent, EnforceRetention) are serialized by an internal mutex; readers run concurrently with
-// each other and with the writer, each in its own LMDB read transaction (MDB_NOTLS is set, so read
-// transactions are not tied to threads and the daemon's thread pools need no per-thread care).
-// Growing the map waits until running read transactions have ended (mdb_env_set_mapsize requires
-// that no transaction is active). One store per data directory: a second Open of the same
-// directory, from this or another process, fails with FailedPrecondition while the first is open
-// (flock on <dir>/heapwatch.lock).
+// DeleteAgent, EnforceRetention) are serialized by an internal mutex (Appends only while they
+// prepare their writes; they then commit together, and the other writers wait for them); readers
+// run concurrently with each other and with the writer, each in its own LMDB read transaction
+// (MDB_NOTLS is set, so read transactions are not tied to threads and the daemon's thread pools
+// need no per-thread care). Growing the map waits until running read transactions have ended
+// (mdb_env_set_mapsize requires that no transaction is active). One store per data directory: a
+// second Open of the same directory, from this or another process, fails with FailedPrecondition
+// while the first is open (flock on <dir>/heapwatch.lock).
 //
 // Errors common to every method: ResourceExhausted (disk full, map at max_map_bytes, LMDB reader
 // table full), DataLoss (a corrupt or truncated value, unknown format version; the message names
@@ -112,7 +114,7 @@ struct StoreOptions {
 struct ClassSample {
   absl::Time time;
   uint64_t instances = 0;
-  uint64_t bytes = 0;  // shallow size, bytes
+  uint64_t bytes = 0;   // shallow size, bytes
   CollectionCost cost;  // how that snapshot was taken (mode kUnknown when not recorded)
   friend bool operator==(const ClassSample&, const ClassSample&) = default;
 };
@@ -131,8 +133,8 @@ struct StoreStats {
   uint64_t class_loading_bytes = 0;   // pages of the class_loading table, bytes
   uint64_t string_table_points = 0;   // string-table points of all agents
   uint64_t string_table_bytes = 0;    // pages of the string_table table, bytes
-  uint64_t disk_bytes = 0;        // DiskBytes()
-  uint64_t map_bytes = 0;         // MapBytes()
+  uint64_t disk_bytes = 0;            // DiskBytes()
+  uint64_t map_bytes = 0;             // MapBytes()
 };
 
 // The store's use by one kind of data (docs/storage-format.md, "Use per kind").
@@ -182,7 +184,12 @@ class SnapshotStore {
   // Errors: NotFound, InvalidArgument. O(its snapshots + classes).
   Status DeleteAgent(const AgentId& id);
 
-  // Stores one snapshot (with snapshot.cost when its mode is known); durable when it returns OK. Unknown agents are created (a bare record).
+  // Stores one snapshot (with snapshot.cost when its mode is known); durable when it returns OK.
+  // Unknown agents are created (a bare record). Group commit: Appends called concurrently from
+  // several threads share write transactions (one commit, and so one pair of fsyncs, for up to
+  // 128 of them); each returns only once the transaction holding its snapshot (and records)
+  // committed, and an Append that fails (in a shared transaction, e.g. AlreadyExists or a full
+  // disk) is retried alone, so it fails only itself. Appends of one agent run one at a time.
   // Snapshots may arrive in any time order (in order is the fast path).
   // Errors: InvalidArgument (malformed agent id, a time that is infinite or not within +-2^62 us of
   // the Unix epoch, an empty class name), AlreadyExists (a snapshot of this agent at the same
@@ -238,8 +245,7 @@ class SnapshotStore {
   // more (0: no limit). Errors: NotFound (unknown agent), InvalidArgument, DataLoss (a corrupt
   // point). O(log n + points in [from, to]).
   StatusOr<std::vector<ClassLoadingPoint>> ReadClassLoading(const AgentId& agent, absl::Time from,
-                                                            absl::Time to,
-                                                            size_t max_count) const;
+                                                            absl::Time to, size_t max_count) const;
 
   // String-table series (common/string_table.h): one reading of the agent's interned-string table
   // summary (counts, and sizes in bytes), durable on OK, 5 bytes plus eight varints of value
@@ -324,6 +330,9 @@ class SnapshotStore {
   StatusOr<uint64_t> UsedBytes() const;
   // Current size of the LMDB memory map in bytes.
   uint64_t MapBytes() const;
+  // Write transactions committed since Open (every mutating call commits one, except that
+  // concurrent Appends share transactions: group commit, see Append). For metrics and tests.
+  uint64_t Commits() const;
   // All of the above in one read transaction. O(tables).
   StatusOr<StoreStats> Stats() const;
 

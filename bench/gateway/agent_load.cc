@@ -5,7 +5,15 @@
 // through bench/gateway/run.sh, which also measures the daemon's CPU and RSS and checks the store's
 // snapshot count (docs/agents.md, "Load").
 //
-// Usage: heapwatch_agent_load TARGET AGENTS CLASSES SECONDS THREADS
+// Two kinds of histograms (MODE):
+//  - realistic (the default): as a real JVM's look from one second to the next. Each agent has a
+//    stable class set with fixed sizes per instance and heavy-tailed counts (a few big classes,
+//    many small ones); per histogram about 90 % of the counts are unchanged, the others drift by
+//    up to +-1 %, and 3 classes per agent grow by 0.2 % a histogram.
+//  - random (the worst case): every count is drawn anew each time (1,000..1,049 instances of 24
+//    bytes, class 1 growing), so the top classes and the stored deltas change every histogram.
+//
+// Usage: heapwatch_agent_load TARGET AGENTS CLASSES SECONDS THREADS [realistic|random]
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,9 +46,36 @@ struct Agent {
   absl::Time next = absl::InfinitePast();
   bool defined = false;
   bool failed = false;
+  // Realistic mode: the agent's current counts and sizes per instance, per class.
+  std::vector<uint64_t> instances;
+  std::vector<uint32_t> instance_bytes;
 };
 
-av1::AgentMessage Histogram(Agent& a, int classes, std::mt19937_64& rng) {
+enum class Mode { kRealistic, kRandom };
+
+// Realistic mode: this histogram's counts from the last ones (see the file comment).
+void Drift(Agent& a, int classes, std::mt19937_64& rng) {
+  if (a.instances.empty()) {
+    a.instances.resize(classes);
+    a.instance_bytes.resize(classes);
+    for (int i = 0; i < classes; ++i) {
+      // Heavy-tailed: about 1,000,000 / rank instances, at least 1.
+      a.instances[i] = 1 + 1000000 / (1 + (rng() % (classes + 1)));
+      a.instance_bytes[i] = 16 + 8 * static_cast<uint32_t>(rng() % 16);
+    }
+  }
+  for (int i = 0; i < classes; ++i) {
+    if (i < 3) {  // the growing classes
+      a.instances[i] += a.instances[i] / 500 + 1;
+    } else if (rng() % 10 == 0) {  // drift by up to +-1 %
+      const uint64_t range = a.instances[i] / 50 + 1;
+      const uint64_t step = rng() % (range + 1);
+      a.instances[i] = std::max<uint64_t>(1, a.instances[i] + step - range / 2);
+    }
+  }
+}
+
+av1::AgentMessage Histogram(Agent& a, int classes, Mode mode, std::mt19937_64& rng) {
   av1::AgentMessage m;
   av1::Histogram* h = m.mutable_histogram();
   h->set_sequence(++a.sequence);
@@ -56,14 +91,22 @@ av1::AgentMessage Histogram(Agent& a, int classes, std::mt19937_64& rng) {
     }
     a.defined = true;
   }
+  if (mode == Mode::kRealistic) Drift(a, classes, rng);
   uint64_t ti = 0, tb = 0;
   for (int i = 1; i <= classes; ++i) {
-    const uint64_t inst = 1000 + (rng() % 50) + (i == 1 ? a.sequence * 100 : 0);
+    uint64_t inst, bytes;
+    if (mode == Mode::kRealistic) {
+      inst = a.instances[i - 1];
+      bytes = inst * a.instance_bytes[i - 1];
+    } else {
+      inst = 1000 + (rng() % 50) + (i == 1 ? a.sequence * 100 : 0);
+      bytes = inst * 24;
+    }
     h->add_class_refs(i);
     h->add_instances(inst);
-    h->add_bytes(inst * 24);
+    h->add_bytes(bytes);
     ti += inst;
-    tb += inst * 24;
+    tb += bytes;
   }
   h->set_total_instances(ti);
   h->set_total_bytes(tb);
@@ -73,10 +116,17 @@ av1::AgentMessage Histogram(Agent& a, int classes, std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s TARGET AGENTS CLASSES SECONDS THREADS\n", argv[0]);
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: %s TARGET AGENTS CLASSES SECONDS THREADS [realistic|random]\n",
+                 argv[0]);
     return 2;
   }
+  const std::string mode_name = argc == 7 ? argv[6] : "realistic";
+  if (mode_name != "realistic" && mode_name != "random") {
+    std::fprintf(stderr, "unknown mode %s (realistic or random)\n", mode_name.c_str());
+    return 2;
+  }
+  const Mode mode = mode_name == "random" ? Mode::kRandom : Mode::kRealistic;
   const std::string target = argv[1];
   const int agents = std::atoi(argv[2]), classes = std::atoi(argv[3]);
   const int seconds = std::atoi(argv[4]), threads = std::atoi(argv[5]);
@@ -142,7 +192,7 @@ int main(int argc, char** argv) {
           }
           a.next += absl::Seconds(1);
           if (a.next < now) a.next = now + absl::Seconds(1);  // behind: skip, do not burst
-          av1::AgentMessage m = Histogram(a, classes, rng);
+          av1::AgentMessage m = Histogram(a, classes, mode, rng);
           const absl::Time sent = absl::Now();
           av1::DaemonMessage reply;
           if (!a.stream->Write(m) || !a.stream->Read(&reply) || !reply.has_ack()) {
@@ -185,14 +235,15 @@ int main(int argc, char** argv) {
                                        static_cast<size_t>(p * latencies_ms.size()))];
   };
   std::printf(
-      "agents %d registered %d refused %llu classes %d window %.1f s\n"
+      "agents %d registered %d refused %llu classes %d mode %s window %.1f s\n"
       "acked %llu histograms = %.1f histograms/s (target %d/s)\n"
       "ack latency ms: p50 %.1f p99 %.1f max %.1f\n"
       "lost or out-of-order acks %llu\n"
       "acked in total (registration phase included) %llu\n",
-      agents, registered.load(), static_cast<unsigned long long>(refused.load()), classes, window,
-      static_cast<unsigned long long>(acked.load()), acked.load() / window, agents, pct(0.5),
-      pct(0.99), latencies_ms.empty() ? 0.0 : latencies_ms.back(),
+      agents, registered.load(), static_cast<unsigned long long>(refused.load()), classes,
+      mode_name.c_str(), window, static_cast<unsigned long long>(acked.load()),
+      acked.load() / window, agents, pct(0.5), pct(0.99),
+      latencies_ms.empty() ? 0.0 : latencies_ms.back(),
       static_cast<unsigned long long>(lost.load()),
       static_cast<unsigned long long>(acked_total.load()));
   return lost.load() == 0 && refused.load() == 0 ? 0 : 1;

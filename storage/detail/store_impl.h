@@ -7,6 +7,8 @@
 #include <lmdb.h>
 
 #include <array>
+#include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
 #include "storage/detail/codec.h"
@@ -102,6 +105,10 @@ struct AgentCache {
   AgentNo agent_no;
   ClassNo next_class;
   absl::flat_hash_map<ClassIdentity, ClassNo, ClassIdentityHash, ClassIdentityEq> ids;
+  // Per row position of the last Append, its entry in `ids` (null: none): rows usually come in the
+  // same order, so Append compares a row with this entry before hashing it. Cleared whenever `ids`
+  // changes (an insert may move the entries).
+  std::vector<const std::pair<const ClassIdentity, ClassNo>*> position;
   bool has_latest = false;  // the agent has snapshots; latest_micros is the newest one's time
   int64_t latest_micros = 0;
   bool latest_decoded =
@@ -109,6 +116,16 @@ struct AgentCache {
   uint32_t latest_depth = 0;  // 0 for a key frame
   NumberedHistogram latest;
   uint64_t last_use = 0;
+};
+
+// One Append waiting for a group commit (Impl::CommitGrouped): the writes of its transaction body
+// and, once a committer ran it, the result. The body reads only the transaction and what the
+// appending thread captured (never the cache), so any thread can run it.
+struct PendingAppend {
+  AgentId agent;
+  absl::FunctionRef<Status(LmdbTxn&)> body;
+  Status status;
+  bool done = false;  // guarded by Impl::write_mu
 };
 
 // Result of deleting the oldest snapshots of one agent.
@@ -140,6 +157,35 @@ struct SnapshotStore::Impl {
   absl::flat_hash_map<AgentId, std::unique_ptr<detail::AgentCache>> cache;
   uint64_t cache_tick = 0;
 
+  // Group commit (storage/group_commit.cc). Appends of many agents' threads share one write
+  // transaction: an Append prepares its writes under write_mu, queues them and waits; whichever
+  // waiting Append finds no commit running becomes the committer, takes the queue, runs every body
+  // in one transaction and commits it without write_mu (so the next batch queues meanwhile). Each
+  // Append returns only after the transaction holding its writes committed. One Append per agent
+  // is in flight at a time, and the other writers (Write) wait until no Append is in flight, so the
+  // cache an Append prepared against is still the committed store's when its batch commits.
+  // All guarded by write_mu.
+  std::condition_variable commit_cv;
+  std::vector<detail::PendingAppend*> commit_queue;
+  bool committing = false;                 // a committer runs a batch (without write_mu)
+  absl::flat_hash_set<AgentId> appending;  // agents with an Append queued, running or
+                                           // updating its cache after the commit
+  int writers_waiting = 0;                 // Write calls waiting for `appending` to empty
+  std::atomic<uint64_t> commits{0};        // write transactions committed since Open
+  // REQUIRES: `lock` holds write_mu. Waits until the agent has no Append in flight and no other
+  // writer waits (call before preparing an Append against the cache).
+  void AwaitAppendTurn(std::unique_lock<std::mutex>& lock, const AgentId& agent);
+  // REQUIRES: `lock` holds write_mu, AwaitAppendTurn returned for pending->agent. Queues `pending`
+  // and returns its result once the transaction holding it committed (or failed); returns with
+  // write_mu held and the agent still marked in `appending` (call FinishAppend after updating the
+  // cache). A batch whose body or commit fails is retried one Append per transaction, so a failure
+  // (e.g. a full disk, AlreadyExists) reaches only the Appends it belongs to.
+  Status CommitGrouped(std::unique_lock<std::mutex>& lock, detail::PendingAppend* pending);
+  // REQUIRES: write_mu held. Ends the agent's Append (after its cache update).
+  void FinishAppend(const AgentId& agent);
+  // Write without waiting for Appends in flight (the committer's; and Write's after the wait).
+  Status WriteNow(absl::FunctionRef<Status(detail::LmdbTxn&)> body);
+
   StatusOr<detail::LmdbTxn> BeginRead() const;
 
   // The per-agent time series tables (detail/time_series.h), in the order UsageByKind lists them.
@@ -160,7 +206,8 @@ struct SnapshotStore::Impl {
       const detail::TimeSeriesTable& t, const AgentId& agent, absl::Time from, absl::Time to,
       absl::FunctionRef<Status(int64_t micros, std::string_view value, std::string_view where)> fn)
       const;
-  // REQUIRES: write_mu held. Runs `body` in a write transaction and commits it. When the map is
+  // REQUIRES: write_mu held. Waits until no Append is in flight (group commit, above), then runs
+  // `body` in a write transaction and commits it. When the map is
   // full the transaction is aborted, the map doubled, and `body` run again from the start (so
   // `body` must not have effects outside the transaction, or must reset them on entry).
   Status Write(absl::FunctionRef<Status(detail::LmdbTxn&)> body);
