@@ -43,7 +43,7 @@
 #include "daemon/metrics.h"
 #include "daemon/agent_cost.h"
 #include "daemon/class_loading_watch.h"
-#include "daemon/pause_budget.h"
+#include "collectors/pause_budget.h"
 #include "daemon/query_server.h"
 #include "daemon/record_retention.h"
 #include "daemon/scheduler.h"

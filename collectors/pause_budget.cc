@@ -1,10 +1,10 @@
-#include "daemon/pause_budget.h"
+#include "collectors/pause_budget.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
 
-namespace heapwatch::daemon {
+namespace heapwatch::collectors {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -140,4 +140,4 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
   return plan;
 }
 
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::collectors
