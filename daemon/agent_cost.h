@@ -1,7 +1,7 @@
 // The cost-of-watching state of one agent (docs/collection-cost.md): its live-set tracker
-// (collectors/gc_counters.h) and its pause budget (collectors/pause_budget.h), and when the JVM
-// last reclaimed its old generation by itself, behind one mutex. The daemon keeps one per watched
-// agent and does the I/O (reading counters, the store, metrics) around these calls.
+// (collectors/gc_counters.h) and its pause budget (collectors/pause_budget.h), and when the JVM last
+// reclaimed its old generation by itself, behind one mutex. The daemon keeps one per watched agent
+// and does the I/O (reading counters, the store, metrics) around these calls.
 //
 // Thread-safety: thread-safe; every method takes the object's mutex for a few microseconds and
 // calls nothing outside it, so callers may hold their own locks.
@@ -13,8 +13,8 @@
 
 #include "absl/time/time.h"
 #include "collectors/gc_counters.h"
-#include "collectors/pause_budget.h"
 #include "common/gc.h"
+#include "collectors/pause_budget.h"
 
 namespace heapwatch::daemon {
 
@@ -46,12 +46,13 @@ class AgentCost {
   // After a histogram that started at `start` and paused the JVM `pause`: spends it and returns
   // the totals to show. `after` is the reading taken right after it (nullptr if none).
   struct Spent {
-    absl::Duration total = absl::ZeroDuration();             // every pause so far, dumps included
+    absl::Duration total = absl::ZeroDuration();  // every pause so far, dumps included
     absl::Duration planned_interval = absl::ZeroDuration();  // PauseBudget::PlannedInterval
     bool over_budget = false;                                // PauseBudget::OverBudget
   };
-  Spent RecordHistogram(absl::Time now, absl::Time start, HistogramMode mode, absl::Duration pause,
-                        const collectors::GcCounters* after, absl::Duration interval);
+  Spent RecordHistogram(absl::Time now, absl::Time start, HistogramMode mode,
+                        absl::Duration pause, const collectors::GcCounters* after,
+                        absl::Duration interval);
   // After an extended dump: spends its pause; returns the total so far.
   absl::Duration RecordDump(absl::Time now, absl::Duration pause);
 
@@ -65,13 +66,13 @@ class AgentCost {
  private:
   const absl::Duration gc_sample_interval_;
   mutable std::mutex mu_;
-  collectors::LiveSetTracker tracker_;               // guarded by mu_
-  PauseBudget budget_;                               // guarded by mu_
-  absl::Time natural_gc_at_ = absl::InfinitePast();  // guarded by mu_
-  absl::Time last_start_ = absl::InfinitePast();     // guarded by mu_
-  std::optional<LiveSetPoint> last_reclaim_;         // guarded by mu_
-  bool counters_failing_ = false;                    // guarded by mu_
-  bool live_set_store_failing_ = false;              // guarded by mu_
+  collectors::LiveSetTracker tracker_;                   // guarded by mu_
+  PauseBudget budget_;                                   // guarded by mu_
+  absl::Time natural_gc_at_ = absl::InfinitePast();      // guarded by mu_
+  absl::Time last_start_ = absl::InfinitePast();         // guarded by mu_
+  std::optional<LiveSetPoint> last_reclaim_;             // guarded by mu_
+  bool counters_failing_ = false;                        // guarded by mu_
+  bool live_set_store_failing_ = false;                  // guarded by mu_
 };
 
 }  // namespace heapwatch::daemon
