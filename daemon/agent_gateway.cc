@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -147,14 +148,40 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     if (metrics != nullptr) metrics->RecordAgentRefusal(reason);
   }
 
-  av1::AgentConfig PushedConfig() const {
+  // The configuration of one agent: the daemon's collection settings, its own mode.
+  av1::AgentConfig PushedConfig(const AgentInfo& info) const {
     av1::AgentConfig c;
     proto::ToDuration(options.histogram_interval, c.mutable_histogram_interval());
-    c.set_mode(options.all_objects ? av1::HISTOGRAM_MODE_ALL : av1::HISTOGRAM_MODE_LIVE);
+    c.set_mode(options.all_objects || sink->AllObjects(info) ? av1::HISTOGRAM_MODE_ALL
+                                                             : av1::HISTOGRAM_MODE_LIVE);
     proto::ToDuration(options.histogram_interval * options.pause_budget, c.mutable_pause_budget());
     proto::ToDuration(options.heartbeat_interval, c.mutable_heartbeat_interval());
     c.set_histogram_after_old_gc(true);
+    c.set_pause_budget_fraction(options.pause_budget);
+    proto::ToDuration(options.pause_budget_window, c.mutable_pause_budget_window());
+    proto::ToDuration(std::max(options.max_interval, options.histogram_interval),
+                      c.mutable_max_interval());
     return c;
+  }
+
+  // A heartbeat's pause-budget fields, checked: the note one printable line of at most 400
+  // bytes (other bytes become '?', longer notes are cut), durations non-negative.
+  static AgentBudgetReport BudgetReportOf(const av1::Heartbeat& hb) {
+    AgentBudgetReport r;
+    r.note = hb.budget_note().substr(0, 400);
+    for (char& ch : r.note) {
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    }
+    r.over_budget = hb.over_budget();
+    if (hb.has_planned_interval()) {
+      auto d = proto::FromDuration(hb.planned_interval());
+      if (d.ok() && *d > absl::ZeroDuration()) r.planned_interval = *d;
+    }
+    if (hb.has_total_pause()) {
+      auto d = proto::FromDuration(hb.total_pause());
+      if (d.ok() && *d > absl::ZeroDuration()) r.total_pause = *d;
+    }
+    return r;
   }
 
   // The agent's highest stored sequence (0 when none). Errors: the store's.
@@ -289,7 +316,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     {
       av1::DaemonMessage m;
       m.mutable_registered()->set_stored_through(stored_through);
-      *m.mutable_registered()->mutable_config() = PushedConfig();
+      *m.mutable_registered()->mutable_config() = PushedConfig(info);
       if (!writer->Write(m)) return grpc::Status::OK;
     }
     spdlog::info(
@@ -299,6 +326,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
         info.main_class.empty() ? "unknown main class" : info.main_class, agent_version,
         stored_through);
     ClassDictionary dict;
+    std::optional<AgentBudgetReport> budget_report;  // the newest one of this stream
     uint64_t last_in_stream = 0;
     av1::AgentMessage msg;
     auto ack = [&]() {
@@ -325,7 +353,14 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     while (stream->Read(&msg)) {
       Seen(id, stream_no);
       switch (msg.body_case()) {
-        case av1::AgentMessage::kHeartbeat:
+        case av1::AgentMessage::kHeartbeat: {
+          AgentBudgetReport report = BudgetReportOf(msg.heartbeat());
+          if (budget_report != report) {
+            budget_report = report;
+            sink->OnBudgetReported(id, report);
+          }
+          break;
+        }
         case av1::AgentMessage::kHistogramFailed:
           break;
         case av1::AgentMessage::kDumpReady:

@@ -1152,6 +1152,24 @@ struct Daemon::Impl {
     });
   }
 
+  // A registered agent's pause budget (it runs collectors/pause_budget.h itself) reported a new
+  // state: shown like an attach agent's (AgentStatus, heapwatch_pause_budget_exceeded).
+  void OnAgentBudget(const AgentId& id, const AgentBudgetReport& report) {
+    std::shared_ptr<Runtime> rt = RuntimeOf(id);
+    if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
+    std::lock_guard<std::mutex> lock(mu);
+    const absl::Duration planned = report.planned_interval > absl::ZeroDuration()
+                                       ? report.planned_interval
+                                       : config.collection.interval;
+    metrics.SetCollectionPlan(id, planned, report.over_budget);
+    agents.Update(id, [&](AgentStatus& s) {
+      s.budget_note = report.note;
+      s.over_budget = report.over_budget;
+      s.planned_interval = planned;
+      s.total_pause = report.total_pause;
+    });
+  }
+
   void OnAgentState(const AgentId& id, AgentState state, const std::string& why) {
     std::shared_ptr<Runtime> rt = RuntimeOf(id);
     if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
@@ -1189,6 +1207,12 @@ struct Daemon::Impl {
     }
     void OnStateChanged(const AgentId& agent, AgentState state, const std::string& why) override {
       d_->OnAgentState(agent, state, why);
+    }
+    void OnBudgetReported(const AgentId& agent, const AgentBudgetReport& report) override {
+      d_->OnAgentBudget(agent, report);
+    }
+    bool AllObjects(const AgentInfo& info) override {
+      return d_->config.collection.all_objects.Matches(info.main_class);
     }
 
    private:
@@ -1243,6 +1267,8 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     gateway.max_connected = config.agents.max_connected;
     gateway.histogram_interval = config.collection.interval;
     gateway.pause_budget = config.collection.pause_budget;
+    gateway.pause_budget_window = config.collection.pause_budget_window;
+    gateway.max_interval = config.collection.max_interval;
     gateway.limits = config.grpc;
     if (!config.agents.listen.starts_with("unix:")) {
       // TLS of a TCP agent listener: the query listener's files (tls.*).

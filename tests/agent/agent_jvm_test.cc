@@ -208,22 +208,27 @@ TEST(AgentJvmTest, AfterOldGcHistogramsComeOncePerIntervalWithLiveSetPoints) {
   unlink(socket.c_str());
 }
 
-// A pause budget far below what one histogram per interval costs: the agent stretches its
-// interval, never pauses the JVM more than fraction * elapsed + one histogram, and says why on its
-// heartbeats (what `heapwatchctl agents` shows for it).
+// A pause budget far below what one histogram per interval costs, pushed by the daemon on the open
+// stream: the agent stretches its interval, never pauses the JVM more than fraction * elapsed + one
+// histogram, and says why on its heartbeats (what `heapwatchctl agents` shows for it).
 TEST(AgentJvmTest, LowPauseBudgetStretchesTheIntervalAndSaysWhy) {
   auto st = std::make_shared<GatewayState>();
   const absl::Duration interval = absl::Milliseconds(100);
   const double fraction = 0.001;
-  st->config = Config(interval, absl::Milliseconds(300));
-  st->config.set_pause_budget_fraction(fraction);
-  proto::ToDuration(absl::Seconds(20), st->config.mutable_pause_budget_window());
-  proto::ToDuration(absl::Seconds(60), st->config.mutable_max_interval());
+  // Registered with nothing due; the budget arrives as a pushed configuration on the open stream.
+  st->config = Config(absl::Seconds(30), absl::Milliseconds(300));
   std::string socket = SocketPath();
   TestServer server(st, "unix:" + socket);
   ASSERT_TRUE(server.ok());
   const absl::Time launched = absl::Now();
   AgentJvm jvm("address=unix:" + socket, 30);
+  ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)));
+  v1::DaemonMessage push;
+  *push.mutable_config() = Config(interval, absl::Milliseconds(300));
+  push.mutable_config()->set_pause_budget_fraction(fraction);
+  proto::ToDuration(absl::Seconds(20), push.mutable_config()->mutable_pause_budget_window());
+  proto::ToDuration(absl::Seconds(60), push.mutable_config()->mutable_max_interval());
+  ASSERT_TRUE(st->Push(push));
   auto stretched_note = [&] {
     for (const auto& hb : st->heartbeats) {
       if (hb.budget_note().find("pause budget") != std::string::npos) return true;

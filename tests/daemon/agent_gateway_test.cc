@@ -911,5 +911,63 @@ TEST_F(AgentGatewayTest, DiscoverySkipsAJvmWhoseAgentIsRegistered) {
   EXPECT_TRUE(agent.Finish().ok());
 }
 
+// The pause budget of a registered agent: the daemon pushes all of it (fraction, window, longest
+// interval) and the agent's own mode (collection.all_objects by main class); what the agent's
+// budget reports on its heartbeats is shown by ListAgents and /metrics as for an attach agent.
+TEST_F(AgentGatewayTest, BudgetIsPushedAndTheAgentsReportIsShownLikeAnAttachAgents) {
+  config_.agents.listen = "127.0.0.1:0";
+  config_.collection.pause_budget = 0.002;
+  config_.collection.pause_budget_window = absl::Minutes(20);
+  config_.collection.max_interval = absl::Hours(2);
+  config_.collection.all_objects.include = {"com.example.Leaky"};
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  const av1::AgentConfig& c = registered.config();
+  EXPECT_DOUBLE_EQ(c.pause_budget_fraction(), 0.002);
+  EXPECT_EQ(proto::FromDuration(c.pause_budget_window()).value(), absl::Minutes(20));
+  EXPECT_EQ(proto::FromDuration(c.max_interval()).value(), absl::Hours(2));
+  EXPECT_EQ(c.mode(), av1::HISTOGRAM_MODE_ALL) << "collection.all_objects matches its main class";
+  EXPECT_TRUE(c.histogram_after_old_gc());
+  // Old agents read the per-interval pause.
+  EXPECT_EQ(proto::FromDuration(c.pause_budget()).value(), config_.collection.interval * 0.002);
+
+  av1::AgentMessage hb;
+  av1::Heartbeat* h = hb.mutable_heartbeat();
+  proto::ToTimestamp(absl::Now(), h->mutable_time());
+  h->set_budget_note("over budget: even the cheapest histogram every 2h exceeds\nthe budget");
+  h->set_over_budget(true);
+  proto::ToDuration(absl::Hours(2), h->mutable_planned_interval());
+  proto::ToDuration(absl::Milliseconds(1500), h->mutable_total_pause());
+  ASSERT_TRUE(agent.Write(hb));
+  std::optional<v1::Agent> listed;
+  ASSERT_TRUE(Eventually([&] {
+    listed = FindAgent(AgentIdOf());
+    return listed.has_value() && listed->over_budget();
+  }));
+  EXPECT_EQ(listed->budget_note(),
+            "over budget: even the cheapest histogram every 2h exceeds?the budget");
+  EXPECT_EQ(proto::FromDuration(listed->planned_interval()).value(), absl::Hours(2));
+  EXPECT_EQ(proto::FromDuration(listed->total_pause()).value(), absl::Milliseconds(1500));
+  EXPECT_THAT(
+      HttpGet(daemon_->metrics_port(), "/metrics"),
+      HasSubstr(absl::StrCat("heapwatch_pause_budget_exceeded{agent=\"", AgentIdOf(), "\"} 1")));
+  // Back within budget: the note clears, the metric drops to 0.
+  h->clear_budget_note();
+  h->set_over_budget(false);
+  proto::ToDuration(absl::Minutes(1), h->mutable_planned_interval());
+  ASSERT_TRUE(agent.Write(hb));
+  ASSERT_TRUE(Eventually([&] {
+    listed = FindAgent(AgentIdOf());
+    return listed.has_value() && !listed->over_budget();
+  }));
+  EXPECT_EQ(listed->budget_note(), "");
+  EXPECT_THAT(
+      HttpGet(daemon_->metrics_port(), "/metrics"),
+      HasSubstr(absl::StrCat("heapwatch_pause_budget_exceeded{agent=\"", AgentIdOf(), "\"} 0")));
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
 }  // namespace
 }  // namespace heapwatch::testing
