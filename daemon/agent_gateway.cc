@@ -105,6 +105,12 @@ struct PendingUpload {
   }
 };
 
+// One HistogramRequest the daemon sent (AgentGateway::CollectHistogram). Guarded by Impl::mu.
+struct PendingHistogram {
+  std::optional<Snapshot> stored;  // the answer, once stored
+  std::string failed;              // HistogramFailed's reason, or why the stream ended
+};
+
 struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   // One registered agent the gateway knows (open stream, or closed for less than down_after).
   struct Registered {
@@ -138,6 +144,73 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   // Dumps requested from agents, by (agent, dump id); guarded by mu.
   std::map<std::pair<AgentId, std::string>, std::shared_ptr<PendingUpload>> uploads;
   std::unique_ptr<DumpSource> dump_source;
+  // Histograms requested from agents, by (agent, request id); guarded by mu, signalled on cv.
+  std::map<std::pair<AgentId, uint64_t>, std::shared_ptr<PendingHistogram>> requested;
+  uint64_t next_request_id = 1;  // guarded by mu
+
+  // A requested histogram was stored (`snapshot`) or failed (`failed`): wakes its caller.
+  void AnswerRequest(const AgentId& id, uint64_t request_id, const Snapshot* snapshot,
+                     const std::string& failed) {
+    if (request_id == 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = requested.find({id, request_id});
+    if (it == requested.end()) return;
+    if (snapshot != nullptr) {
+      it->second->stored = *snapshot;
+    } else if (it->second->failed.empty()) {
+      it->second->failed = failed.empty() ? "the agent's histogram failed" : failed;
+    }
+    cv.notify_all();
+  }
+  // The agent's stream ended: its requests cannot be answered any more.
+  void FailRequests(const AgentId& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [key, p] : requested) {
+      if (key.first == id && !p->stored.has_value() && p->failed.empty()) {
+        p->failed = "the agent's stream ended before it answered";
+      }
+    }
+    cv.notify_all();
+  }
+
+  StatusOr<Snapshot> CollectHistogram(const AgentId& id, HistogramMode mode, absl::Time deadline) {
+    std::shared_ptr<StreamWriter> writer;
+    uint64_t request_id;
+    auto pending = std::make_shared<PendingHistogram>();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = agents.find(id);
+      if (it == agents.end()) {
+        return absl::NotFoundError(absl::StrCat("no registered agent ", id.value));
+      }
+      if (it->second.stream == nullptr || it->second.writer == nullptr) {
+        return absl::UnavailableError(absl::StrCat("agent ", id.value, " is not connected"));
+      }
+      writer = it->second.writer;
+      request_id = next_request_id++;
+      requested[{id, request_id}] = pending;
+    }
+    av1::DaemonMessage m;
+    m.mutable_histogram_request()->set_request_id(request_id);
+    m.mutable_histogram_request()->set_mode(mode == HistogramMode::kAll ? av1::HISTOGRAM_MODE_ALL
+                                                                        : av1::HISTOGRAM_MODE_LIVE);
+    const bool sent = writer->Write(m);
+    std::unique_lock<std::mutex> lock(mu);
+    if (sent) {
+      cv.wait_until(lock, absl::ToChronoTime(deadline), [&] {
+        return stopping || pending->stored.has_value() || !pending->failed.empty();
+      });
+    }
+    requested.erase({id, request_id});
+    if (pending->stored.has_value()) return *std::move(pending->stored);
+    if (!sent) return absl::UnavailableError(absl::StrCat("agent ", id.value, " is not connected"));
+    if (!pending->failed.empty()) {
+      return absl::UnavailableError(absl::StrCat("agent ", id.value, ": ", pending->failed));
+    }
+    if (stopping) return absl::UnavailableError("heapwatchd is stopping");
+    return absl::DeadlineExceededError(
+        absl::StrCat("agent ", id.value, " stored no histogram before the deadline"));
+  }
 
   grpc::Status Check(grpc::ServerContext* context, std::string_view method) const {
     if (authorizer == nullptr) return grpc::Status::OK;
@@ -273,6 +346,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
         Serve(context, writer.get(), stream, *info, first.register_().agent_version(), stream_no);
     writer->Close();  // no Write after the handler returns
     NotifyUploads(id);
+    FailRequests(id);
     bool closed = false;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -362,6 +436,8 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
           break;
         }
         case av1::AgentMessage::kHistogramFailed:
+          AnswerRequest(id, msg.histogram_failed().request_id(), nullptr,
+                        msg.histogram_failed().reason().substr(0, 400));
           break;
         case av1::AgentMessage::kDumpReady:
           OnDumpReady(id, msg.dump_ready());
@@ -410,6 +486,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
           stored_now(h.sequence());
           const bool acked = ack();  // after the commit, before the analysis
           sink->OnSnapshotStored(id, *snapshot);
+          AnswerRequest(id, h.request_id(), &*snapshot, "");
           if (!acked) return grpc::Status::OK;
           break;
         }
@@ -926,6 +1003,11 @@ void AgentGateway::Shutdown() {
 int AgentGateway::port() const { return impl_->port; }
 
 DumpSource* AgentGateway::dump_source() const { return impl_->dump_source.get(); }
+
+StatusOr<Snapshot> AgentGateway::CollectHistogram(const AgentId& agent, HistogramMode mode,
+                                                  absl::Time deadline) {
+  return impl_->CollectHistogram(agent, mode, deadline);
+}
 
 int AgentGateway::connected() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -153,6 +153,15 @@ class AgentGateway {
   // error. Thread-safe; valid while the gateway lives.
   DumpSource* dump_source() const;
 
+  // "Histogram now" for a registered agent (QueryService.CollectHistogram): sends HistogramRequest
+  // (a new request id, `mode`) on the agent's Connect stream and waits until the Histogram that
+  // answers it is stored, then returns that snapshot. The agent spends its pause from its own
+  // budget. Errors: NotFound (no such registered agent), Unavailable (its stream is not open, or
+  // ended before the answer; the agent's HistogramFailed reason), DeadlineExceeded (`deadline`).
+  // Thread-safe.
+  StatusOr<Snapshot> CollectHistogram(const AgentId& agent, HistogramMode mode,
+                                      absl::Time deadline);
+
   struct Impl;
 
  private:
