@@ -21,7 +21,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +38,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -48,6 +51,7 @@
 #include "collectors/agent_identity.h"
 #include "collectors/class_histogram.h"
 #include "collectors/gc_counters.h"
+#include "collectors/pause_budget.h"
 #include "collectors/perf_data.h"
 #include "collectors/procfs.h"
 #include "proto/time_util.h"
@@ -64,6 +68,12 @@ constexpr uint32_t kProtocolVersion = 1;
 constexpr absl::Duration kPoll = absl::Milliseconds(200);
 // GC counters are read at least this often (live-set points without a GC event).
 constexpr absl::Duration kCounterInterval = absl::Seconds(1);
+// The JVM's own old-generation collection counts as "just happened" (a -all histogram holds the
+// least garbage) for this long after the agent saw it: two polls.
+constexpr absl::Duration kNaturalGcFresh = absl::Milliseconds(400);
+// A natural old-generation collection makes a histogram due this early (fraction of the
+// interval), as the daemon's scheduler expedites attach agents (its jitter's default).
+constexpr double kEarlyFraction = 0.9;
 
 void Log(const std::string& message) {
   std::fprintf(stderr, "heapwatch-agent: %s\n", message.c_str());
@@ -100,6 +110,45 @@ std::optional<absl::Duration> ProtoDuration(const google::protobuf::Duration& d)
   StatusOr<absl::Duration> r = proto::FromDuration(d);
   if (!r.ok() || *r <= absl::ZeroDuration()) return std::nullopt;
   return *r;
+}
+
+HistogramMode ToMode(v1::HistogramMode mode) {
+  switch (mode) {
+    case v1::HISTOGRAM_MODE_LIVE:
+      return HistogramMode::kLive;
+    case v1::HISTOGRAM_MODE_ALL:
+      return HistogramMode::kAll;
+    case v1::HISTOGRAM_MODE_ALL_AFTER_GC:
+      return HistogramMode::kAllAfterGc;
+    default:
+      return HistogramMode::kUnknown;
+  }
+}
+
+v1::HistogramMode FromMode(HistogramMode mode) {
+  return static_cast<v1::HistogramMode>(static_cast<int>(mode));
+}
+
+// The pause budget the daemon pushed (AgentConfig fields 50-52), or for a daemon older than them
+// the fraction pause_budget / histogram_interval; nullopt without either (no budget: every due
+// histogram is taken).
+std::optional<collectors::PauseBudgetOptions> BudgetOptionsOf(const v1::AgentConfig& c,
+                                                              absl::Duration interval) {
+  collectors::PauseBudgetOptions o;
+  double fraction = c.pause_budget_fraction();
+  if (!(fraction > 0 && fraction <= 1)) {
+    std::optional<absl::Duration> per_interval = ProtoDuration(c.pause_budget());
+    if (!per_interval.has_value()) return std::nullopt;
+    fraction = std::min(1.0, absl::FDivDuration(*per_interval, interval));
+  }
+  o.fraction = fraction;
+  o.credit_window = ProtoDuration(c.pause_budget_window()).value_or(absl::Minutes(10));
+  o.max_interval = std::max(ProtoDuration(c.max_interval()).value_or(absl::Hours(1)), interval);
+  return o;
+}
+
+std::string SecondsText(absl::Duration d) {
+  return absl::StrFormat("%.3gs", absl::ToDoubleSeconds(d));
 }
 
 class Agent final : public Session::Listener {
@@ -299,8 +348,10 @@ class Agent final : public Session::Listener {
     session_->SendUnsequenced(std::move(m));
   }
 
-  // Takes one histogram in `mode` and delivers it (or reports why not).
-  void TakeHistogram(DiagnosticCommandRunner& dcmd, v1::HistogramMode mode, uint64_t request_id) {
+  // Takes one histogram in `mode` and delivers it (or reports why not). Returns the pause it
+  // caused (zero when the counters could not be read), failed or not.
+  absl::Duration TakeHistogram(DiagnosticCommandRunner& dcmd, v1::HistogramMode mode,
+                               uint64_t request_id) {
     const bool all = mode != v1::HISTOGRAM_MODE_LIVE;
     StatusOr<collectors::GcCounters> before = collectors::ReadGcCountersFile(perf_path_);
     absl::Time time = absl::Now();
@@ -311,18 +362,26 @@ class Agent final : public Session::Listener {
       std::optional<LiveSetPoint> point = tracker_.Observe(absl::Now(), *after, /*forced=*/true);
       if (point.has_value()) DeliverLiveSetPoint(*point);
     }
-    if (!text.ok()) return Fail(request_id, std::string(text.status().message()));
+    const absl::Duration pause = before.ok() && after.ok()
+                                     ? collectors::SafepointTimeBetween(*before, *after)
+                                     : absl::ZeroDuration();
+    if (!text.ok()) {
+      Fail(request_id, std::string(text.status().message()));
+      return pause;
+    }
     StatusOr<ClassHistogram> histogram = collectors::ParseClassHistogram(*text);
-    if (!histogram.ok()) return Fail(request_id, std::string(histogram.status().message()));
+    if (!histogram.ok()) {
+      Fail(request_id, std::string(histogram.status().message()));
+      return pause;
+    }
     HistogramDelivery d;
     d.time = time;
     d.mode = mode;
-    d.pause = before.ok() && after.ok() ? collectors::SafepointTimeBetween(*before, *after)
-                                        : absl::ZeroDuration();
+    d.pause = pause;
     d.histogram = std::move(*histogram);
     d.request_id = request_id;
-    last_pause_ = d.pause;
     session_->Deliver(std::move(d));
+    return pause;
   }
 
   void DumpFailed(const std::string& dump_id, const std::string& reason) {
@@ -415,6 +474,7 @@ class Agent final : public Session::Listener {
     absl::Duration pause = before.ok() && after.ok()
                                ? collectors::SafepointTimeBetween(*before, *after)
                                : absl::ZeroDuration();
+    SpendDump(pause);
     if (dumped.ok() && request.gzip()) {
       std::string raw = job.path;
       job.path += ".gz";
@@ -495,9 +555,9 @@ class Agent final : public Session::Listener {
     }
     cv_.notify_all();
     DiagnosticCommandRunner dcmd(jni);
-    absl::Time last_scheduled = absl::Now();
+    started_ = absl::Now();
+    scheduled_from_ = started_;
     absl::Time last_counters = absl::InfinitePast();
-    bool skipped_last = false;
     while (true) {
       std::deque<v1::HistogramRequest> requests;
       std::deque<v1::DumpRequest> dumps;
@@ -512,48 +572,153 @@ class Agent final : public Session::Listener {
         config = config_;
       }
       absl::Time now = absl::Now();
-      bool natural_old_gc = false;
       if (gc_finished_.exchange(false) || now - last_counters >= kCounterInterval) {
         last_counters = now;
         StatusOr<collectors::GcCounters> counters = collectors::ReadGcCountersFile(perf_path_);
         if (counters.ok()) {
           std::optional<LiveSetPoint> point = tracker_.Observe(now, *counters, /*forced=*/false);
-          natural_old_gc = tracker_.natural_old_gc();
+          // Remembered, not only seen in this poll: a reclaim shortly before the histogram is due
+          // is what the after-GC histogram waits for.
+          if (tracker_.natural_old_gc()) natural_gc_at_ = now;
           if (point.has_value()) DeliverLiveSetPoint(*point);
         }
       }
+      std::optional<absl::Duration> interval = ProtoDuration(config.histogram_interval());
+      UpdateBudget(config, interval);
       for (const v1::DumpRequest& request : dumps) TakeDump(dcmd, request);
       for (const v1::HistogramRequest& request : requests) {
-        TakeHistogram(dcmd, ModeOrDefault(request.mode() ? request.mode() : config.mode()),
-                      request.request_id());
+        // Asked for: taken whatever the budget says, and spent from it.
+        const v1::HistogramMode mode =
+            ModeOrDefault(request.mode() ? request.mode() : config.mode());
+        const absl::Time start = absl::Now();
+        const absl::Duration pause = TakeHistogram(dcmd, mode, request.request_id());
+        Spent(start, ToMode(mode), pause, interval.value_or(absl::ZeroDuration()));
       }
-      // Scheduled histograms (docs/agent.md, "Schedule"): due once the interval has passed.
-      std::optional<absl::Duration> interval = ProtoDuration(config.histogram_interval());
-      if (!interval.has_value() || now - last_scheduled < *interval) continue;
-      v1::HistogramMode mode = ModeOrDefault(config.mode());
-      if (config.histogram_after_old_gc()) {
-        if (natural_old_gc) {
-          mode = v1::HISTOGRAM_MODE_ALL_AFTER_GC;
-        } else if (now - last_scheduled < 2 * *interval) {
-          continue;  // wait up to one more interval for the JVM's own old-generation collection
-        }
-      }
-      last_scheduled = now;
-      std::optional<absl::Duration> budget = ProtoDuration(config.pause_budget());
-      if (budget.has_value() && last_pause_ > *budget && !skipped_last) {
-        // Skip one scheduled histogram; the next one measures again.
-        skipped_last = true;
-        v1::AgentMessage m;
-        m.mutable_histogram_failed()->set_reason(absl::StrCat(
-            "skipped: the last histogram paused the JVM for ", absl::FormatDuration(last_pause_),
-            ", over the pause budget of ", absl::FormatDuration(*budget)));
-        session_->SendUnsequenced(std::move(m));
-        continue;
-      }
-      skipped_last = false;
-      TakeHistogram(dcmd, mode, 0);
+      if (interval.has_value()) Schedule(dcmd, config, *interval);
     }
     ThreadExit();
+  }
+
+  // The pause budget follows the pushed configuration (kept across pushes: credit and estimates).
+  void UpdateBudget(const v1::AgentConfig& config, std::optional<absl::Duration> interval) {
+    std::optional<collectors::PauseBudgetOptions> o =
+        interval.has_value() ? BudgetOptionsOf(config, *interval) : std::nullopt;
+    if (!o.has_value()) {
+      if (budget_.has_value()) {
+        budget_.reset();
+        Report("", false);
+      }
+      return;
+    }
+    if (!budget_.has_value()) {
+      budget_.emplace(*o, started_);
+      // What was paused before the budget existed (requests, dumps) still counts.
+      if (unbudgeted_pause_ > absl::ZeroDuration()) {
+        budget_->Spend(started_, HistogramMode::kUnknown, unbudgeted_pause_);
+      }
+    } else {
+      budget_->set_options(*o);
+    }
+  }
+
+  // Heap sizes for the budget's estimates, from the newest GC counters reading.
+  std::pair<uint64_t, uint64_t> HeapSizes() const {
+    if (const auto& c = tracker_.last_reading()) return {c->post_gc_used, c->heap_used};
+    return {0, 0};
+  }
+
+  // Scheduled histograms (docs/agent.md, "Schedule"): the daemon's mode choice for attach agents
+  // (collectors/pause_budget.h PauseBudget::Plan) on this JVM thread.
+  void Schedule(DiagnosticCommandRunner& dcmd, const v1::AgentConfig& config,
+                absl::Duration interval) {
+    const absl::Time now = absl::Now();
+    const bool natural = config.histogram_after_old_gc() && natural_gc_at_ > last_start_ &&
+                         now - natural_gc_at_ <= kNaturalGcFresh;
+    const absl::Time due_at = scheduled_from_ + interval;
+    // A natural reclaim makes the agent due a little early (as the daemon's scheduler does), so
+    // that an application collecting about once per interval gets one histogram per interval.
+    const bool due =
+        now >= due_at || (natural && now >= scheduled_from_ + interval * kEarlyFraction);
+    if (!due || (now < retry_at_ && !natural)) return;
+    const absl::Time due_since = std::min(now, due_at);
+    collectors::PausePlan plan;
+    if (budget_.has_value()) {
+      const auto [post, used] = HeapSizes();
+      plan = budget_->Plan(now, due_since, interval, natural, post, used);
+    } else {
+      plan.mode = natural ? HistogramMode::kAllAfterGc : ToMode(ModeOrDefault(config.mode()));
+    }
+    if (!plan.mode.has_value()) {
+      retry_at_ = plan.retry_at;
+      if (!plan.note.empty()) Report(plan.note, plan.over_budget);
+      return;
+    }
+    HistogramMode mode = *plan.mode;
+    if (mode == HistogramMode::kLive && config.mode() == v1::HISTOGRAM_MODE_ALL) {
+      mode = HistogramMode::kAll;  // histograms with -all only (collection.all_objects)
+    }
+    retry_at_ = absl::InfinitePast();
+    scheduled_from_ = now;
+    const absl::Duration pause = TakeHistogram(dcmd, FromMode(mode), 0);
+    Spent(now, mode, pause, interval);
+  }
+
+  // Spends a histogram's pause from the budget and reports the budget's state as the daemon does
+  // after an attach collection (daemon/daemon.cc Collect).
+  void Spent(absl::Time start, HistogramMode mode, absl::Duration pause, absl::Duration interval) {
+    last_start_ = start;
+    total_pause_ += pause;
+    if (!budget_.has_value()) {
+      unbudgeted_pause_ += pause;
+      Report("", false);
+      return;
+    }
+    budget_->Spend(absl::Now(), mode, pause);
+    const auto [post, used] = HeapSizes();
+    planned_interval_ = budget_->PlannedInterval(interval, post, used);
+    const bool over = budget_->OverBudget(post, used);
+    const double percent = budget_->fraction() * 100;
+    const std::string planned = absl::FormatDuration(
+        absl::Seconds(std::round(absl::ToDoubleSeconds(planned_interval_) * 10) / 10));
+    if (over) {
+      Report(absl::StrFormat("over budget: even the cheapest histogram every %s exceeds the %.3g%% "
+                             "pause budget; collected every %s regardless",
+                             planned, percent, planned),
+             true);
+    } else if (interval > absl::ZeroDuration() && planned_interval_ > interval) {
+      Report(absl::StrFormat("interval stretched to %s by the %.3g%% pause budget (last %s "
+                             "histogram paused the JVM %s)",
+                             planned, percent, std::string(HistogramModeName(mode)),
+                             SecondsText(pause)),
+             false);
+    } else {
+      Report("", false);
+    }
+  }
+
+  // An extended dump's pause counts against the budget's accounting, not its limit.
+  void SpendDump(absl::Duration pause) {
+    total_pause_ += pause;
+    if (budget_.has_value()) {
+      budget_->Spend(absl::Now(), HistogramMode::kUnknown, pause);
+    } else {
+      unbudgeted_pause_ += pause;
+    }
+    Report(budget_note_, over_budget_);
+  }
+
+  // Hands the budget's state to the session (sent on the next Heartbeat, at once if it changed).
+  void Report(const std::string& note, bool over_budget) {
+    budget_note_ = note;
+    over_budget_ = over_budget;
+    v1::Heartbeat status;
+    status.set_budget_note(note);
+    status.set_over_budget(over_budget);
+    if (budget_.has_value() && planned_interval_ > absl::ZeroDuration()) {
+      proto::ToDuration(planned_interval_, status.mutable_planned_interval());
+    }
+    proto::ToDuration(total_pause_, status.mutable_total_pause());
+    session_->SetBudgetStatus(status);
   }
 
   jvmtiEnv* const jvmti_;
@@ -579,7 +744,17 @@ class Agent final : public Session::Listener {
   std::string jvm_version_;
   int java_feature_ = 0;
   collectors::LiveSetTracker tracker_;
-  absl::Duration last_pause_;
+  std::optional<collectors::PauseBudget> budget_;  // while the configuration gives one
+  absl::Time started_ = absl::InfinitePast();
+  absl::Time scheduled_from_ = absl::InfinitePast();  // the interval counts from here
+  absl::Time last_start_ = absl::InfinitePast();      // start of the last histogram
+  absl::Time natural_gc_at_ = absl::InfinitePast();   // the JVM's own last old-gen reclaim
+  absl::Time retry_at_ = absl::InfinitePast();        // the budget postponed the histogram
+  absl::Duration total_pause_ = absl::ZeroDuration();
+  absl::Duration unbudgeted_pause_ = absl::ZeroDuration();  // spent before a budget existed
+  absl::Duration planned_interval_ = absl::ZeroDuration();
+  std::string budget_note_;
+  bool over_budget_ = false;
   bool logged_histogram_failure_ = false;
 };
 

@@ -62,6 +62,29 @@ void Session::Shutdown() {
   cv_.notify_all();
 }
 
+void Session::SetBudgetStatus(const v1::Heartbeat& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status.budget_note() != budget_status_.budget_note() ||
+        status.over_budget() != budget_status_.over_budget()) {
+      budget_changed_ = true;
+    }
+    budget_status_.set_budget_note(status.budget_note());
+    budget_status_.set_over_budget(status.over_budget());
+    if (status.has_planned_interval()) {
+      *budget_status_.mutable_planned_interval() = status.planned_interval();
+    } else {
+      budget_status_.clear_planned_interval();
+    }
+    if (status.has_total_pause()) {
+      *budget_status_.mutable_total_pause() = status.total_pause();
+    } else {
+      budget_status_.clear_total_pause();
+    }
+  }
+  cv_.notify_all();
+}
+
 uint64_t Session::dropped_deliveries() const {
   std::lock_guard<std::mutex> lock(mu_);
   return buffer_.dropped();
@@ -178,7 +201,7 @@ bool Session::ServeOneStream(grpc::Status* status) {
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait_until(lock, absl::ToChronoTime(next_heartbeat), [&] {
-          return shutdown_ || s->broken || !unsequenced_.empty() ||
+          return shutdown_ || s->broken || !unsequenced_.empty() || budget_changed_ ||
                  buffer_.NextAfter(sent_through) != nullptr;
         });
         if (shutdown_ || s->broken) break;
@@ -193,8 +216,10 @@ bool Session::ServeOneStream(grpc::Status* status) {
           sent_through = d->sequence;
         }
         absl::Time now = absl::Now();
-        if (now >= next_heartbeat) {
+        if (now >= next_heartbeat || budget_changed_) {
+          budget_changed_ = false;
           v1::AgentMessage hb;
+          *hb.mutable_heartbeat() = budget_status_;
           proto::ToTimestamp(now, hb.mutable_heartbeat()->mutable_time());
           hb.mutable_heartbeat()->set_dropped_deliveries(buffer_.dropped());
           hb.mutable_heartbeat()->set_buffered_deliveries(buffer_.size());

@@ -73,6 +73,11 @@ class Session {
   const std::string& token() const { return options_.token; }
   const std::string& agent_id() const { return registration_.agent_id(); }
 
+  // The pause budget's state to report on every Heartbeat (budget_note, over_budget,
+  // planned_interval, total_pause; other fields ignored). A change of the note or of over_budget
+  // sends a Heartbeat at once, so the daemon shows why histograms wait without a heartbeat's delay.
+  void SetBudgetStatus(const v1::Heartbeat& status);
+
   uint64_t dropped_deliveries() const;
   size_t buffered_deliveries() const;
   bool connected() const;
@@ -103,6 +108,8 @@ class Session {
   std::deque<v1::AgentMessage> unsequenced_;               // guarded by mu_
   std::shared_ptr<Stream> stream_;                         // guarded by mu_
   absl::Duration heartbeat_interval_ = absl::Seconds(10);  // guarded by mu_
+  v1::Heartbeat budget_status_;                            // guarded by mu_
+  bool budget_changed_ = false;                            // guarded by mu_
   bool shutdown_ = false;                                  // guarded by mu_
   bool failing_ = false;  // writer thread only: a failure was logged and no connect succeeded since
   absl::Duration backoff_;  // writer thread only

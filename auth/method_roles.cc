@@ -18,6 +18,8 @@ constexpr MethodAccess kQueryListener[] = {
     {"/heapwatch.v1.QueryService/DiffExtendedDumps", false, Role::kRead},
     {"/heapwatch.v1.QueryService/GetLiveSet", false, Role::kRead},
     {"/heapwatch.v1.QueryService/GetStoreStats", false, Role::kRead},
+    // Pauses the JVM for a class histogram (it counts against the pause budget).
+    {"/heapwatch.v1.QueryService/CollectHistogram", false, Role::kAdmin},
     // Standard services on the same listener: they reveal whether the daemon serves and the public
     // schema, no data.
     {"/grpc.health.v1.Health/Check", true, Role::kRead},

@@ -5,6 +5,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -46,6 +47,10 @@ struct AgentInfo {
   absl::Time start_time = absl::InfinitePast();  // JVM start time (wall clock)
   uint32_t uid = 0;          // owner of the process
   uint32_t gid = 0;
+  // A registered agent's labels (agent.proto Register.labels, validated: at most 16, keys
+  // [a-z0-9_]{1,32}, values printable UTF-8 of at most 128 bytes); empty for attach agents. Kept
+  // in memory while the agent is watched (the store's agent record does not hold them).
+  std::map<std::string, std::string> labels;
 
   friend bool operator==(const AgentInfo&, const AgentInfo&) = default;
 };

@@ -7,12 +7,13 @@
 #include "absl/time/clock.h"
 #include "ctl/agent_command.h"
 #include "ctl/analyze_command.h"
+#include "ctl/collect_command.h"
 #include "ctl/command.h"
 #include "ctl/query_commands.h"
 #include "ctl/report_commands.h"
-#include "ctl/token_file.h"
-#include "ctl/tls_options.h"
 #include "ctl/store_command.h"
+#include "ctl/tls_options.h"
+#include "ctl/token_file.h"
 #include "ctl/trend_command.h"
 
 namespace heapwatch::ctl {
@@ -50,6 +51,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   for (Subcommand& c : AddReportCommands(app)) commands.push_back(std::move(c));
   commands.push_back(AddStoreCommand(app));
   commands.push_back(AddAgentCommand(app));
+  commands.push_back(AddCollectCommand(app));
 
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #include "ctl/query_commands.h"
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,6 +132,14 @@ std::string Interval(double seconds) {
 
 // ---- agents ----
 
+// "k1=v1,k2=v2" in key order (a protobuf map has none).
+std::string LabelsText(const google::protobuf::Map<std::string, std::string>& labels) {
+  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  std::string text;
+  for (const auto& [k, v] : sorted) absl::StrAppend(&text, text.empty() ? "" : ",", k, "=", v);
+  return text;
+}
+
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
   Client client(global);
   v1::ListAgentsResponse response;
@@ -147,6 +156,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
       o->set_main_class(a.main_class());
       o->set_state(StateName(a.state()));
       o->set_kind(KindName(a.kind()));
+      o->mutable_labels()->insert(a.labels().begin(), a.labels().end());
       o->set_jvm_version(a.jvm_version());
       CopyTime(a.has_start_time(), a.start_time(), o, &json::Agent::mutable_start_time);
       CopyTime(a.has_last_snapshot_time(), a.last_snapshot_time(), o,
@@ -204,6 +214,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
          down ? "-" : Interval(Seconds(a.planned_interval())),
          a.has_live_set() ? HumanBytes(static_cast<double>(a.live_set().live_bytes())) : "-",
          a.last_error()});
+    if (!a.labels().empty()) notes.push_back(a.agent() + ": labels " + LabelsText(a.labels()));
     if (!down && !a.budget_note().empty()) notes.push_back(a.agent() + ": " + a.budget_note());
     if (!down && a.has_class_loading()) {
       const v1::ClassLoading& c = a.class_loading();

@@ -1,5 +1,5 @@
 // The cost-of-watching state of one agent (docs/collection-cost.md): its live-set tracker
-// (collectors/gc_counters.h) and its pause budget (daemon/pause_budget.h), and when the JVM last
+// (collectors/gc_counters.h) and its pause budget (collectors/pause_budget.h), and when the JVM last
 // reclaimed its old generation by itself, behind one mutex. The daemon keeps one per watched agent
 // and does the I/O (reading counters, the store, metrics) around these calls.
 //
@@ -14,9 +14,14 @@
 #include "absl/time/time.h"
 #include "collectors/gc_counters.h"
 #include "common/gc.h"
-#include "daemon/pause_budget.h"
+#include "collectors/pause_budget.h"
 
 namespace heapwatch::daemon {
+
+// The budget lives in collectors/ so that libheapwatch_agent.so runs the same one.
+using collectors::PauseBudget;
+using collectors::PauseBudgetOptions;
+using collectors::PausePlan;
 
 class AgentCost {
  public:

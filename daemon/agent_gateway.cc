@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -104,6 +105,12 @@ struct PendingUpload {
   }
 };
 
+// One HistogramRequest the daemon sent (AgentGateway::CollectHistogram). Guarded by Impl::mu.
+struct PendingHistogram {
+  std::optional<Snapshot> stored;  // the answer, once stored
+  std::string failed;              // HistogramFailed's reason, or why the stream ended
+};
+
 struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   // One registered agent the gateway knows (open stream, or closed for less than down_after).
   struct Registered {
@@ -137,6 +144,73 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   // Dumps requested from agents, by (agent, dump id); guarded by mu.
   std::map<std::pair<AgentId, std::string>, std::shared_ptr<PendingUpload>> uploads;
   std::unique_ptr<DumpSource> dump_source;
+  // Histograms requested from agents, by (agent, request id); guarded by mu, signalled on cv.
+  std::map<std::pair<AgentId, uint64_t>, std::shared_ptr<PendingHistogram>> requested;
+  uint64_t next_request_id = 1;  // guarded by mu
+
+  // A requested histogram was stored (`snapshot`) or failed (`failed`): wakes its caller.
+  void AnswerRequest(const AgentId& id, uint64_t request_id, const Snapshot* snapshot,
+                     const std::string& failed) {
+    if (request_id == 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = requested.find({id, request_id});
+    if (it == requested.end()) return;
+    if (snapshot != nullptr) {
+      it->second->stored = *snapshot;
+    } else if (it->second->failed.empty()) {
+      it->second->failed = failed.empty() ? "the agent's histogram failed" : failed;
+    }
+    cv.notify_all();
+  }
+  // The agent's stream ended: its requests cannot be answered any more.
+  void FailRequests(const AgentId& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [key, p] : requested) {
+      if (key.first == id && !p->stored.has_value() && p->failed.empty()) {
+        p->failed = "the agent's stream ended before it answered";
+      }
+    }
+    cv.notify_all();
+  }
+
+  StatusOr<Snapshot> CollectHistogram(const AgentId& id, HistogramMode mode, absl::Time deadline) {
+    std::shared_ptr<StreamWriter> writer;
+    uint64_t request_id;
+    auto pending = std::make_shared<PendingHistogram>();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = agents.find(id);
+      if (it == agents.end()) {
+        return absl::NotFoundError(absl::StrCat("no registered agent ", id.value));
+      }
+      if (it->second.stream == nullptr || it->second.writer == nullptr) {
+        return absl::UnavailableError(absl::StrCat("agent ", id.value, " is not connected"));
+      }
+      writer = it->second.writer;
+      request_id = next_request_id++;
+      requested[{id, request_id}] = pending;
+    }
+    av1::DaemonMessage m;
+    m.mutable_histogram_request()->set_request_id(request_id);
+    m.mutable_histogram_request()->set_mode(mode == HistogramMode::kAll ? av1::HISTOGRAM_MODE_ALL
+                                                                        : av1::HISTOGRAM_MODE_LIVE);
+    const bool sent = writer->Write(m);
+    std::unique_lock<std::mutex> lock(mu);
+    if (sent) {
+      cv.wait_until(lock, absl::ToChronoTime(deadline), [&] {
+        return stopping || pending->stored.has_value() || !pending->failed.empty();
+      });
+    }
+    requested.erase({id, request_id});
+    if (pending->stored.has_value()) return *std::move(pending->stored);
+    if (!sent) return absl::UnavailableError(absl::StrCat("agent ", id.value, " is not connected"));
+    if (!pending->failed.empty()) {
+      return absl::UnavailableError(absl::StrCat("agent ", id.value, ": ", pending->failed));
+    }
+    if (stopping) return absl::UnavailableError("heapwatchd is stopping");
+    return absl::DeadlineExceededError(
+        absl::StrCat("agent ", id.value, " stored no histogram before the deadline"));
+  }
 
   grpc::Status Check(grpc::ServerContext* context, std::string_view method) const {
     if (authorizer == nullptr) return grpc::Status::OK;
@@ -147,14 +221,40 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     if (metrics != nullptr) metrics->RecordAgentRefusal(reason);
   }
 
-  av1::AgentConfig PushedConfig() const {
+  // The configuration of one agent: the daemon's collection settings, its own mode.
+  av1::AgentConfig PushedConfig(const AgentInfo& info) const {
     av1::AgentConfig c;
     proto::ToDuration(options.histogram_interval, c.mutable_histogram_interval());
-    c.set_mode(options.all_objects ? av1::HISTOGRAM_MODE_ALL : av1::HISTOGRAM_MODE_LIVE);
+    c.set_mode(options.all_objects || sink->AllObjects(info) ? av1::HISTOGRAM_MODE_ALL
+                                                             : av1::HISTOGRAM_MODE_LIVE);
     proto::ToDuration(options.histogram_interval * options.pause_budget, c.mutable_pause_budget());
     proto::ToDuration(options.heartbeat_interval, c.mutable_heartbeat_interval());
     c.set_histogram_after_old_gc(true);
+    c.set_pause_budget_fraction(options.pause_budget);
+    proto::ToDuration(options.pause_budget_window, c.mutable_pause_budget_window());
+    proto::ToDuration(std::max(options.max_interval, options.histogram_interval),
+                      c.mutable_max_interval());
     return c;
+  }
+
+  // A heartbeat's pause-budget fields, checked: the note one printable line of at most 400
+  // bytes (other bytes become '?', longer notes are cut), durations non-negative.
+  static AgentBudgetReport BudgetReportOf(const av1::Heartbeat& hb) {
+    AgentBudgetReport r;
+    r.note = hb.budget_note().substr(0, 400);
+    for (char& ch : r.note) {
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    }
+    r.over_budget = hb.over_budget();
+    if (hb.has_planned_interval()) {
+      auto d = proto::FromDuration(hb.planned_interval());
+      if (d.ok() && *d > absl::ZeroDuration()) r.planned_interval = *d;
+    }
+    if (hb.has_total_pause()) {
+      auto d = proto::FromDuration(hb.total_pause());
+      if (d.ok() && *d > absl::ZeroDuration()) r.total_pause = *d;
+    }
+    return r;
   }
 
   // The agent's highest stored sequence (0 when none). Errors: the store's.
@@ -246,6 +346,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
         Serve(context, writer.get(), stream, *info, first.register_().agent_version(), stream_no);
     writer->Close();  // no Write after the handler returns
     NotifyUploads(id);
+    FailRequests(id);
     bool closed = false;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -289,7 +390,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     {
       av1::DaemonMessage m;
       m.mutable_registered()->set_stored_through(stored_through);
-      *m.mutable_registered()->mutable_config() = PushedConfig();
+      *m.mutable_registered()->mutable_config() = PushedConfig(info);
       if (!writer->Write(m)) return grpc::Status::OK;
     }
     spdlog::info(
@@ -299,6 +400,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
         info.main_class.empty() ? "unknown main class" : info.main_class, agent_version,
         stored_through);
     ClassDictionary dict;
+    std::optional<AgentBudgetReport> budget_report;  // the newest one of this stream
     uint64_t last_in_stream = 0;
     av1::AgentMessage msg;
     auto ack = [&]() {
@@ -325,8 +427,17 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     while (stream->Read(&msg)) {
       Seen(id, stream_no);
       switch (msg.body_case()) {
-        case av1::AgentMessage::kHeartbeat:
+        case av1::AgentMessage::kHeartbeat: {
+          AgentBudgetReport report = BudgetReportOf(msg.heartbeat());
+          if (budget_report != report) {
+            budget_report = report;
+            sink->OnBudgetReported(id, report);
+          }
+          break;
+        }
         case av1::AgentMessage::kHistogramFailed:
+          AnswerRequest(id, msg.histogram_failed().request_id(), nullptr,
+                        msg.histogram_failed().reason().substr(0, 400));
           break;
         case av1::AgentMessage::kDumpReady:
           OnDumpReady(id, msg.dump_ready());
@@ -375,6 +486,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
           stored_now(h.sequence());
           const bool acked = ack();  // after the commit, before the analysis
           sink->OnSnapshotStored(id, *snapshot);
+          AnswerRequest(id, h.request_id(), &*snapshot, "");
           if (!acked) return grpc::Status::OK;
           break;
         }
@@ -891,6 +1003,11 @@ void AgentGateway::Shutdown() {
 int AgentGateway::port() const { return impl_->port; }
 
 DumpSource* AgentGateway::dump_source() const { return impl_->dump_source.get(); }
+
+StatusOr<Snapshot> AgentGateway::CollectHistogram(const AgentId& agent, HistogramMode mode,
+                                                  absl::Time deadline) {
+  return impl_->CollectHistogram(agent, mode, deadline);
+}
 
 int AgentGateway::connected() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -60,6 +60,17 @@ class Metrics;
 // Store record table of the agents' highest stored delivery sequences.
 inline constexpr std::string_view kDeliveryTable = "agent_delivery";
 
+// The pause budget's state a registered agent reports on its heartbeats (agent.proto Heartbeat
+// fields 50-53; the agent runs collectors/pause_budget.h itself).
+struct AgentBudgetReport {
+  std::string note;  // why histograms wait longer than the interval / over budget; empty: neither
+  bool over_budget = false;
+  absl::Duration planned_interval = absl::ZeroDuration();  // zero: not known yet
+  absl::Duration total_pause = absl::ZeroDuration();       // histograms and dumps so far
+
+  friend bool operator==(const AgentBudgetReport&, const AgentBudgetReport&) = default;
+};
+
 // What the daemon does with registered agents (daemon/daemon.cc implements it). Called from gRPC
 // threads (one per agent at a time) and the gateway's monitor thread; must be thread-safe.
 class RegisteredAgentSink {
@@ -76,6 +87,12 @@ class RegisteredAgentSink {
   // The agent became kUp, kUnreachable or kDown (`why`: one line for logs and ListAgents); after
   // kDown the gateway forgets it until it registers again.
   virtual void OnStateChanged(const AgentId& agent, AgentState state, const std::string& why) = 0;
+  // The agent's pause budget reported a new state (on a heartbeat; called only when it changed
+  // within the stream, and on the stream's first report).
+  virtual void OnBudgetReported(const AgentId& /*agent*/, const AgentBudgetReport& /*report*/) {}
+  // Whether this agent's histograms are taken with -all (collection.all_objects matches its main
+  // class): pushed as AgentConfig.mode ALL.
+  virtual bool AllObjects(const AgentInfo& /*info*/) { return false; }
 };
 
 struct AgentGatewayOptions {
@@ -87,6 +104,10 @@ struct AgentGatewayOptions {
   absl::Duration histogram_interval = absl::Minutes(1);
   bool all_objects = false;    // histograms with -all (mode ALL) instead of LIVE
   double pause_budget = 0.01;  // fraction of wall time; pushed as pause_budget * interval
+  // The rest of the pause budget (collectors/pause_budget.h), pushed with the fraction (AgentConfig
+  // fields 50-52) so that the agent's scheduler runs the daemon's budget.
+  absl::Duration pause_budget_window = absl::Minutes(10);
+  absl::Duration max_interval = absl::Hours(1);
   // gRPC limits as on the query listener; the gateway raises max_receive_message_bytes to at least
   // 4 MiB (a first histogram with 3,000 class names is ~200 KB, an upload chunk 1 MiB), the
   // threads to max_connected + 16 and the call time limit to unlimited (Connect lives as long as
@@ -131,6 +152,15 @@ class AgentGateway {
   // created), InvalidArgument (a file name that makes no dump id). No partial file is left on
   // error. Thread-safe; valid while the gateway lives.
   DumpSource* dump_source() const;
+
+  // "Histogram now" for a registered agent (QueryService.CollectHistogram): sends HistogramRequest
+  // (a new request id, `mode`) on the agent's Connect stream and waits until the Histogram that
+  // answers it is stored, then returns that snapshot. The agent spends its pause from its own
+  // budget. Errors: NotFound (no such registered agent), Unavailable (its stream is not open, or
+  // ended before the answer; the agent's HistogramFailed reason), DeadlineExceeded (`deadline`).
+  // Thread-safe.
+  StatusOr<Snapshot> CollectHistogram(const AgentId& agent, HistogramMode mode,
+                                      absl::Time deadline);
 
   struct Impl;
 

@@ -98,6 +98,7 @@ StatusOr<AgentInfo> ValidateRegister(const av1::Register& r) {
   info.main_class = r.main_class();
   info.jvm_version = r.jvm_version();
   info.start_time = *start;
+  info.labels.insert(r.labels().begin(), r.labels().end());
   return info;
 }
 

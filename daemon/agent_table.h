@@ -43,7 +43,7 @@ struct AgentStatus {
   std::vector<diff::Leak> leaks;        // the suspects grouped by cause, fastest growth first
   // The extended dump whose accumulation points the leaks were last regrouped by; empty if none.
   std::string analysed_dump_id;
-  // Cost of watching (daemon/pause_budget.h).
+  // Cost of watching (collectors/pause_budget.h).
   CollectionCost last_cost;                             // of the last stored histogram
   absl::Duration total_pause = absl::ZeroDuration();    // histograms and extended dumps
   absl::Time watched_since = absl::InfinitePast();      // start of total_pause's count

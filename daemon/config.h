@@ -59,7 +59,7 @@ struct CollectionConfig {
   // Agents whose histograms always count every object (`GC.class_histogram -all`: no full GC,
   // includes garbage); the pause budget never takes a live histogram of them. Default: none.
   MainClassFilter all_objects;
-  // Pause budget (daemon/pause_budget.h, docs/collection-cost.md): the fraction of each JVM's wall
+  // Pause budget (collectors/pause_budget.h, docs/collection-cost.md): the fraction of each JVM's wall
   // time that heapwatch's histograms may pause it, on average (0.001: 60 ms per minute). The
   // histogram mode is chosen per collection and the interval stretches to keep it.
   double pause_budget = 0.001;

@@ -43,7 +43,7 @@
 #include "daemon/metrics.h"
 #include "daemon/agent_cost.h"
 #include "daemon/class_loading_watch.h"
-#include "daemon/pause_budget.h"
+#include "collectors/pause_budget.h"
 #include "daemon/query_server.h"
 #include "daemon/record_retention.h"
 #include "daemon/scheduler.h"
@@ -124,6 +124,13 @@ struct Daemon::Impl {
     std::set<std::string> suspect_names;           // guarded by detector_mu; for state-change logs
     std::map<std::string, diff::Leak> leaks;       // guarded by detector_mu; for state-change logs
     bool failing = false;                           // guarded by detector_mu; for state-change logs
+    // "Histogram now" (CollectHistogram) of an attach agent, all guarded by Impl::mu: the mode the
+    // next collection must use instead of the budget's choice, and how many requested collections
+    // ended (with the last one's snapshot, or why it failed).
+    std::optional<HistogramMode> requested_mode;
+    uint64_t requested_done = 0;
+    std::optional<Snapshot> requested_snapshot;
+    std::string requested_error;
 
     // Cost of watching and the live-set series (daemon/agent_cost.h); thread-safe on its own.
     std::unique_ptr<AgentCost> cost;
@@ -607,6 +614,7 @@ struct Daemon::Impl {
       AgentId id;
       std::shared_ptr<Runtime> rt;
       HistogramMode mode = HistogramMode::kLive;
+      bool requested = false;
       {
         std::unique_lock<std::mutex> lock(mu);
         while (true) {
@@ -621,6 +629,12 @@ struct Daemon::Impl {
             auto it = runtimes.find(id);
             if (it != runtimes.end()) {
               rt = it->second;
+              if (rt->requested_mode.has_value()) {  // asked for: the budget does not hold it back
+                mode = *rt->requested_mode;
+                rt->requested_mode.reset();
+                requested = true;
+                break;
+              }
               PausePlan plan = PlanCollection(id, *rt);
               if (plan.mode.has_value()) {
                 mode = *plan.mode;
@@ -658,6 +672,22 @@ struct Daemon::Impl {
       std::lock_guard<std::mutex> lock(mu);
       metrics.SetCollectionsInFlight(--in_flight);
       scheduler.Finish(id, ok);
+      if (requested) {
+        ++rt->requested_done;
+        rt->requested_snapshot.reset();
+        rt->requested_error.clear();
+        auto got = agents.Get(id);
+        if (ok) {
+          auto latest = store->ReadLatestAtOrBefore(id, absl::InfiniteFuture());
+          if (latest.ok() && latest->has_value()) rt->requested_snapshot = **latest;
+        }
+        if (!rt->requested_snapshot.has_value()) {
+          rt->requested_error = got.has_value() && !got->last_error.empty()
+                                    ? got->last_error
+                                    : std::string("the collection failed");
+        }
+      }
+      if (rt->requested_mode.has_value()) scheduler.Expedite(id, absl::InfinitePast());
       auto sched = scheduler.Get(id);
       if (sched && runtimes.count(id) && runtimes.at(id) == rt) {
         agents.Update(id, [&](AgentStatus& s) { s.next_collection = sched->next_due; });
@@ -1152,6 +1182,55 @@ struct Daemon::Impl {
     });
   }
 
+  // "Histogram now" (QueryService.CollectHistogram): a registered agent through its stream, an
+  // attach agent by its scheduler at once (after a collection in flight), in `mode`.
+  StatusOr<Snapshot> CollectNow(const AgentId& id, HistogramMode mode, absl::Time deadline) {
+    std::shared_ptr<Runtime> rt = RuntimeOf(id);
+    if (rt == nullptr) {
+      return absl::NotFoundError(absl::StrCat("agent ", id.value, " is unknown or not running"));
+    }
+    if (rt->info.kind == AgentKind::kRegistered) {
+      if (gateway == nullptr) return absl::UnavailableError("the agent gateway is not running");
+      return gateway->CollectHistogram(id, mode, deadline);
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    const uint64_t done = rt->requested_done;
+    rt->requested_mode = mode;
+    scheduler.Expedite(id, absl::InfinitePast());  // false while one is in flight: see WorkerLoop
+    cv.notify_all();
+    while (rt->requested_done == done && !stopping && absl::Now() < deadline) {
+      cv.wait_for(
+          lock, absl::ToChronoMicroseconds(std::clamp(deadline - absl::Now(), absl::Milliseconds(1),
+                                                      absl::Milliseconds(200))));
+    }
+    if (rt->requested_done == done) {
+      rt->requested_mode.reset();
+      if (stopping) return absl::UnavailableError("heapwatchd is stopping");
+      return absl::DeadlineExceededError(
+          absl::StrCat("agent ", id.value, ": no histogram stored before the deadline"));
+    }
+    if (rt->requested_snapshot.has_value()) return *rt->requested_snapshot;
+    return absl::UnavailableError(absl::StrCat("agent ", id.value, ": ", rt->requested_error));
+  }
+
+  // A registered agent's pause budget (it runs collectors/pause_budget.h itself) reported a new
+  // state: shown like an attach agent's (AgentStatus, heapwatch_pause_budget_exceeded).
+  void OnAgentBudget(const AgentId& id, const AgentBudgetReport& report) {
+    std::shared_ptr<Runtime> rt = RuntimeOf(id);
+    if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
+    std::lock_guard<std::mutex> lock(mu);
+    const absl::Duration planned = report.planned_interval > absl::ZeroDuration()
+                                       ? report.planned_interval
+                                       : config.collection.interval;
+    metrics.SetCollectionPlan(id, planned, report.over_budget);
+    agents.Update(id, [&](AgentStatus& s) {
+      s.budget_note = report.note;
+      s.over_budget = report.over_budget;
+      s.planned_interval = planned;
+      s.total_pause = report.total_pause;
+    });
+  }
+
   void OnAgentState(const AgentId& id, AgentState state, const std::string& why) {
     std::shared_ptr<Runtime> rt = RuntimeOf(id);
     if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
@@ -1189,6 +1268,12 @@ struct Daemon::Impl {
     }
     void OnStateChanged(const AgentId& agent, AgentState state, const std::string& why) override {
       d_->OnAgentState(agent, state, why);
+    }
+    void OnBudgetReported(const AgentId& agent, const AgentBudgetReport& report) override {
+      d_->OnAgentBudget(agent, report);
+    }
+    bool AllObjects(const AgentInfo& info) override {
+      return d_->config.collection.all_objects.Matches(info.main_class);
     }
 
    private:
@@ -1243,6 +1328,8 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     gateway.max_connected = config.agents.max_connected;
     gateway.histogram_interval = config.collection.interval;
     gateway.pause_budget = config.collection.pause_budget;
+    gateway.pause_budget_window = config.collection.pause_budget_window;
+    gateway.max_interval = config.collection.max_interval;
     gateway.limits = config.grpc;
     if (!config.agents.listen.starts_with("unix:")) {
       // TLS of a TCP agent listener: the query listener's files (tls.*).
@@ -1268,6 +1355,10 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
                            return raw->Explain(id, class_name);
                          },
                          authorizer, config.grpc, grpc_credentials));
+  impl->grpc->SetHistogramCollector(
+      [raw = impl.get()](const AgentId& id, HistogramMode mode, absl::Time deadline) {
+        return raw->CollectNow(id, mode, deadline);
+      });
   {
     web::WebServerOptions web_options;
     web_options.listen = config.metrics_listen;

@@ -131,7 +131,7 @@ class Escalation {
   void RemoveAgent(const AgentId& agent);
 
   // Called with the JVM's pause after every extended dump it wrote (for the pause budget's
-  // accounting, daemon/pause_budget.h). Set once, before any dump; called from the dump thread
+  // accounting, collectors/pause_budget.h). Set once, before any dump; called from the dump thread
   // with no lock of the Escalation held, so it may take the caller's own locks.
   void SetDumpPauseListener(std::function<void(const AgentId&, absl::Duration)> listener);
 

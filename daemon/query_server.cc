@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <string_view>
 #include <utility>
 
@@ -77,6 +78,7 @@ void FillLabels(const AgentInfo& info, v1::Agent* out) {
   out->set_main_class(info.main_class);
   out->set_jvm_version(info.jvm_version);
   proto::SetTimestamp(info.start_time, out, &v1::Agent::mutable_start_time);
+  out->mutable_labels()->insert(info.labels.begin(), info.labels.end());
 }
 
 }  // namespace
@@ -186,6 +188,17 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     if (grpc::Status s = Authorize(*context, "ListReports"); !s.ok())
       return Count("ListReports", s);
     return Count("ListReports", DoListReports(*request, response));
+  }
+  grpc::Status CollectHistogram(grpc::ServerContext* context,
+                                const v1::CollectHistogramRequest* request,
+                                v1::CollectHistogramResponse* response) override {
+    if (grpc::Status s = Authorize(*context, "CollectHistogram"); !s.ok())
+      return Count("CollectHistogram", s);
+    return Count("CollectHistogram", DoCollectHistogram(*context, *request, response));
+  }
+  void SetHistogramCollector(HistogramCollector collector) {
+    std::lock_guard<std::mutex> lock(collector_mu_);
+    collector_ = std::move(collector);
   }
   grpc::Status TriggerExtendedDump(grpc::ServerContext* context,
                                    const v1::TriggerExtendedDumpRequest* request,
@@ -569,6 +582,45 @@ class QueryServiceImpl final : public v1::QueryService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status DoCollectHistogram(const grpc::ServerContext& context,
+                                  const v1::CollectHistogramRequest& request,
+                                  v1::CollectHistogramResponse* response) {
+    if (request.agent().empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "agent must not be empty");
+    }
+    HistogramMode mode;
+    switch (request.mode()) {
+      case v1::HISTOGRAM_MODE_UNSPECIFIED:
+      case v1::HISTOGRAM_MODE_LIVE:
+        mode = HistogramMode::kLive;
+        break;
+      case v1::HISTOGRAM_MODE_ALL:
+        mode = HistogramMode::kAll;
+        break;
+      default:
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "mode must be LIVE or ALL");
+    }
+    HistogramCollector collector;
+    {
+      std::lock_guard<std::mutex> lock(collector_mu_);
+      collector = collector_;
+    }
+    if (!collector) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this server collects nothing");
+    }
+    const absl::Time deadline =
+        std::min(absl::FromChrono(context.deadline()), absl::Now() + absl::Minutes(2));
+    auto snapshot = collector(AgentId(request.agent()), mode, deadline);
+    if (!snapshot.ok()) return ToGrpc(snapshot.status());
+    proto::ToTimestamp(snapshot->time, response->mutable_time());
+    response->set_mode(ToProto(snapshot->cost.mode));
+    proto::ToDuration(snapshot->cost.pause, response->mutable_pause());
+    response->set_classes(static_cast<uint32_t>(snapshot->histogram.rows.size()));
+    response->set_total_instances(snapshot->histogram.total_instances);
+    response->set_total_bytes(snapshot->histogram.total_bytes);
+    return grpc::Status::OK;
+  }
+
   grpc::Status DoTriggerExtendedDump(const v1::TriggerExtendedDumpRequest& request,
                                      v1::TriggerExtendedDumpResponse* response) {
     if (grpc::Status s = CheckAgent(request.agent()); !s.ok()) return s;
@@ -596,6 +648,8 @@ class QueryServiceImpl final : public v1::QueryService::Service {
   Escalation* const escalation_;  // may be null
   const SuspectExplainer explainer_;  // may be null
   const std::shared_ptr<const auth::GrpcAuthorizer> authorizer_;  // may be null: no check
+  std::mutex collector_mu_;
+  HistogramCollector collector_;  // guarded by collector_mu_; may be empty
 };
 
 // The web pages' view of the service: each call runs the RPC's own Do* function.
@@ -679,6 +733,10 @@ StatusOr<std::unique_ptr<QueryServer>> QueryServer::Start(
 }
 
 int QueryServer::port() const { return impl_->port; }
+
+void QueryServer::SetHistogramCollector(HistogramCollector collector) {
+  impl_->service->SetHistogramCollector(std::move(collector));
+}
 
 int QueryServer::calls_in_flight() const { return impl_->limiter->calls_in_flight(); }
 

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "absl/time/time.h"
+#include "common/histogram.h"
 #include "common/status.h"
 #include "daemon/agent_table.h"
 #include "daemon/escalation.h"
@@ -45,6 +46,11 @@ namespace heapwatch::daemon {
 // serialise access to the detector itself.
 using SuspectExplainer =
     std::function<std::optional<diff::Explanation>(const AgentId& agent, std::string_view class_name)>;
+
+// Takes a histogram of a live agent now and returns the stored snapshot (CollectHistogram; the
+// errors listed there as Status). Called on gRPC threads, concurrently; `deadline` bounds the wait.
+using HistogramCollector = std::function<StatusOr<Snapshot>(
+    const AgentId& agent, HistogramMode mode, absl::Time deadline)>;
 
 class QueryServer {
  public:
@@ -74,6 +80,9 @@ class QueryServer {
   ~QueryServer();  // Shutdown(absl::ZeroDuration()) if still running.
   QueryServer(const QueryServer&) = delete;
   QueryServer& operator=(const QueryServer&) = delete;
+
+  // Serves CollectHistogram with `collector` (FAILED_PRECONDITION until set). Thread-safe.
+  void SetHistogramCollector(HistogramCollector collector);
 
   // The bound TCP port.
   int port() const;

@@ -1,6 +1,8 @@
 #include "web/pages.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -281,16 +283,24 @@ std::string RenderAgentsPage(const AgentsPageData& data, const PageOptions& opti
                       "</span>");
     }
     const int leaks = leak_count[a.agent()];
-    absl::StrAppend(&out, "<tr class=\"agent\" data-agent=\"", EscapeHtml(a.agent()), "\"><td>",
-                    Link(LeaksUrl(options, a.agent()), a.agent()), "<br><span class=\"muted\">",
-                    EscapeHtml(a.host()), " pid ", a.pid(), "</span></td><td class=\"state-", state,
-                    "\">", state, a.last_error().empty() ? "" : "<br><span class=\"muted\">",
-                    EscapeHtml(a.last_error()), a.last_error().empty() ? "" : "</span>",
-                    "</td><td>", KindName(a.kind()), "</td><td class=\"cls\">",
-                    EscapeHtml(a.main_class()), "</td><td>", live, "</td><td>", budget,
-                    "</td><td class=\"num\">",
-                    Link(LeaksUrl(options, a.agent()), absl::StrCat(leaks)), "</td><td>",
-                    Link(ReportsUrl(options, a.agent()), "reports"), "</td></tr>\n");
+    // A registered agent's labels (Register.labels), in key order.
+    std::string labels;
+    for (const auto& [k, v] :
+         std::map<std::string, std::string>(a.labels().begin(), a.labels().end())) {
+      absl::StrAppend(&labels, labels.empty() ? "<br><span class=\"muted labels\">" : ", ",
+                      EscapeHtml(k), "=", EscapeHtml(v));
+    }
+    if (!labels.empty()) labels += "</span>";
+    absl::StrAppend(
+        &out, "<tr class=\"agent\" data-agent=\"", EscapeHtml(a.agent()), "\"><td>",
+        Link(LeaksUrl(options, a.agent()), a.agent()), "<br><span class=\"muted\">",
+        EscapeHtml(a.host()), " pid ", a.pid(), "</span>", labels, "</td><td class=\"state-", state,
+        "\">", state, a.last_error().empty() ? "" : "<br><span class=\"muted\">",
+        EscapeHtml(a.last_error()), a.last_error().empty() ? "" : "</span>", "</td><td>",
+        KindName(a.kind()), "</td><td class=\"cls\">", EscapeHtml(a.main_class()), "</td><td>",
+        live, "</td><td>", budget, "</td><td class=\"num\">",
+        Link(LeaksUrl(options, a.agent()), absl::StrCat(leaks)), "</td><td>",
+        Link(ReportsUrl(options, a.agent()), "reports"), "</td></tr>\n");
   }
   out += "</table>";
   out += kFooter;

@@ -46,6 +46,7 @@ struct ReceivedHistogram {
   uint64_t request_id = 0;
   std::map<std::string, uint64_t> instances;  // class name -> instances
   absl::Duration pause;
+  absl::Time time;  // Histogram.time (the agent's clock, the same host)
 };
 
 // What every server incarnation of one test shares: the "stored" state of a daemon.
@@ -157,10 +158,13 @@ class RecordingGateway final : public v1::AgentGateway::Service {
         if (m.has_histogram()) {
           const v1::Histogram& h = m.histogram();
           for (const auto& def : h.new_classes()) dictionary[def.class_ref()] = def.class_name();
-          ReceivedHistogram r{
-              connection, h.sequence(),
-              h.mode(),   h.request_id(),
-              {},         proto::FromDuration(h.pause()).value_or(absl::ZeroDuration())};
+          ReceivedHistogram r{connection,
+                              h.sequence(),
+                              h.mode(),
+                              h.request_id(),
+                              {},
+                              proto::FromDuration(h.pause()).value_or(absl::ZeroDuration()),
+                              proto::FromTimestamp(h.time()).value_or(absl::InfinitePast())};
           for (int i = 0; i < h.class_refs_size(); ++i) {
             r.instances[dictionary.at(h.class_refs(i))] += h.instances(i);
           }

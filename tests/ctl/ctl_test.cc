@@ -121,6 +121,25 @@ TEST_F(CtlTest, AgentsTable) {
   EXPECT_THAT(r.out, HasSubstr("down"));
 }
 
+// A registered agent's labels (Register.labels) are in `agents --json` and under the table.
+TEST_F(CtlTest, AgentsShowTheLabelsOfARegisteredAgent) {
+  ASSERT_TRUE(agents_.Update(kLive, [](daemon::AgentStatus& s) {
+    s.info.kind = AgentKind::kRegistered;
+    s.info.labels = {{"team", "core"}, {"env", "prod"}};
+  }));
+  Result r = Run({"agents", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto root = Json(r.out);
+  const auto& live = At(root, "agents").list_value().values()[0].struct_value();
+  EXPECT_EQ(At(live, "kind").string_value(), "registered");
+  const auto& labels = At(live, "labels").struct_value();
+  EXPECT_EQ(At(labels, "team").string_value(), "core");
+  EXPECT_EQ(At(labels, "env").string_value(), "prod");
+  r = Run({"agents"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(kLive.value + ": labels env=prod,team=core\n"));
+}
+
 TEST_F(CtlTest, SuspectsJsonCarriesTheDocumentedFields) {
   Result r = Run({"suspects", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

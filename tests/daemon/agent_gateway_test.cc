@@ -911,5 +911,185 @@ TEST_F(AgentGatewayTest, DiscoverySkipsAJvmWhoseAgentIsRegistered) {
   EXPECT_TRUE(agent.Finish().ok());
 }
 
+// The pause budget of a registered agent: the daemon pushes all of it (fraction, window, longest
+// interval) and the agent's own mode (collection.all_objects by main class); what the agent's
+// budget reports on its heartbeats is shown by ListAgents and /metrics as for an attach agent.
+TEST_F(AgentGatewayTest, BudgetIsPushedAndTheAgentsReportIsShownLikeAnAttachAgents) {
+  config_.agents.listen = "127.0.0.1:0";
+  config_.collection.pause_budget = 0.002;
+  config_.collection.pause_budget_window = absl::Minutes(20);
+  config_.collection.max_interval = absl::Hours(2);
+  config_.collection.all_objects.include = {"com.example.Leaky"};
+  StartDaemon();
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  const av1::AgentConfig& c = registered.config();
+  EXPECT_DOUBLE_EQ(c.pause_budget_fraction(), 0.002);
+  EXPECT_EQ(proto::FromDuration(c.pause_budget_window()).value(), absl::Minutes(20));
+  EXPECT_EQ(proto::FromDuration(c.max_interval()).value(), absl::Hours(2));
+  EXPECT_EQ(c.mode(), av1::HISTOGRAM_MODE_ALL) << "collection.all_objects matches its main class";
+  EXPECT_TRUE(c.histogram_after_old_gc());
+  // Old agents read the per-interval pause.
+  EXPECT_EQ(proto::FromDuration(c.pause_budget()).value(), config_.collection.interval * 0.002);
+
+  av1::AgentMessage hb;
+  av1::Heartbeat* h = hb.mutable_heartbeat();
+  proto::ToTimestamp(absl::Now(), h->mutable_time());
+  h->set_budget_note("over budget: even the cheapest histogram every 2h exceeds\nthe budget");
+  h->set_over_budget(true);
+  proto::ToDuration(absl::Hours(2), h->mutable_planned_interval());
+  proto::ToDuration(absl::Milliseconds(1500), h->mutable_total_pause());
+  ASSERT_TRUE(agent.Write(hb));
+  std::optional<v1::Agent> listed;
+  ASSERT_TRUE(Eventually([&] {
+    listed = FindAgent(AgentIdOf());
+    return listed.has_value() && listed->over_budget();
+  }));
+  EXPECT_EQ(listed->budget_note(),
+            "over budget: even the cheapest histogram every 2h exceeds?the budget");
+  // Register's labels are kept and listed.
+  EXPECT_EQ(listed->labels().size(), 1u);
+  EXPECT_EQ(listed->labels().at("team"), "payments");
+  EXPECT_EQ(proto::FromDuration(listed->planned_interval()).value(), absl::Hours(2));
+  EXPECT_EQ(proto::FromDuration(listed->total_pause()).value(), absl::Milliseconds(1500));
+  EXPECT_THAT(
+      HttpGet(daemon_->metrics_port(), "/metrics"),
+      HasSubstr(absl::StrCat("heapwatch_pause_budget_exceeded{agent=\"", AgentIdOf(), "\"} 1")));
+  // Back within budget: the note clears, the metric drops to 0.
+  h->clear_budget_note();
+  h->set_over_budget(false);
+  proto::ToDuration(absl::Minutes(1), h->mutable_planned_interval());
+  ASSERT_TRUE(agent.Write(hb));
+  ASSERT_TRUE(Eventually([&] {
+    listed = FindAgent(AgentIdOf());
+    return listed.has_value() && !listed->over_budget();
+  }));
+  EXPECT_EQ(listed->budget_note(), "");
+  EXPECT_THAT(
+      HttpGet(daemon_->metrics_port(), "/metrics"),
+      HasSubstr(absl::StrCat("heapwatch_pause_budget_exceeded{agent=\"", AgentIdOf(), "\"} 0")));
+  EXPECT_TRUE(agent.Finish().ok());
+}
+
+// "Histogram now" (QueryService.CollectHistogram) of a registered agent: the daemon sends
+// HistogramRequest on the agent's stream and answers once the histogram with that request id is
+// stored; clear errors for an unknown agent, a failed request, an agent that does not answer in
+// time and one that is not connected.
+TEST_F(AgentGatewayTest, CollectHistogramOfARegisteredAgentGoesThroughItsStream) {
+  config_.agents.listen = "127.0.0.1:0";
+  StartDaemon();
+  auto collect = [&](const std::string& agent, v1::HistogramMode mode, absl::Duration deadline,
+                     v1::CollectHistogramResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+    v1::CollectHistogramRequest request;
+    request.set_agent(agent);
+    request.set_mode(mode);
+    return query_->CollectHistogram(&context, request, response);
+  };
+  v1::CollectHistogramResponse response;
+  EXPECT_EQ(collect("nobody", v1::HISTOGRAM_MODE_ALL, absl::Seconds(5), &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(collect(AgentIdOf(), v1::HISTOGRAM_MODE_ALL_AFTER_GC, absl::Seconds(5), &response)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  SimAgent agent(AgentChannel());
+  av1::Registered registered;
+  ASSERT_TRUE(agent.Open(&registered));
+  // Answered: the histogram with the request's id is stored, then the call returns.
+  grpc::Status status;
+  std::thread caller(
+      [&] { status = collect(AgentIdOf(), v1::HISTOGRAM_MODE_ALL, absl::Seconds(10), &response); });
+  av1::DaemonMessage m;
+  ASSERT_TRUE(agent.Read(&m));
+  ASSERT_TRUE(m.has_histogram_request()) << m.DebugString();
+  EXPECT_EQ(m.histogram_request().mode(), av1::HISTOGRAM_MODE_ALL);
+  EXPECT_NE(m.histogram_request().request_id(), 0u);
+  av1::AgentMessage h = agent.Histogram(1);
+  h.mutable_histogram()->set_request_id(m.histogram_request().request_id());
+  h.mutable_histogram()->set_mode(av1::HISTOGRAM_MODE_ALL);
+  EXPECT_EQ(agent.Deliver(h), 1u);
+  caller.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.mode(), v1::HISTOGRAM_MODE_ALL);
+  EXPECT_EQ(proto::FromDuration(response.pause()).value(), absl::Milliseconds(3));
+  EXPECT_EQ(response.classes(), 3u);
+  EXPECT_EQ(response.total_instances(), 1000u + 500 + 700);
+  EXPECT_EQ(proto::FromTimestamp(response.time()).value(), kJvmStart + absl::Seconds(10));
+  EXPECT_EQ(LeakHistory().size(), 1u) << "stored like any histogram";
+
+  // The agent reports the request failed: UNAVAILABLE with its reason.
+  caller = std::thread([&] {
+    status = collect(AgentIdOf(), v1::HISTOGRAM_MODE_LIVE, absl::Seconds(10), &response);
+  });
+  ASSERT_TRUE(agent.Read(&m) && m.has_histogram_request());
+  EXPECT_EQ(m.histogram_request().mode(), av1::HISTOGRAM_MODE_LIVE);
+  av1::AgentMessage failed;
+  failed.mutable_histogram_failed()->set_request_id(m.histogram_request().request_id());
+  failed.mutable_histogram_failed()->set_reason("GC.class_histogram failed: out of memory");
+  ASSERT_TRUE(agent.Write(failed));
+  caller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("out of memory"));
+
+  // No answer within the deadline.
+  EXPECT_EQ(
+      collect(AgentIdOf(), v1::HISTOGRAM_MODE_ALL, absl::Milliseconds(500), &response).error_code(),
+      grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(agent.Read(&m) && m.has_histogram_request());  // it was asked
+
+  // Not connected.
+  EXPECT_TRUE(agent.Finish().ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto a = FindAgent(AgentIdOf());
+    return a.has_value() && a->state() == v1::AGENT_STATE_UNREACHABLE;
+  }));
+  status = collect(AgentIdOf(), v1::HISTOGRAM_MODE_ALL, absl::Seconds(5), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("not connected"));
+}
+
+// "Histogram now" of an attach agent (a real JVM): the scheduler collects it at once in the mode
+// asked for, although its interval is an hour away; the snapshot is stored and its pause spent.
+TEST_F(AgentGatewayTest, CollectHistogramOfAnAttachAgentIsTakenByTheSchedulerAtOnce) {
+  daemon::TestJvm jvm(30);
+  ASSERT_TRUE(jvm.ready());
+  auto local = jvm.Discover();
+  ASSERT_TRUE(local.has_value());
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  auto info = collectors::ReadAgentInfo(*local, host);
+  ASSERT_TRUE(info.ok()) << info.status();
+  config_.watch.agents.include = {"HwSecretHolder"};
+  config_.collection.all_objects.include = {"HwSecretHolder"};
+  config_.collection.interval = absl::Hours(1);
+  config_.collection.pause_budget = 1;
+  config_.collection.discovery_interval = absl::Milliseconds(100);
+  StartDaemon();
+  ASSERT_TRUE(Eventually([&] { return FindAgent(info->id.value).has_value(); }, absl::Seconds(10)));
+  for (v1::HistogramMode mode : {v1::HISTOGRAM_MODE_LIVE, v1::HISTOGRAM_MODE_ALL}) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    v1::CollectHistogramRequest request;
+    request.set_agent(info->id.value);
+    request.set_mode(mode);
+    v1::CollectHistogramResponse response;
+    const absl::Time asked = absl::Now();
+    grpc::Status s = query_->CollectHistogram(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(response.mode(), mode);
+    EXPECT_GT(proto::FromDuration(response.pause()).value(), absl::ZeroDuration());
+    EXPECT_GE(proto::FromTimestamp(response.time()).value(), asked);
+    EXPECT_GT(response.classes(), 100u);
+    auto listed = FindAgent(info->id.value);
+    ASSERT_TRUE(listed.has_value());
+    EXPECT_EQ(listed->last_histogram_mode(), mode);
+    EXPECT_GE(proto::FromDuration(listed->total_pause()).value(),
+              proto::FromDuration(response.pause()).value());
+  }
+}
+
 }  // namespace
 }  // namespace heapwatch::testing

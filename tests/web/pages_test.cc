@@ -148,6 +148,8 @@ TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
   a->set_host("\"><b>");
   a->set_state(v1::AGENT_STATE_UP);
   a->set_last_error("<i>err</i>");
+  (*a->mutable_labels())["team"] = "<u>core</u>";
+  (*a->mutable_labels())["env"] = "prod";
   v1::GetLiveSetResponse live;
   for (int i = 0; i < 12; ++i) {
     v1::LiveSetPoint* p = live.add_points();
@@ -162,6 +164,9 @@ TEST(WebPagesTest, AgentsAndLeaksPagesEscapeJvmStrings) {
   EXPECT_EQ(page.find("<script"), std::string::npos);
   EXPECT_EQ(page.find("<b>"), std::string::npos);
   EXPECT_EQ(page.find("<i>"), std::string::npos);
+  EXPECT_EQ(page.find("<u>"), std::string::npos);
+  // A registered agent's labels, in key order, escaped.
+  EXPECT_NE(page.find("env=prod, team=&lt;u&gt;core&lt;/u&gt;</span>"), std::string::npos) << page;
   EXPECT_NE(page.find("data-points=\"12\""), std::string::npos) << "the live-set sparkline";
   EXPECT_NE(page.find("href=\"https://hw.example/agents/h%3A1-2/leaks\""), std::string::npos);
 

@@ -1,13 +1,13 @@
 // The pause budget: accounting (never more than one collection over fraction * elapsed), mode
 // choice (after a natural GC, live when it fits, -all otherwise, waiting for a natural GC), the
 // interval stretching, and over-budget agents. Time is simulated.
-#include "daemon/pause_budget.h"
+#include "collectors/pause_budget.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-namespace heapwatch::daemon {
+namespace heapwatch::collectors {
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
@@ -180,4 +180,4 @@ TEST(PauseBudget, NeverExceedsTheBudgetByMoreThanOneCollection) {
 }
 
 }  // namespace
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::collectors

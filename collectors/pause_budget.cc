@@ -1,10 +1,10 @@
-#include "daemon/pause_budget.h"
+#include "collectors/pause_budget.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
 
-namespace heapwatch::daemon {
+namespace heapwatch::collectors {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -51,8 +51,7 @@ absl::Duration PauseBudget::EstimatedCost(HistogramMode mode, uint64_t post_gc_b
   if (mode == HistogramMode::kAllAfterGc && measured_[static_cast<size_t>(HistogramMode::kAll)]) {
     return estimate_[static_cast<size_t>(HistogramMode::kAll)];
   }
-  if (mode == HistogramMode::kAll &&
-      measured_[static_cast<size_t>(HistogramMode::kAllAfterGc)]) {
+  if (mode == HistogramMode::kAll && measured_[static_cast<size_t>(HistogramMode::kAllAfterGc)]) {
     return estimate_[static_cast<size_t>(HistogramMode::kAllAfterGc)];
   }
   if (mode == HistogramMode::kLive) {
@@ -76,8 +75,7 @@ absl::Duration PauseBudget::CheapestCost(uint64_t post_gc_bytes, uint64_t heap_u
 }
 
 absl::Duration PauseBudget::IntervalFor(absl::Duration cost, absl::Duration interval) const {
-  return std::clamp(cost / options_.fraction, interval,
-                    std::max(interval, options_.max_interval));
+  return std::clamp(cost / options_.fraction, interval, std::max(interval, options_.max_interval));
 }
 
 bool PauseBudget::OverBudget(uint64_t post_gc_bytes, uint64_t heap_used_bytes) const {
@@ -140,4 +138,4 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
   return plan;
 }
 
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::collectors

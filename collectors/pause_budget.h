@@ -7,13 +7,15 @@
 // when the credit covers its estimated cost (or the whole cap, for a cost above the cap); the
 // credit starts at 0 when the agent is first seen. Hence the pause heapwatch caused up to any time
 // t is at most fraction * (t - start) + the pause of the last collection: the budget is never
-// exceeded by more than one collection (an over-budget agent, below, excepted). Extended dumps are not held back by the budget (they are rare and asked for), but
-// their pause is spent, so histograms wait longer after one.
+// exceeded by more than one collection (an over-budget agent, below, excepted). Extended dumps are
+// not held back by the budget (they are rare and asked for), but their pause is spent, so
+// histograms wait longer after one.
 //
 // Mode choice when the agent is due (its interval has passed):
 //   1. the JVM has just reclaimed its old generation by itself and `-all` fits: kAllAfterGc;
 //   2. a live histogram (forced full GC) fits: kLive;
-//   3. `-all` fits: wait for the JVM's own old-generation collection (rule 1) for up to one interval
+//   3. `-all` fits: wait for the JVM's own old-generation collection (rule 1) for up to one
+//   interval
 //      as the budget stretches it (-all's estimated pause / fraction, at least `interval`), then
 //      kAll; meanwhile a live histogram is taken as soon as it fits (rule 2);
 //   4. nothing fits: postpone until the cheapest mode fits (the interval stretches).
@@ -25,9 +27,13 @@
 // fraction * max_interval: it is then collected every max_interval regardless (it stays watched),
 // and reported (AgentStatus, heapwatch_pause_budget_exceeded).
 //
-// Thread-safety: thread-compatible; the daemon guards each agent's budget with its mutex.
-#ifndef HEAPWATCH_DAEMON_PAUSE_BUDGET_H_
-#define HEAPWATCH_DAEMON_PAUSE_BUDGET_H_
+// Used by the daemon for attach agents (daemon/agent_cost.h) and by libheapwatch_agent.so's
+// scheduler (agent/agent.cc) for registered agents: one budget, one mode choice for both kinds.
+//
+// Thread-safety: thread-compatible; the daemon guards each agent's budget with its mutex, the agent
+// uses its budget on its JVM thread only.
+#ifndef HEAPWATCH_COLLECTORS_PAUSE_BUDGET_H_
+#define HEAPWATCH_COLLECTORS_PAUSE_BUDGET_H_
 
 #include <array>
 #include <optional>
@@ -36,7 +42,7 @@
 #include "absl/time/time.h"
 #include "common/gc.h"
 
-namespace heapwatch::daemon {
+namespace heapwatch::collectors {
 
 struct PauseBudgetOptions {
   // Fraction of the JVM's wall time heapwatch may pause it (collection.pause_budget); 0.001 = 60 ms
@@ -68,6 +74,11 @@ class PauseBudget {
   // The budget starts empty at `start`: the first histogram too waits until its cost has accrued
   // (seconds for a small JVM, at most `credit_window` for any).
   PauseBudget(const PauseBudgetOptions& options, absl::Time start);
+
+  // New options (the daemon pushed another configuration): the credit and the measured estimates
+  // are kept; a smaller window caps the credit from now on. O(1).
+  void set_options(const PauseBudgetOptions& options) { options_ = options; }
+  const PauseBudgetOptions& options() const { return options_; }
 
   // Credit at `now` (negative after a pause larger than the credit). O(1).
   absl::Duration Credit(absl::Time now) const;
@@ -117,6 +128,6 @@ class PauseBudget {
   std::array<bool, 4> measured_{};
 };
 
-}  // namespace heapwatch::daemon
+}  // namespace heapwatch::collectors
 
-#endif  // HEAPWATCH_DAEMON_PAUSE_BUDGET_H_
+#endif  // HEAPWATCH_COLLECTORS_PAUSE_BUDGET_H_
