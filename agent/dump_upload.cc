@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/daemon_messages.h"
 
 namespace heapwatch::agent {
 namespace {
@@ -74,11 +75,7 @@ Status UploadDumpOnce(v1::AgentGateway::StubInterface& stub, const std::string& 
     grpc::Status s = stub.GetUploadStatus(&ctx, request, &reply);
     if (!s.ok()) return FromGrpc(s, "GetUploadStatus");
     if (reply.complete()) return absl::OkStatus();
-    offset = reply.received_bytes();
-    if (offset > size) {
-      return absl::DataLossError(absl::StrCat("GetUploadStatus: the daemon holds ", offset,
-                                              " bytes of a ", size, "-byte dump"));
-    }
+    HW_ASSIGN_OR_RETURN(offset, CheckUploadOffset("GetUploadStatus", reply.received_bytes(), size));
   }
   File f(std::fopen(path.c_str(), "rb"));
   if (f == nullptr) return OpenError(path);

@@ -1,5 +1,9 @@
 #include "agent/options.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +34,37 @@ bool IsPrintable(absl::string_view s) {
   return true;
 }
 
+// What an error message quotes of the option text: at most `max` bytes, non-printable bytes as '?',
+// "..." when cut (the option string is the operator's, but it may hold anything).
+std::string Quote(absl::string_view s, size_t max = 64) {
+  std::string out;
+  for (unsigned char c : s.substr(0, max))
+    out += c >= 0x20 && c <= 0x7e ? static_cast<char>(c) : '?';
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+// Opens `path` for reading when it is a regular file: never blocks on a FIFO or terminal (e.g.
+// /dev/stdin), which would stall the JVM's start. Returns nullptr with errno set otherwise (EINVAL
+// for a file that is not regular).
+std::FILE* OpenRegularFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::FILE* f = fdopen(fd, "rb");
+  if (f == nullptr) {
+    int err = errno;
+    close(fd);
+    errno = err;
+  }
+  return f;
+}
+
 bool IsLabelKey(absl::string_view key) {
   if (key.empty() || key.size() > kMaxLabelKey) return false;
   for (char c : key) {
@@ -53,11 +88,11 @@ Status CheckAddress(absl::string_view address) {
   size_t colon = address.rfind(':');
   if (colon == absl::string_view::npos || colon == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("address=", address, " is neither unix:PATH nor HOST:PORT"));
+        absl::StrCat("address=", Quote(address), " is neither unix:PATH nor HOST:PORT"));
   }
   int port = 0;
   if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("address=", address, ": bad port"));
+    return absl::InvalidArgumentError(absl::StrCat("address=", Quote(address), ": bad port"));
   }
   return absl::OkStatus();
 }
@@ -66,16 +101,17 @@ StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view key, absl::stri
   absl::Duration d;
   if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration() || d > absl::Hours(1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(key, "=", value, ": need a duration in (0, 1h], e.g. 500ms"));
+        absl::StrCat(key, "=", Quote(value), ": need a duration in (0, 1h], e.g. 500ms"));
   }
   return d;
 }
 
 StatusOr<std::string> ReadPemFile(absl::string_view key, const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::FILE* f = OpenRegularFile(path);
   if (f == nullptr) {
+    const char* why = errno == EINVAL ? "not a regular file" : std::strerror(errno);
     return absl::InvalidArgumentError(
-        absl::StrCat(key, "=", path, ": cannot read: ", std::strerror(errno)));
+        absl::StrCat(key, "=", Quote(path, 256), ": cannot read: ", why));
   }
   std::string content(kMaxPemBytes + 1, '\0');
   size_t n = std::fread(content.data(), 1, content.size(), f);
@@ -83,7 +119,7 @@ StatusOr<std::string> ReadPemFile(absl::string_view key, const std::string& path
   content.resize(n);
   if (n == 0 || n > kMaxPemBytes || content.find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat(key, "=", path, ": not a PEM file of at most 1 MiB"));
+        absl::StrCat(key, "=", Quote(path, 256), ": not a PEM file of at most 1 MiB"));
   }
   return content;
 }
@@ -91,10 +127,12 @@ StatusOr<std::string> ReadPemFile(absl::string_view key, const std::string& path
 }  // namespace
 
 StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::FILE* f = OpenRegularFile(path);
   if (f == nullptr) {
     int err = errno;
-    std::string msg = absl::StrCat("token_file ", path, ": ", std::strerror(err));
+    std::string msg = absl::StrCat("token_file ", Quote(path, 256), ": ",
+                                   err == EINVAL ? "not a regular file" : std::strerror(err));
+    if (err == EINVAL) return absl::InvalidArgumentError(msg);
     if (err == ENOENT) return absl::NotFoundError(msg);
     if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
     return absl::UnavailableError(msg);
@@ -103,7 +141,8 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
   size_t n = std::fread(content.data(), 1, content.size(), f);
   std::fclose(f);
   if (n > kMaxTokenFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("token_file ", path, ": larger than 64 KiB"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("token_file ", Quote(path, 256), ": larger than 64 KiB"));
   }
   content.resize(n);
   absl::string_view first = content;
@@ -111,42 +150,42 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
   first = absl::StripAsciiWhitespace(first);
   if (first.empty() || first.size() > kMaxTokenBytes || !IsPrintable(first)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "token_file ", path, ": the first line must be 1..4096 printable ASCII bytes"));
+        "token_file ", Quote(path, 256), ": the first line must be 1..4096 printable ASCII bytes"));
   }
   return std::string(first);
 }
 
-StatusOr<AgentOptions> ParseAgentOptions(std::string_view std_text) {
+StatusOr<AgentOptions> ParseAgentOptionText(std::string_view std_text, AgentOptionFiles* files) {
   absl::string_view text(std_text.data(), std_text.size());
   if (text.size() > kMaxOptionsBytes) {
     return absl::InvalidArgumentError("options longer than 8192 bytes");
   }
+  *files = AgentOptionFiles();
   AgentOptions options;
   std::set<std::string> seen;
-  std::string token_file;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     size_t eq = item.find('=');
     if (eq == absl::string_view::npos) {
       return absl::InvalidArgumentError(
-          absl::StrCat("option '", IsPrintable(item) ? item : "?", "' is not KEY=VALUE"));
+          absl::StrCat("option '", Quote(item), "' is not KEY=VALUE"));
     }
     absl::string_view key = item.substr(0, eq);
     absl::string_view value = item.substr(eq + 1);
     if (!IsPrintable(key)) return absl::InvalidArgumentError("option key not printable");
     if (!seen.insert(std::string(key)).second) {
-      return absl::InvalidArgumentError(absl::StrCat("option ", key, " given twice"));
+      return absl::InvalidArgumentError(absl::StrCat("option ", Quote(key), " given twice"));
     }
     if (key == "address") {
       HW_RETURN_IF_ERROR(CheckAddress(value));
       options.address = std::string(value);
     } else if (key == "token_file") {
       if (value.empty()) return absl::InvalidArgumentError("token_file= is empty");
-      token_file = std::string(value);
+      files->token_file = std::string(value);
     } else if (absl::StartsWith(key, "label.")) {
       absl::string_view label = key.substr(6);
       if (!IsLabelKey(label)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("label key '", label, "' must match [a-z0-9_]{1,32}"));
+            absl::StrCat("label key '", Quote(label), "' must match [a-z0-9_]{1,32}"));
       }
       if (value.size() > kMaxLabelValue || !IsPrintable(value)) {
         return absl::InvalidArgumentError(
@@ -159,7 +198,8 @@ StatusOr<AgentOptions> ParseAgentOptions(std::string_view std_text) {
     } else if (key == "buffer") {
       size_t n = 0;
       if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 100000) {
-        return absl::InvalidArgumentError(absl::StrCat("buffer=", value, ": need 1..100000"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("buffer=", Quote(value), ": need 1..100000"));
       }
       options.buffer_capacity = n;
     } else if (key == "backoff_initial") {
@@ -168,10 +208,9 @@ StatusOr<AgentOptions> ParseAgentOptions(std::string_view std_text) {
       HW_ASSIGN_OR_RETURN(options.backoff_max, ParsePositiveDuration(key, value));
     } else if (key == "tls_ca" || key == "tls_cert" || key == "tls_key") {
       if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(key, "= is empty"));
-      HW_ASSIGN_OR_RETURN(std::string pem, ReadPemFile(key, std::string(value)));
-      (key == "tls_ca"     ? options.tls_ca_pem
-       : key == "tls_cert" ? options.tls_cert_pem
-                           : options.tls_key_pem) = pem;
+      (key == "tls_ca"     ? files->tls_ca
+       : key == "tls_cert" ? files->tls_cert
+                           : files->tls_key) = std::string(value);
       options.tls = true;
     } else if (key == "tls_server_name") {
       if (value.empty() || value.size() > 253 || !IsPrintable(value)) {
@@ -180,18 +219,33 @@ StatusOr<AgentOptions> ParseAgentOptions(std::string_view std_text) {
       options.tls_server_name = std::string(value);
       options.tls = true;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option '", key, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", Quote(key), "'"));
     }
   }
   if (options.address.empty()) {
     return absl::InvalidArgumentError("address= is required (unix:/path/sock or HOST:PORT)");
   }
-  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+  if (files->tls_cert.empty() != files->tls_key.empty()) {
     return absl::InvalidArgumentError("tls_cert= and tls_key= go together (mTLS)");
   }
   if (options.backoff_max < options.backoff_initial) options.backoff_max = options.backoff_initial;
-  if (!token_file.empty()) {
-    HW_ASSIGN_OR_RETURN(options.token, ReadTokenFile(token_file));
+  return options;
+}
+
+StatusOr<AgentOptions> ParseAgentOptions(std::string_view text) {
+  AgentOptionFiles files;
+  HW_ASSIGN_OR_RETURN(AgentOptions options, ParseAgentOptionText(text, &files));
+  if (!files.tls_ca.empty()) {
+    HW_ASSIGN_OR_RETURN(options.tls_ca_pem, ReadPemFile("tls_ca", files.tls_ca));
+  }
+  if (!files.tls_cert.empty()) {
+    HW_ASSIGN_OR_RETURN(options.tls_cert_pem, ReadPemFile("tls_cert", files.tls_cert));
+  }
+  if (!files.tls_key.empty()) {
+    HW_ASSIGN_OR_RETURN(options.tls_key_pem, ReadPemFile("tls_key", files.tls_key));
+  }
+  if (!files.token_file.empty()) {
+    HW_ASSIGN_OR_RETURN(options.token, ReadTokenFile(files.token_file));
   }
   return options;
 }

@@ -44,15 +44,34 @@ struct AgentOptions {
   std::string tls_server_name;
 };
 
-// Parses the option string. Errors: InvalidArgument naming the offending option (unknown key,
-// missing '=', missing or malformed address, a bad label, a number or duration out of range, more
-// than 16 labels, an option given twice); those of ReadTokenFile. Input is bounded: at most 8192
-// bytes. Complexity: O(size).
+// The files the option string names (token_file=, tls_ca=, tls_cert=, tls_key=), empty when not
+// given. ParseAgentOptionText returns them unread; ParseAgentOptions reads them.
+struct AgentOptionFiles {
+  std::string token_file;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+};
+
+// Parses the option string without touching the file system: `*files` receives the paths of the
+// files it names, and the returned options hold no token or PEM contents yet (`tls` is set when a
+// TLS option is given). Errors: InvalidArgument naming the offending option (unknown key, missing
+// '=', missing or malformed address, a bad label, a number or duration out of range, more than 16
+// labels, an option given twice, tls_cert= without tls_key= or the reverse, an empty path); a
+// message quotes at most 64 bytes of the offending text, non-printable bytes as '?'. Input is
+// bounded: at most 8192 bytes. Complexity: O(size). Fuzzed: fuzz/agent_options_fuzzer.cc.
+StatusOr<AgentOptions> ParseAgentOptionText(std::string_view text, AgentOptionFiles* files);
+
+// Parses the option string (ParseAgentOptionText), then reads the token and PEM files. Errors:
+// InvalidArgument naming the offending option (unknown key, missing '=', missing or malformed
+// address, a bad label, a number or duration out of range, more than 16 labels, an option given
+// twice); those of ReadTokenFile. Input is bounded: at most 8192 bytes. Complexity: O(size).
 StatusOr<AgentOptions> ParseAgentOptions(std::string_view text);
 
 // Reads an agent token: the first line of the file, blanks trimmed, 1..4096 printable ASCII bytes.
 // Errors: NotFound / PermissionDenied / Unavailable (cannot read, naming the path), InvalidArgument
-// (empty or not printable, or file larger than 64 KiB).
+// (empty or not printable, file larger than 64 KiB, or not a regular file: a FIFO or a terminal
+// such as /dev/stdin would block the JVM's start).
 StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 }  // namespace heapwatch::agent

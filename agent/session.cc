@@ -1,11 +1,13 @@
 #include "agent/session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/daemon_messages.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/time_util.h"
 
@@ -214,6 +216,7 @@ bool Session::ServeOneStream(grpc::Status* status) {
           if (d == nullptr) break;
           out.push_back(encoder.Encode(*d));
           sent_through = d->sequence;
+          s->sent_through = std::max(s->sent_through, sent_through);
         }
         absl::Time now = absl::Now();
         if (now >= next_heartbeat || budget_changed_) {
@@ -272,47 +275,75 @@ void Session::RunReader() {
     v1::DaemonMessage m;
     bool protocol_error = false;
     while (!protocol_error && s->rw->Read(&m)) {
-      switch (m.body_case()) {
-        case v1::DaemonMessage::kRegistered: {
+      // Every message is checked first (agent/daemon_messages.h); a refused one ends the stream.
+      StatusOr<DaemonAction> action;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        action = CheckDaemonMessage(
+            m, StreamPosition{s->registered, s->sent_through, buffer_.next_sequence() - 1});
+      }
+      if (!action.ok()) {
+        std::fprintf(stderr, "heapwatch-agent: protocol error from the daemon at %s: %s\n",
+                     options_.address.c_str(), action.status().ToString().c_str());
+        std::fflush(stderr);
+        protocol_error = true;
+        break;
+      }
+      switch (action->kind) {
+        case DaemonAction::Kind::kRegistered: {
           {
             std::lock_guard<std::mutex> lock(mu_);
-            s->stored_through = m.registered().stored_through();
+            s->stored_through = action->stored_through;
+            s->sent_through = std::max(s->sent_through, action->stored_through);
             buffer_.AckThrough(s->stored_through);
-            auto hb = proto::FromDuration(m.registered().config().heartbeat_interval());
-            if (hb.ok() && *hb > absl::ZeroDuration()) heartbeat_interval_ = *hb;
+            if (action->config.heartbeat_interval) {
+              heartbeat_interval_ = *action->config.heartbeat_interval;
+            }
             s->registered = true;
           }
           cv_.notify_all();
           listener_->OnConfig(m.registered().config());
           break;
         }
-        case v1::DaemonMessage::kAck: {
+        case DaemonAction::Kind::kAck: {
           std::lock_guard<std::mutex> lock(mu_);
-          buffer_.AckThrough(m.ack().stored_through());
+          buffer_.AckThrough(action->stored_through);
           break;
         }
-        case v1::DaemonMessage::kConfig: {
+        case DaemonAction::Kind::kConfig: {
           {
             std::lock_guard<std::mutex> lock(mu_);
-            auto hb = proto::FromDuration(m.config().heartbeat_interval());
-            if (hb.ok() && *hb > absl::ZeroDuration()) heartbeat_interval_ = *hb;
+            if (action->config.heartbeat_interval) {
+              heartbeat_interval_ = *action->config.heartbeat_interval;
+            }
           }
           cv_.notify_all();
           listener_->OnConfig(m.config());
           break;
         }
-        case v1::DaemonMessage::kHistogramRequest:
+        case DaemonAction::Kind::kHistogramRequest:
           listener_->OnHistogramRequest(m.histogram_request());
           break;
-        case v1::DaemonMessage::kDumpRequest:
+        case DaemonAction::Kind::kDumpRequest:
           listener_->OnDumpRequest(m.dump_request());
           break;
-        default:
+        case DaemonAction::Kind::kRefuseHistogramRequest: {
+          v1::AgentMessage failed;
+          failed.mutable_histogram_failed()->set_request_id(action->request_id);
+          failed.mutable_histogram_failed()->set_reason(action->refusal);
+          SendUnsequenced(std::move(failed));
+          break;
+        }
+        case DaemonAction::Kind::kRefuseDumpRequest: {
+          v1::AgentMessage failed;
+          failed.mutable_dump_failed()->set_dump_id("?");
+          failed.mutable_dump_failed()->set_reason(action->refusal);
+          SendUnsequenced(std::move(failed));
+          break;
+        }
+        case DaemonAction::Kind::kIgnore:
           break;
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      // Anything but Registered first is a protocol error: end the stream.
-      if (!s->registered) protocol_error = true;
     }
     if (protocol_error) s->context.TryCancel();
     {

@@ -91,6 +91,8 @@ class Session {
     bool broken = false;
     bool reader_done = false;
     uint64_t stored_through = 0;
+    uint64_t sent_through =
+        0;  // highest sequence written (or stored) on it: an Ack may not pass it
   };
 
   // Connects once and serves the stream until it breaks. Returns true when it had registered.

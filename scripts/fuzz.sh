@@ -19,6 +19,11 @@
 #   agent_messages   what registered agents send the agent gateway: framed AgentMessage streams
 #                    (daemon/agent_messages.h); seeds: a Register, histograms with a class dictionary, a
 #                    live set
+#   agent_options    the in-process agent's option string (agent/options.h; no file is read); seeds:
+#                    the option strings of docs/agent.md, the README and the agent's tests
+#   agent_daemon_messages  what the agent accepts from the daemon: DaemonMessages and upload positions
+#                    (agent/daemon_messages.h); seeds: the messages daemon/agent_gateway.cc sends, as
+#                    one session script (fuzz/seeds/agent_daemon_messages/make_seeds.py)
 # Builds the fuzz project fuzz/ (the whole project compiled by clang with -fsanitize=fuzzer-no-link,
 # address,undefined; each target links only the modules it needs) into $HEAPWATCH_FUZZ_BUILD_DIR
 # (default build-fuzz), seeds a corpus (the dump readers' seeds are generated in WORK_DIR from
@@ -42,11 +47,13 @@ case "$reader" in
   hprof) fuzzer=hprof_fuzzer ;;
   phd) fuzzer=phd_fuzzer ;;
   text) fuzzer=text_dump_fuzzer ;;
-  attach_reply | class_histogram | perf_data | config | time_arg | query_server | tokens | agent_messages)
+  attach_reply | class_histogram | perf_data | config | time_arg | query_server | tokens | agent_messages \
+    | agent_options | agent_daemon_messages)
     fuzzer=${reader}_fuzzer ;;
   *)
     echo "fuzz.sh: TARGET must be hprof, phd, text, attach_reply, class_histogram, perf_data," \
-      "config, time_arg, query_server, tokens or agent_messages" >&2
+      "config, time_arg, query_server, tokens, agent_messages, agent_options or" \
+      "agent_daemon_messages" >&2
     exit 2 ;;
 esac
 # Longest input: what the seeds need (a real hsperfdata file is 32 KiB), no more: longer inputs only
@@ -60,6 +67,11 @@ case "$reader" in
   query_server) limits[2]=-max_len=4096 ;;
   # A handful of frames: a Register and a few histograms of some dozen classes.
   agent_messages) limits[2]=-max_len=8192 ;;
+  # Just past the parser's own 8192-byte bound, so that the bound itself is exercised.
+  agent_options) limits[2]=-max_len=8400 ;;
+  # A session of a few dozen messages (a DumpRequest's id is at most 64 bytes; longer ones only
+  # repeat the same refusal).
+  agent_daemon_messages) limits[2]=-max_len=4096 ;;
 esac
 build=${HEAPWATCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 # LeakSanitizer suppressions (each says why the report is not heapwatch's): libFuzzer checks for leaks

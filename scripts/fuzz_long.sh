@@ -23,7 +23,7 @@ work=${2:-$root/build-fuzz/long}
 shift $(($# < 2 ? $# : 2))
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(hprof phd text attach_reply class_histogram perf_data config time_arg query_server tokens agent_messages)
+  targets=(hprof phd text attach_reply class_histogram perf_data config time_arg query_server tokens agent_messages agent_options agent_daemon_messages)
 fi
 mkdir -p "$work"
 status=0
