@@ -206,7 +206,7 @@ class RecordingGateway final : public v1::AgentGateway::Service {
     std::string id;
     bool first = true;
     while (reader->Read(&c)) {
-      std::lock_guard<std::mutex> lock(st.mu);
+      std::unique_lock<std::mutex> lock(st.mu);
       id = c.dump_id();
       GatewayState::Upload& u = st.uploads[id];
       if (first) ++u.calls;
@@ -227,8 +227,17 @@ class RecordingGateway final : public v1::AgentGateway::Service {
       }
       first = false;
       if (c.last()) {
-        for (const v1::DumpReady& r : st.dumps_ready) {
-          if (r.dump_id() == id) u.complete = Sha256(u.data) == r.sha256();
+        // DumpReady travels on the Connect stream and may arrive after the last chunk (as in the
+        // daemon's gateway, which waits for it up to 5 s before it takes chunks).
+        auto ready = [&]() -> const v1::DumpReady* {
+          for (const v1::DumpReady& r : st.dumps_ready) {
+            if (r.dump_id() == id) return &r;
+          }
+          return nullptr;
+        };
+        st.cv.wait_for(lock, std::chrono::seconds(5), [&] { return ready() != nullptr; });
+        if (const v1::DumpReady* r = ready()) {
+          st.uploads[id].complete = Sha256(st.uploads[id].data) == r->sha256();
         }
         st.cv.notify_all();
       }
