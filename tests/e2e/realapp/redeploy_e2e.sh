@@ -27,6 +27,9 @@
 #          plus min_snapshots readings, 26 s at 2 s) under the same leak id; the clean agent has none.
 # Usage: redeploy_e2e.sh HEAPWATCHD HEAPWATCHCTL REALAPP_DIR. About 60-70 s on a loaded 2-core machine. Needs
 # tomcat10, openjdk-17-jdk-headless, jq, curl; run as root (copies /etc/tomcat10).
+# RESTART_LIMIT_S and the restarted daemon's 30 s to watch both agents are bounds of the daemon's speed: they
+# are multiplied by HEAPWATCH_TIME_SCALE (tests/e2e/e2e_lib.sh hw_scaled; 3 under scripts/sanitize.sh asan,
+# where the restarted ASan daemon needs longer than 6 s to replay the leak; 1 otherwise).
 set -euo pipefail
 
 heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL REALAPP_DIR}
@@ -36,11 +39,11 @@ PARTS=${PARTS:-300}
 REDEPLOY_S=${REDEPLOY_S:-4}
 LEAK_LIMIT_S=${LEAK_LIMIT_S:-100}
 CLEAN_MARGIN_S=${CLEAN_MARGIN_S:-8}
-RESTART_LIMIT_S=${RESTART_LIMIT_S:-6}
 HEAP=${HEAP:-256m}
 
 # shellcheck source=../e2e_lib.sh
 E2E_LOG_LINES=25 source "$(dirname "$0")/../e2e_lib.sh" heapwatch-redeploy-e2e
+RESTART_LIMIT_S=${RESTART_LIMIT_S:-$(hw_scaled 6)}
 # shellcheck source=../../../bench/realapp/tomcat_lib.sh
 source "$(dirname "$0")/../../../bench/realapp/tomcat_lib.sh"
 
@@ -221,7 +224,8 @@ restarted=$(date +%s%3N)
 # collection).
 listed() { ctl --json agents 2>/dev/null | jq -e --arg a "$1" 'any(.agents[]?; .agent == $a)' >/dev/null; }
 until listed "${agent[leaky]}" && listed "${agent[clean]}"; do
-  (($(date +%s%3N) - restarted < 30000)) || fail "the restarted heapwatchd does not watch both agents within 30 s"
+  (($(date +%s%3N) - restarted < $(hw_scaled 30) * 1000)) ||
+    fail "the restarted heapwatchd does not watch both agents within $(hw_scaled 30) s"
   sleep 0.2
 done
 watched_at=$(date +%s%3N)
