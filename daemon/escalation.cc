@@ -407,12 +407,14 @@ StatusOr<RecordRetentionResult> Escalation::EnforceRecordRetention(
   // stays finished while its records are deleted.
   std::lock_guard<std::mutex> lock(d.mu);
   std::map<AgentId, std::set<std::string>> live_suspects;
+  std::set<AgentId> live_agents;
   for (const auto& [id, a] : d.agents) {
     if (!a.live) continue;
+    live_agents.insert(id);
     for (const diff::Suspect& s : a.suspects) live_suspects[id].insert(s.class_name);
   }
   HW_ASSIGN_OR_RETURN(RecordRetentionResult result,
-                      ApplyRecordRetention(d.store, live_suspects, policy));
+                      ApplyRecordRetention(d.store, live_suspects, live_agents, policy));
   for (const std::string& key : result.deleted_dump_keys) d.unsaved.erase(key);
   for (const std::string& path : result.kept_raw_dumps) {
     for (auto it = d.kept_raw.begin(); it != d.kept_raw.end(); ++it) {

@@ -50,7 +50,7 @@ inline constexpr std::string_view kAgents = "heapwatch_agents";
 inline constexpr std::string_view kStoreSize = "heapwatch_store_size_bytes";
 // The store's use per kind of data (daemon/record_retention.h StoreUsage): kind = snapshots |
 // dictionary | live_set | agents | dump_records | reports | summaries | other_records |
-// class_loading. Bytes are LMDB pages (they sum to the live data that retention.max_bytes
+// class_loading | string_table | agent_delivery. Bytes are LMDB pages (they sum to the live data that retention.max_bytes
 // bounds); records are entries.
 inline constexpr std::string_view kStoreBytes = "heapwatch_store_bytes";
 inline constexpr std::string_view kStoreRecords = "heapwatch_store_records";

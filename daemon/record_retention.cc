@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/agent_gateway.h"
 #include "spdlog/spdlog.h"
 
 namespace heapwatch::daemon {
@@ -117,6 +118,18 @@ StatusOr<std::vector<DumpRecordGroup>> LoadDumpRecordGroups(const storage::Snaps
   return out;
 }
 
+std::vector<AgentId> PlanDeliveryRecordRetention(const std::vector<AgentId>& delivery_agents,
+                                                 const std::map<AgentId, absl::Time>& history_start,
+                                                 const std::set<AgentId>& live_agents) {
+  std::vector<AgentId> out;
+  for (const AgentId& a : delivery_agents) {
+    if (history_start.count(a) == 0 && live_agents.count(a) == 0) out.push_back(a);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 RecordRetentionPlan PlanRecordRetention(const RecordRetentionInput& input,
                                         const RecordRetentionPolicy& policy) {
   RecordRetentionPlan plan;
@@ -193,11 +206,10 @@ RecordRetentionPlan PlanRecordRetention(const RecordRetentionInput& input,
 
 StatusOr<RecordRetentionResult> ApplyRecordRetention(
     storage::SnapshotStore* store, const std::map<AgentId, std::set<std::string>>& live_suspects,
-    const RecordRetentionPolicy& policy) {
+    const std::set<AgentId>& live_agents, const RecordRetentionPolicy& policy) {
   RecordRetentionInput input;
   HW_ASSIGN_OR_RETURN(input.groups, LoadDumpRecordGroups(*store));
   RecordRetentionResult result;
-  if (input.groups.empty()) return result;
   input.live_suspects = live_suspects;
   HW_ASSIGN_OR_RETURN(std::vector<AgentInfo> agents, store->ListAgents());
   for (const AgentInfo& a : agents) {
@@ -208,6 +220,26 @@ StatusOr<RecordRetentionResult> ApplyRecordRetention(
     }
     if (oldest->has_value()) input.history_start[a.id] = **oldest;
   }
+  // Rule 4, before the groups (whose pass may end early).
+  {
+    HW_ASSIGN_OR_RETURN(auto delivery, store->ListRecords(kDeliveryTable, ""));
+    std::vector<AgentId> agents;
+    agents.reserve(delivery.size());
+    for (const auto& entry : delivery) agents.emplace_back(entry.first);
+    const std::vector<AgentId> doomed =
+        PlanDeliveryRecordRetention(agents, input.history_start, live_agents);
+    if (!doomed.empty()) {
+      HW_ASSIGN_OR_RETURN(result.delivery_records_deleted,
+                          store->DeleteRecordsOfAgentsWithoutSnapshots(kDeliveryTable, doomed));
+    }
+    if (result.delivery_records_deleted > 0) {
+      spdlog::info(
+          "record retention deleted the delivery records of {} agents with no snapshot left that "
+          "are not live",
+          result.delivery_records_deleted);
+    }
+  }
+  if (input.groups.empty()) return result;
   HW_ASSIGN_OR_RETURN(std::vector<storage::KindUsage> usage, store->UsageByKind());
   for (const storage::KindUsage& u : usage) {
     if (u.kind == absl::StrCat("records/", AV(kDumpRecordTable))) input.dump_table_bytes = u.bytes;
@@ -259,7 +291,7 @@ StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStor
   std::vector<storage::KindUsage> out;
   for (const char* kind :
        {"snapshots", "dictionary", "live_set", "agents", "dump_records", "reports", "summaries",
-        "other_records", "class_loading", "string_table"}) {
+        "other_records", "class_loading", "string_table", "agent_delivery"}) {
     out.push_back({kind, 0, 0});
   }
   auto slot = [&](std::string_view kind) -> storage::KindUsage& {
@@ -272,6 +304,7 @@ StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStor
     if (kind == absl::StrCat("records/", AV(kDumpRecordTable))) return out[4];
     if (kind == absl::StrCat("records/", AV(kReportRecordTable))) return out[5];
     if (kind == absl::StrCat("records/", AV(kSummaryRecordTable))) return out[6];
+    if (kind == absl::StrCat("records/", AV(kDeliveryTable))) return out[10];
     return out[7];
   };
   for (const storage::KindUsage& u : raw) {

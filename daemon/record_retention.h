@@ -1,9 +1,10 @@
 // Retention of the escalation's records (docs/storage-format.md, "Retention of records"): the
 // extended-dump records ("xdump"), drill-down reports ("xreport") and dump summaries ("xsummary")
 // age out with their agent's snapshot history, and each kind is held to a share of
-// retention.max_bytes so that no kind can push out another. The store's own retention
-// (storage/snapshot_store.h) deletes snapshots only; this module is the one place that deletes
-// records.
+// retention.max_bytes so that no kind can push out another. The agent gateway's delivery records
+// ("agent_delivery", daemon/agent_gateway.h) age out with their agent's history too (rule 4). The
+// store's own retention (storage/snapshot_store.h) deletes snapshots only; this module is the one
+// place that deletes records.
 //
 // The unit of deletion is one extended dump: its record, its reports and its summary go together
 // in one LMDB transaction (SnapshotStore::DeleteRecords), so a gRPC reader never sees a DONE dump
@@ -18,6 +19,12 @@
 //     are gone), or of an agent with no snapshots left.
 //  3. Over share: while the bytes of a kind exceed share x retention.max_bytes, the oldest
 //     remaining dump with records of that kind is deleted (all of its records).
+//  4. Delivery records (one per registered agent id, i.e. per JVM run): deleted when the agent
+//     has no snapshot left and is not live (escalation's view: a watched agent, connected or
+//     not yet declared down). The snapshot check is repeated in the deleting transaction
+//     (SnapshotStore::DeleteRecordsOfAgentsWithoutSnapshots), so a record stored with a new
+//     snapshot is never deleted. Why this keeps delivery exactly-once: docs/storage-format.md,
+//     "Retention of records".
 //
 // Thread-safety: the functions are thread-safe as far as the store is; the caller (Escalation)
 // serializes a pass with its own writes of dump records.
@@ -74,6 +81,12 @@ struct DumpRecordGroup {
 // oldest first. Errors: the store's. O(records).
 StatusOr<std::vector<DumpRecordGroup>> LoadDumpRecordGroups(const storage::SnapshotStore& store);
 
+// Rule 4: the agents (keys of the delivery-record table) whose delivery record may go: no snapshot
+// in `history_start` and not in `live_agents`. Ordered by id. O(n log n).
+std::vector<AgentId> PlanDeliveryRecordRetention(const std::vector<AgentId>& delivery_agents,
+                                                 const std::map<AgentId, absl::Time>& history_start,
+                                                 const std::set<AgentId>& live_agents);
+
 // What a pass decides, as indices into the groups.
 struct RecordRetentionPlan {
   std::set<size_t> aged_out;            // rule 2
@@ -104,20 +117,24 @@ struct RecordRetentionResult {
   // Deleted dumps whose raw dump was kept (keep_raw_dumps): the caller deletes the files.
   std::vector<std::string> kept_raw_dumps;
   std::vector<std::string> deleted_dump_keys;  // "<agent>/<dump_id>" of the deleted groups
+  size_t delivery_records_deleted = 0;         // rule 4
 };
 
 // One pass: loads the groups, the agents' oldest snapshots and the record tables' sizes, plans,
-// and deletes each chosen group in one transaction (several groups per transaction).
+// and deletes each chosen group in one transaction (several groups per transaction); then deletes
+// the delivery records of rule 4 in one transaction. `live_agents`: every agent escalation
+// watches now (a superset of live_suspects' keys).
 // Errors: the store's (a pass that fails part-way keeps what it committed).
 StatusOr<RecordRetentionResult> ApplyRecordRetention(
     storage::SnapshotStore* store, const std::map<AgentId, std::set<std::string>>& live_suspects,
-    const RecordRetentionPolicy& policy);
+    const std::set<AgentId>& live_agents, const RecordRetentionPolicy& policy);
 
 // The store's use per kind of data as heapwatch names it (GetStoreStats, heapwatch_store_bytes):
 // "snapshots", "dictionary", "live_set", "agents" (storage::KindUsage), "dump_records" (xdump),
 // "reports" (xreport), "summaries" (xsummary), "other_records" (any other record table),
-// "class_loading", "string_table" (storage::KindUsage); always these ten, in this order; bytes sum
-// to the store's UsedBytes. Errors: the store's.
+// "class_loading", "string_table" (storage::KindUsage), "agent_delivery" (the agent gateway's
+// delivery records); always these eleven, in this order; bytes sum to the store's UsedBytes.
+// Errors: the store's.
 // O(tables + records).
 StatusOr<std::vector<storage::KindUsage>> StoreUsage(const storage::SnapshotStore& store);
 

@@ -12,7 +12,9 @@
 # TEST_TARGET (e.g. heapwatch_storage_test daemon_test) limits the build and the run to those test
 # binaries; without, asan builds every target and runs every test but the fuzz runs.
 # HEAPWATCH_SANITIZE_BUILD_DIR overrides the build directory; extra ctest arguments go in
-# HEAPWATCH_CTEST_ARGS (e.g. "-R Retention"). Exits non-zero on a failed test or a sanitizer report.
+# HEAPWATCH_CTEST_ARGS (e.g. "-R Retention"). Under asan, HEAPWATCH_TIME_SCALE (default 3) is exported:
+# the end-to-end scripts multiply their bounds of the daemon's speed by it (tests/e2e/e2e_lib.sh
+# hw_scaled), since the instrumented daemon and CLI run several times slower. Exits non-zero on a failed test or a sanitizer report.
 # Suppressions: scripts/sanitizers/*.supp (each entry justified there). Third-party libraries (gRPC,
 # protobuf, LMDB) come from Debian and are not instrumented, so TSan cannot see their
 # synchronisation: reports inside them are the tool's blind spot, not ours.
@@ -27,6 +29,7 @@ case "$mode" in
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
     export LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+    export HEAPWATCH_TIME_SCALE=${HEAPWATCH_TIME_SCALE:-3}
     ;;
   tsan)
     flags="-fsanitize=thread -fno-omit-frame-pointer"

@@ -307,6 +307,17 @@ class SnapshotStore {
   // agent), InvalidArgument (malformed id). O(log n).
   StatusOr<std::optional<absl::Time>> OldestSnapshotTime(const AgentId& agent) const;
 
+  // Deletes the record (table, agent id) of every agent in `agents` that has no snapshot (or is
+  // unknown) at the moment of the deletion, in ONE write transaction: the check and the deletion
+  // see the same state of the store, so a record written together with a snapshot (Append with
+  // records) is never deleted, even when that Append runs concurrently with the caller's decision.
+  // Used for the agent gateway's delivery records (daemon/record_retention.h). Absent records and
+  // malformed agent ids are skipped. Returns how many records were deleted. Durable on OK; on
+  // error nothing is deleted. Errors: InvalidArgument (a malformed table), the store's write
+  // errors. O(agents log N).
+  StatusOr<size_t> DeleteRecordsOfAgentsWithoutSnapshots(std::string_view table,
+                                                         const std::vector<AgentId>& agents);
+
   // The options the store was opened with (retention_bytes: what size retention bounds).
   const StoreOptions& options() const;
 

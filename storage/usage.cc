@@ -42,6 +42,30 @@ StatusOr<size_t> SnapshotStore::DeleteRecords(
   return deleted;
 }
 
+StatusOr<size_t> SnapshotStore::DeleteRecordsOfAgentsWithoutSnapshots(
+    std::string_view table, const std::vector<AgentId>& agents) {
+  HW_RETURN_IF_ERROR(detail::ValidateRecordKey(table, ""));
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.write_mu);
+  size_t deleted = 0;
+  HW_RETURN_IF_ERROR(s.Write([&](LmdbTxn& txn) -> Status {
+    deleted = 0;  // Write may run the body again after growing the map
+    for (const AgentId& id : agents) {
+      if (!detail::ValidateAgentId(id).ok()) continue;
+      HW_ASSIGN_OR_RETURN(std::optional<AgentRecord> r, s.FindAgent(txn, id));
+      if (r.has_value()) {
+        HW_ASSIGN_OR_RETURN(std::optional<int64_t> first,
+                            s.FirstAtOrAfter(txn, r->agent_no, -detail::kMaxAbsMicros));
+        if (first.has_value()) continue;  // it has history: its record stays
+      }
+      HW_ASSIGN_OR_RETURN(bool existed, txn.Del(s.records, detail::RecordKey(table, id.value)));
+      deleted += existed ? 1 : 0;
+    }
+    return absl::OkStatus();
+  }));
+  return deleted;
+}
+
 StatusOr<std::optional<absl::Time>> SnapshotStore::OldestSnapshotTime(const AgentId& agent) const {
   HW_RETURN_IF_ERROR(detail::ValidateAgentId(agent));
   HW_ASSIGN_OR_RETURN(LmdbTxn txn, impl_->BeginRead());

@@ -42,6 +42,7 @@ TEST_F(StoreCommandTest, ShowsEveryKindWithItsRecordsAndBytes) {
                     .ok());
   }
   ASSERT_TRUE(store_->PutRecord("xsummary", "host-1-a/20231114T221320.000000Z", "s").ok());
+  ASSERT_TRUE(store_->PutRecord("agent_delivery", "host-1-a", "7").ok());  // the agent gateway's
 
   Result r = Run({"store", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -53,7 +54,7 @@ TEST_F(StoreCommandTest, ShowsEveryKindWithItsRecordsAndBytes) {
     kinds[k.kind()] = k;
     sum += k.bytes();
   }
-  ASSERT_EQ(response.kinds_size(), 10);
+  ASSERT_EQ(response.kinds_size(), 11);
   EXPECT_EQ(response.kinds(0).kind(), "snapshots");
   EXPECT_EQ(kinds["snapshots"].records(), 5u);  // the fixture's snapshots of two agents
   EXPECT_EQ(kinds["agents"].records(), 2u);
@@ -64,6 +65,8 @@ TEST_F(StoreCommandTest, ShowsEveryKindWithItsRecordsAndBytes) {
   EXPECT_EQ(kinds["class_loading"].records(), 0u);  // a kind of its own, not other_records
   EXPECT_EQ(kinds["string_table"].records(), 0u);   // so is the interned-string series
   EXPECT_EQ(response.kinds(9).kind(), "string_table");
+  EXPECT_EQ(kinds["agent_delivery"].records(), 1u);  // a kind of its own too
+  EXPECT_EQ(response.kinds(10).kind(), "agent_delivery");
   // Reports hold most of the record bytes; the kinds sum to the live data.
   EXPECT_GT(kinds["reports"].bytes(), kinds["summaries"].bytes());
   EXPECT_EQ(sum, response.used_bytes());

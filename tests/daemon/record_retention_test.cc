@@ -3,7 +3,10 @@
 //  - four months of snapshots, dump records, reports and summaries of two agents stay under
 //    retention.max_bytes with every record kind present, each record kind within its share, the
 //    newest report of a live leak kept although its snapshots are long gone, and no dump record
-//    without its reports and summary (or the reverse);
+//    without its reports and summary (or the reverse); a registered agent restarting daily (a new
+//    agent id per JVM run) leaves delivery records that stay bounded (rule 4);
+//  - rule 4 on its own: a delivery record goes only when its agent has no snapshot and is not
+//    live;
 //  - kept raw dumps count against max_dump_disk_bytes: the oldest are deleted first (at start and
 //    when a new dump needs room), and their records say so.
 #include "daemon/record_retention.h"
@@ -22,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "daemon/agent_gateway.h"
 #include "daemon/escalation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,6 +40,7 @@ namespace fs = std::filesystem;
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 const AgentId kLive{"app-1"};
 const AgentId kGone{"app-2"};
+const std::string kDelivery(kDeliveryTable);
 constexpr char kLeakClass[] = "com.example.LeakySession";
 
 std::string DumpIdFor(absl::Time t) {
@@ -219,16 +224,28 @@ TEST_F(RecordRetentionTest, MonthsOfHistoryStayUnderMaxBytesWithEveryKindAndTheL
   // snapshot every 2 hours, retention every 6 hours, for 120 days.
   const std::string leak_dump = DumpIdFor(kT0 + absl::Minutes(30));
   const std::string gone_leak_dump = DumpIdFor(kT0 + absl::Minutes(31));
-  size_t aged = 0, over_share = 0, passes = 0;
+  size_t aged = 0, over_share = 0, passes = 0, deliveries_deleted = 0;
   uint64_t max_used = 0;
+  size_t max_delivery_records = 0;
+  // A registered agent whose JVM restarts every day: each run has its own agent id (host-pid-start)
+  // and leaves a delivery record, stored with each of its snapshots.
+  auto run_of_day = [](int day) { return AgentId(absl::StrCat("node-1-", 4000 + day, "-", day)); };
   for (int hour = 0; hour < 24 * 120; hour += 2) {
     const absl::Time t = kT0 + absl::Hours(hour);
+    const uint64_t sequence = hour / 2 + 1;
     clock_.Set(t);
     for (const AgentId& agent : {kLive, kGone}) {
       if (agent == kGone && hour >= 24 * 100) continue;  // app-2 exits after 100 days
       Snapshot s{agent, t, Histogram(agent == kLive ? 120 : 80, hour), {}};
-      ASSERT_TRUE(store_->Append(s).ok());
+      ASSERT_TRUE(store_->Append(s, {{kDelivery, agent.value, absl::StrCat(sequence)}}).ok());
     }
+    const AgentId run = run_of_day(hour / 24);
+    if (hour % 24 == 0 && hour > 0) escalation_->RemoveAgent(run_of_day(hour / 24 - 1));
+    ASSERT_TRUE(store_
+                    ->Append(Snapshot{run, t + absl::Seconds(1), Histogram(10, hour), {}},
+                             {{kDelivery, run.value, absl::StrCat(hour % 24 / 2 + 1)}})
+                    .ok());
+    MarkLive(run, {});
     if (hour == 0) {
       MarkLive(kLive, {kLeakClass});
       MarkLive(kGone, {kLeakClass});
@@ -254,18 +271,41 @@ TEST_F(RecordRetentionTest, MonthsOfHistoryStayUnderMaxBytesWithEveryKindAndTheL
       ASSERT_TRUE(r2.ok()) << r2.status();
       aged += r1->aged_out + r2->aged_out;
       over_share += r1->over_share + r2->over_share;
+      deliveries_deleted += r1->delivery_records_deleted + r2->delivery_records_deleted;
       ++passes;
       auto used = store_->UsedBytes();
       ASSERT_TRUE(used.ok());
       max_used = std::max(max_used, *used);
       ASSERT_LE(*used, kMaxBytes) << "after pass " << passes << " at hour " << hour;
+      // Every delivery record left is of an agent with a snapshot, or of the live run.
+      auto delivery = store_->ListRecords(kDelivery, "");
+      ASSERT_TRUE(delivery.ok()) << delivery.status();
+      max_delivery_records = std::max(max_delivery_records, delivery->size());
+      for (const auto& [agent, sequence] : *delivery) {
+        auto oldest = store_->OldestSnapshotTime(AgentId(agent));
+        EXPECT_TRUE(AgentId(agent) == run || (oldest.ok() && oldest->has_value()))
+            << agent << " at hour " << hour;
+      }
     }
   }
   std::map<std::string, storage::KindUsage> usage = Usage();
-  for (const char* kind :
-       {"snapshots", "dictionary", "records/xdump", "records/xreport", "records/xsummary"}) {
+  for (const char* kind : {"snapshots", "dictionary", "records/xdump", "records/xreport",
+                           "records/xsummary", "records/agent_delivery"}) {
     EXPECT_GT(usage[kind].records, 0u) << kind;
   }
+  // 122 agent ids delivered (two long-lived, 120 daily runs); the records of the runs whose
+  // snapshots aged out went, those of the runs with history and of the live agent stayed.
+  EXPECT_GT(deliveries_deleted, 60u);
+  EXPECT_LT(usage["records/agent_delivery"].records, 40u);
+  EXPECT_TRUE(store_->GetRecord(kDelivery, kLive.value).ok());
+  EXPECT_TRUE(store_->GetRecord(kDelivery, run_of_day(119).value).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetRecord(kDelivery, run_of_day(0).value).status()));
+  auto by_name = StoreUsage(*store_);
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  ASSERT_EQ(by_name->size(), 11u);
+  EXPECT_EQ(by_name->back().kind, "agent_delivery");
+  EXPECT_EQ(by_name->back().records, usage["records/agent_delivery"].records);
+  EXPECT_EQ((*by_name)[7].records, 0u);  // other_records: the delivery records are not there
   EXPECT_LE(usage["records/xdump"].bytes, policy.dump_record_share * kMaxBytes);
   EXPECT_LE(usage["records/xreport"].bytes, policy.report_share * kMaxBytes);
   EXPECT_LE(usage["records/xsummary"].bytes, policy.summary_share * kMaxBytes);
@@ -295,7 +335,69 @@ TEST_F(RecordRetentionTest, MonthsOfHistoryStayUnderMaxBytesWithEveryKindAndTheL
             << usage["snapshots"].bytes << " B), xreport " << usage["records/xreport"].records
             << " (" << usage["records/xreport"].bytes << " B), xsummary "
             << usage["records/xsummary"].records << ", xdump " << usage["records/xdump"].records
-            << "\n";
+            << "; delivery records: " << deliveries_deleted << " deleted, at most "
+            << max_delivery_records << " after a pass, " << usage["records/agent_delivery"].records
+            << " at the end\n";
+}
+
+TEST(DeliveryRecordRetentionTest, PlanKeepsAgentsWithHistoryOrLive) {
+  const AgentId with_history{"h-1-1"}, live{"h-2-2"}, gone{"h-3-3"}, live_with_history{"h-4-4"};
+  const std::map<AgentId, absl::Time> history = {{with_history, kT0}, {live_with_history, kT0}};
+  const std::set<AgentId> live_agents = {live, live_with_history};
+  EXPECT_THAT(PlanDeliveryRecordRetention({gone, with_history, live, live_with_history, gone},
+                                          history, live_agents),
+              ::testing::ElementsAre(gone));
+  EXPECT_THAT(PlanDeliveryRecordRetention({with_history, live}, {}, {}),
+              ::testing::ElementsAre(with_history, live));
+}
+
+TEST_F(RecordRetentionTest, DeliveryRecordGoesWhenItsAgentHasNoHistoryAndIsNotLive) {
+  OpenStore(uint64_t{1} << 30);
+  EscalationConfig config;
+  config.enabled = false;
+  StartEscalation(config);
+  const AgentId run1{"node-1-100-1"}, run2{"node-1-200-2"}, quiet{"node-1-300-3"};
+  // run1's snapshot ages out; run2 has a snapshot within retention_age (30 days); quiet has
+  // delivered live-set points only (no snapshot) and is live.
+  ASSERT_TRUE(
+      store_->Append(Snapshot{run1, kT0, Histogram(5, 0), {}}, {{kDelivery, run1.value, "4"}})
+          .ok());
+  ASSERT_TRUE(store_
+                  ->Append(Snapshot{run2, kT0 + absl::Hours(24 * 20), Histogram(5, 1), {}},
+                           {{kDelivery, run2.value, "9"}})
+                  .ok());
+  AgentInfo info;
+  info.id = quiet;
+  ASSERT_TRUE(store_->PutAgent(info).ok());
+  ASSERT_TRUE(store_->PutRecord(kDelivery, quiet.value, "2").ok());
+  MarkLive(run1, {});
+  MarkLive(quiet, {});
+  RecordRetentionPolicy policy;
+  clock_.Set(kT0 + absl::Hours(24 * 40));
+  ASSERT_TRUE(store_->EnforceRetention().ok());
+  // run1's snapshot is gone (and its idle agent entry with it).
+  auto oldest = store_->OldestSnapshotTime(run1);
+  ASSERT_TRUE(absl::IsNotFound(oldest.status()) || (oldest.ok() && !oldest->has_value()));
+  // run1 is still live: its record stays (a reconnect of the same JVM keeps its sequence).
+  auto r = escalation_->EnforceRecordRetention(policy);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->delivery_records_deleted, 0u);
+  EXPECT_EQ(*store_->GetRecord(kDelivery, run1.value), "4");
+  // Its JVM exited: the record goes; run2 (history) and quiet (live) keep theirs.
+  escalation_->RemoveAgent(run1);
+  r = escalation_->EnforceRecordRetention(policy);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->delivery_records_deleted, 1u);
+  EXPECT_TRUE(absl::IsNotFound(store_->GetRecord(kDelivery, run1.value).status()));
+  EXPECT_EQ(*store_->GetRecord(kDelivery, run2.value), "9");
+  EXPECT_EQ(*store_->GetRecord(kDelivery, quiet.value), "2");
+  // quiet goes down too: no snapshot, not live.
+  escalation_->RemoveAgent(quiet);
+  r = escalation_->EnforceRecordRetention(policy);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->delivery_records_deleted, 1u);
+  EXPECT_TRUE(absl::IsNotFound(store_->GetRecord(kDelivery, quiet.value).status()));
+  EXPECT_EQ(*store_->GetRecord(kDelivery, run2.value), "9");
 }
 
 TEST_F(RecordRetentionTest, DumpsInProgressAndAgentsWithHistoryAreKept) {

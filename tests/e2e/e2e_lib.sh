@@ -149,6 +149,12 @@ hw_dump_states() {
   "${hw_ctl[@]}" --json reports "$1" | jq -r '(.dumps // .extendedDumps // .extended_dumps)[]? |
     "\(.dumpId // .dump_id) \(.state)"' | sort
 }
+# Wall-clock bounds of the daemon's speed scale with HEAPWATCH_TIME_SCALE (an integer >= 1; 1 when unset):
+# scripts/sanitize.sh exports 3 under ASan, whose instrumented daemon and CLI run several times slower.
+# hw_scaled SECONDS prints SECONDS times that factor.
+hw_time_scale=${HEAPWATCH_TIME_SCALE:-1}
+[[ $hw_time_scale =~ ^[1-9][0-9]{0,2}$ ]] || hw_time_scale=1
+hw_scaled() { echo $(($1 * hw_time_scale)); }
 # hw_wait_until SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds; fails (returns 1) after
 # SECONDS.
 hw_wait_until() {

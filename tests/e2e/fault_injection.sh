@@ -23,7 +23,8 @@
 #
 # Usage: fault_injection.sh HEAPWATCHD HEAPWATCHCTL JAVA_SRC_DIR [ROUNDS]
 #   ROUNDS (default $HEAPWATCH_FAULT_ROUNDS or 1): the README's test command runs 1 round; the long
-#   form's figures are in docs/fault-injection.md. Needs root (tmpfs mounts, in a private mount
+#   form's figures are in docs/fault-injection.md. Waits for the daemon are multiplied by
+#   HEAPWATCH_TIME_SCALE where the instrumented (ASan) daemon is slower (tests/e2e/e2e_lib.sh hw_scaled). Needs root (tmpfs mounts, in a private mount
 #   namespace): exits 77 (ctest SKIP) otherwise.
 set -euo pipefail
 heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL JAVA_SRC_DIR [ROUNDS]}
@@ -188,7 +189,6 @@ store_write_failed() {  # a store write failed since the counts $1 (snapshots) a
   [[ $(fault_count store_disk_full) -gt $1 || $(fault_count report_write_failed) -gt $2 ]]
 }
 fault_above() { [[ $(fault_count "$1") -gt $2 ]]; }
-dump_done() { [[ $(dump_state_of "$1") == *DONE* ]]; }
 dump_ended() { [[ $(dump_state_of "$1") == *DONE* || $(dump_state_of "$1") == *FAILED* ]]; }
 agent_state_is() {  # heapwatchctl prints "up" / "unreachable"
   local state
@@ -239,28 +239,37 @@ for round in $(seq "$rounds"); do
   check_nothing_lost "hang"
 
   # ---- dump_hang: SIGSTOP while the JVM writes the dump.
+  # Observed, not timed: the victim's dump takes about 0.2 s to write, and under ASan the request
+  # itself (an instrumented heapwatchctl) can take longer than that, so the request runs in the
+  # background while a loop that forks nothing (read -t on a pipe we hold both ends of) watches for
+  # the dump file and stops the victim when it appears. The victim is then mid-dump for sure if it
+  # still holds the file open (HotSpot closes it when the dump is written); if not, it finished in
+  # between, nothing was injected: it is let go and the next attempt made.
   before=$(fault_count dump_timeout)
   stopped=0
-  for _ in 1 2 3 4 5; do
-    id=$(request_dump)
-    for _ in $(seq 500); do
+  exec {tick}<> <(:)
+  for attempt in $(seq 10); do
+    request_dump >"$tmp/dump_id" &
+    request_pid=$!
+    for _ in $(seq 3000); do
       if compgen -G "$dumps/*/*.hprof" >/dev/null; then kill -STOP "$victim_pid"; stopped=1; break; fi
-      sleep 0.01
+      read -r -t 0.005 -u "$tick" _ || true
     done
+    wait "$request_pid" || true
+    id=$(<"$tmp/dump_id")
+    [[ -n $id ]] || fail "no dump id from the dump request"
     if ((stopped)); then
-      # A small heap is written in tens of milliseconds: the JVM may have finished between the
-      # file's appearance and the signal (seen in CI: the dump was DONE). Then nothing was
-      # injected: let it go and try again.
-      sleep 1
-      dump_done "$id" || break
+      if ls -l "/proc/$victim_pid/fd" 2>/dev/null | grep -q '\.hprof'; then break; fi
       kill -CONT "$victim_pid"
       stopped=0
     fi
-    wait_until 60 dump_ended "$id" || true
-    log "round $round dump_hang: the dump was written before it could be stopped; again"
+    wait_until "$(hw_scaled 60)" dump_ended "$id" || true
+    log "round $round dump_hang: attempt $attempt: the dump was written before it could be stopped; again"
   done
+  exec {tick}<&-
   ((stopped)) || fail "could not stop the victim while it wrote a dump"
-  wait_until 30 dump_state_has "$id" FAILED ||
+  log "round $round dump_hang: victim stopped mid-dump (attempt $attempt, dump file open)"
+  wait_until "$(hw_scaled 30)" dump_state_has "$id" FAILED ||
     fail "the dump of the stopped victim did not fail"
   log "round $round dump_hang: dump $id FAILED: $(dump_error "$victim" "$id")"
   [[ $(fault_count dump_timeout) -gt $before ]] || fail "no dump_timeout fault"

@@ -77,5 +77,40 @@ TEST(UsageTest, OldestSnapshotTime) {
   EXPECT_EQ(**oldest, SyntheticSnapshot("a", 1, 1, 5).time);
 }
 
+// The delivery records' deletion (daemon/record_retention.h rule 4): the snapshot check happens in
+// the deleting transaction, so an agent that has a snapshot keeps its record whatever the caller
+// planned.
+TEST(UsageTest, DeleteRecordsOfAgentsWithoutSnapshotsKeepsAgentsWithSnapshots) {
+  TempDir tmp;
+  auto store = *SnapshotStore::Open(TestOptions(tmp.path()));
+  // "with": a snapshot stored with its record; "without": known, no snapshot; "unknown": only a
+  // record (its agent deleted by retention).
+  ASSERT_TRUE(store->Append(SyntheticSnapshot("with", 1, 1, 5), {{"delivery", "with", "7"}}).ok());
+  AgentInfo info;
+  info.id = AgentId("without");
+  ASSERT_TRUE(store->PutAgent(info).ok());
+  for (const char* agent : {"without", "unknown"}) {
+    ASSERT_TRUE(store->PutRecord("delivery", agent, "3").ok());
+  }
+  ASSERT_TRUE(store->PutRecord("other", "unknown", "x").ok());
+  auto n = store->DeleteRecordsOfAgentsWithoutSnapshots(
+      "delivery", {AgentId("with"), AgentId("without"), AgentId("unknown"), AgentId("absent"),
+                   AgentId("bad/id")});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 2u);
+  EXPECT_EQ(*store->GetRecord("delivery", "with"), "7");
+  EXPECT_TRUE(absl::IsNotFound(store->GetRecord("delivery", "without").status()));
+  EXPECT_TRUE(absl::IsNotFound(store->GetRecord("delivery", "unknown").status()));
+  EXPECT_EQ(*store->GetRecord("other", "unknown"), "x");  // only the named table
+  // Once its snapshot is gone, the record of "with" goes too.
+  ASSERT_TRUE(store->DeleteAgent(AgentId("with")).ok());
+  n = store->DeleteRecordsOfAgentsWithoutSnapshots("delivery", {AgentId("with")});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 1u);
+  EXPECT_TRUE(absl::IsNotFound(store->GetRecord("delivery", "with").status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(store->DeleteRecordsOfAgentsWithoutSnapshots("", {}).status()));
+}
+
 }  // namespace
 }  // namespace heapwatch::storage
