@@ -241,10 +241,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   // bytes (other bytes become '?', longer notes are cut), durations non-negative.
   static AgentBudgetReport BudgetReportOf(const av1::Heartbeat& hb) {
     AgentBudgetReport r;
-    r.note = hb.budget_note().substr(0, 400);
-    for (char& ch : r.note) {
-      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-    }
+    r.note = PrintableText(hb.budget_note(), 400);
     r.over_budget = hb.over_budget();
     if (hb.has_planned_interval()) {
       auto d = proto::FromDuration(hb.planned_interval());
@@ -437,7 +434,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
         }
         case av1::AgentMessage::kHistogramFailed:
           AnswerRequest(id, msg.histogram_failed().request_id(), nullptr,
-                        msg.histogram_failed().reason().substr(0, 400));
+                        PrintableText(msg.histogram_failed().reason(), 400));
           break;
         case av1::AgentMessage::kDumpReady:
           OnDumpReady(id, msg.dump_ready());

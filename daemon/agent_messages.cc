@@ -24,6 +24,25 @@ bool IsPrintableUtf8(std::string_view s, size_t max, bool allow_empty) {
   return true;
 }
 
+std::string PrintableText(std::string_view s, size_t max) {
+  std::string out;
+  std::string next;
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    next.clear();
+    if (!DecodeUtf8(s, &i, &cp)) {
+      AppendUtf8(kReplacementCharacter, &next);
+    } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
+      next = "?";
+    } else {
+      AppendUtf8(cp, &next);
+    }
+    if (out.size() + next.size() > max) break;
+    out += next;
+  }
+  return out;
+}
+
 namespace {
 
 constexpr size_t kMaxClassNameBytes = 4096;  // agent.proto file comment

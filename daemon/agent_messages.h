@@ -27,6 +27,11 @@ namespace heapwatch::daemon {
 // without C0, DEL or C1 control characters. O(s.size()).
 bool IsPrintableUtf8(std::string_view s, size_t max, bool allow_empty = false);
 
+// A free text from an agent (a budget note, a failure reason) made safe to show and to put in a
+// proto3 string: at most `max` bytes, cut at a code point boundary; each ill-formed sequence
+// becomes U+FFFD and each C0, DEL or C1 control character '?'. O(s.size()).
+std::string PrintableText(std::string_view s, size_t max);
+
 // A stream's class dictionary (agent.proto: ids valid within one Connect stream).
 struct ClassDictionary {
   struct Entry {

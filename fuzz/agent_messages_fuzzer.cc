@@ -74,6 +74,11 @@ void OneMessage(const av1::AgentMessage& m, ClassDictionary* dict) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Free texts from agents (budget notes, failure reasons) are shown as they come out of
+  // PrintableText: whatever the bytes, printable UTF-8 within the bound.
+  const std::string text = heapwatch::daemon::PrintableText(
+      std::string_view(reinterpret_cast<const char*>(data), size), 400);
+  if (!IsPrintableUtf8(text, 400, true)) __builtin_trap();
   ClassDictionary dict;
   size_t pos = 0;
   while (pos + 2 <= size) {

@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "auth/tokens.h"
 #include "collectors/agent_identity.h"
+#include "daemon/agent_messages.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "gmock/gmock.h"
@@ -156,6 +157,19 @@ class SimAgent {
   bool defined_ = false;
 };
 
+// Free texts from agents are cut at a code point boundary, ill-formed sequences replaced by U+FFFD
+// and control characters by '?', so they are safe in a proto3 string and on a terminal.
+TEST(PrintableText, CutsAtCodePointsAndReplacesWhatIsNotPrintable) {
+  EXPECT_EQ(daemon::PrintableText("budget ok", 400), "budget ok");
+  EXPECT_EQ(daemon::PrintableText("a\x1b[2Jb\x7f", 400), "a?[2Jb?");
+  EXPECT_EQ(daemon::PrintableText("\xc3\xa9t\xc3\xa9", 4), "\xc3\xa9t");  // not half of the last é
+  EXPECT_EQ(daemon::PrintableText("x\xff\xc3", 400), "x\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(daemon::PrintableText("\xc2\x85", 400), "?");  // C1 NEL
+  const std::string cut = daemon::PrintableText(std::string(1000, 'x') + "\xe2\x82\xac", 400);
+  EXPECT_EQ(cut.size(), 400u);
+  EXPECT_TRUE(daemon::IsPrintableUtf8(cut, 400));
+}
+
 class AgentGatewayTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -196,6 +210,19 @@ class AgentGatewayTest : public ::testing::Test {
     grpc::Status s = query_->ListAgents(&context, v1::ListAgentsRequest(), &response);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return {response.agents().begin(), response.agents().end()};
+  }
+  // `info` = the test JVM's agent as the daemon's discovery sees it (same id), and the daemon's
+  // configuration set to watch that JVM alone.
+  void WatchTestJvm(daemon::TestJvm& jvm, AgentInfo* info) {
+    ASSERT_TRUE(jvm.ready());
+    auto local = jvm.Discover();
+    ASSERT_TRUE(local.has_value());
+    char host[256] = {};
+    ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+    auto read = collectors::ReadAgentInfo(*local, host);
+    ASSERT_TRUE(read.ok()) << read.status();
+    *info = *std::move(read);
+    config_.watch.agents.include = {"HwSecretHolder"};
   }
   std::optional<v1::Agent> FindAgent(const std::string& id) {
     for (const v1::Agent& a : ListAgents()) {
@@ -821,14 +848,8 @@ TEST_F(AgentGatewayTest, KillNineBetweenStoreAndAckLosesAndDuplicatesNothing) {
 // stored; the agent is listed once, as REGISTERED.
 TEST_F(AgentGatewayTest, JvmWhoseAgentRegistersIsNoLongerCollectedThroughAttach) {
   daemon::TestJvm jvm(10);
-  ASSERT_TRUE(jvm.ready());
-  auto local = jvm.Discover();
-  ASSERT_TRUE(local.has_value());
-  char host[256] = {};
-  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
-  auto info = collectors::ReadAgentInfo(*local, host);
-  ASSERT_TRUE(info.ok()) << info.status();
-  config_.watch.agents.include = {"HwSecretHolder"};
+  AgentInfo info;
+  ASSERT_NO_FATAL_FAILURE(WatchTestJvm(jvm, &info));
   config_.collection.all_objects.include = {"HwSecretHolder"};  // -all: no GC forced on any JVM
   config_.collection.interval = absl::Milliseconds(200);
   config_.collection.discovery_interval = absl::Milliseconds(100);
@@ -836,7 +857,7 @@ TEST_F(AgentGatewayTest, JvmWhoseAgentRegistersIsNoLongerCollectedThroughAttach)
   auto snapshot_count = [&]() -> size_t {
     grpc::ClientContext context;
     v1::GetClassHistoryRequest request;
-    request.set_agent(info->id.value);
+    request.set_agent(info.id.value);
     request.set_class_name("java.lang.String");
     proto::ToTimestamp(absl::Now() - absl::Hours(1), request.mutable_start_time());
     proto::ToTimestamp(absl::Now() + absl::Hours(48), request.mutable_end_time());
@@ -846,28 +867,28 @@ TEST_F(AgentGatewayTest, JvmWhoseAgentRegistersIsNoLongerCollectedThroughAttach)
   };
   ASSERT_TRUE(Eventually([&] { return snapshot_count() >= 2; }, absl::Seconds(20)))
       << "the JVM is not collected through the attach socket";
-  EXPECT_EQ(FindAgent(info->id.value)->kind(), v1::AGENT_KIND_LOCAL_ATTACH);
+  EXPECT_EQ(FindAgent(info.id.value)->kind(), v1::AGENT_KIND_LOCAL_ATTACH);
 
   SimAgent agent(AgentChannel());
   av1::AgentMessage reg = SimAgent::Register();
-  reg.mutable_register_()->set_agent_id(info->id.value);
-  reg.mutable_register_()->set_host(host);
-  reg.mutable_register_()->set_pid(info->pid);
-  reg.mutable_register_()->set_main_class(info->main_class);
-  proto::ToTimestamp(info->start_time, reg.mutable_register_()->mutable_jvm_start_time());
+  reg.mutable_register_()->set_agent_id(info.id.value);
+  reg.mutable_register_()->set_host(info.host);
+  reg.mutable_register_()->set_pid(info.pid);
+  reg.mutable_register_()->set_main_class(info.main_class);
+  proto::ToTimestamp(info.start_time, reg.mutable_register_()->mutable_jvm_start_time());
   ASSERT_TRUE(agent.Write(reg));
   av1::DaemonMessage registered;
   ASSERT_TRUE(agent.Read(&registered) && registered.has_registered());
-  EXPECT_EQ(FindAgent(info->id.value)->kind(), v1::AGENT_KIND_REGISTERED);
+  EXPECT_EQ(FindAgent(info.id.value)->kind(), v1::AGENT_KIND_REGISTERED);
   absl::SleepFor(absl::Milliseconds(300));  // a collection in flight at registration may end
   const size_t before = snapshot_count();
   absl::SleepFor(absl::Milliseconds(1500));  // 7 attach intervals, 15 discoveries
   EXPECT_EQ(snapshot_count(), before) << "still collected through the attach socket";
-  const auto listed_agent = FindAgent(info->id.value);
+  const auto listed_agent = FindAgent(info.id.value);
   EXPECT_EQ(listed_agent->state(), v1::AGENT_STATE_UP);
   EXPECT_EQ(listed_agent->last_error(), "");
   size_t listed = 0;
-  for (const v1::Agent& a : ListAgents()) listed += a.agent() == info->id.value;
+  for (const v1::Agent& a : ListAgents()) listed += a.agent() == info.id.value;
   EXPECT_EQ(listed, 1u);
   EXPECT_TRUE(agent.Finish().ok());
 }
@@ -1055,25 +1076,19 @@ TEST_F(AgentGatewayTest, CollectHistogramOfARegisteredAgentGoesThroughItsStream)
 // asked for, although its interval is an hour away; the snapshot is stored and its pause spent.
 TEST_F(AgentGatewayTest, CollectHistogramOfAnAttachAgentIsTakenByTheSchedulerAtOnce) {
   daemon::TestJvm jvm(30);
-  ASSERT_TRUE(jvm.ready());
-  auto local = jvm.Discover();
-  ASSERT_TRUE(local.has_value());
-  char host[256] = {};
-  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
-  auto info = collectors::ReadAgentInfo(*local, host);
-  ASSERT_TRUE(info.ok()) << info.status();
-  config_.watch.agents.include = {"HwSecretHolder"};
+  AgentInfo info;
+  ASSERT_NO_FATAL_FAILURE(WatchTestJvm(jvm, &info));
   config_.collection.all_objects.include = {"HwSecretHolder"};
   config_.collection.interval = absl::Hours(1);
   config_.collection.pause_budget = 1;
   config_.collection.discovery_interval = absl::Milliseconds(100);
   StartDaemon();
-  ASSERT_TRUE(Eventually([&] { return FindAgent(info->id.value).has_value(); }, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return FindAgent(info.id.value).has_value(); }, absl::Seconds(10)));
   for (v1::HistogramMode mode : {v1::HISTOGRAM_MODE_LIVE, v1::HISTOGRAM_MODE_ALL}) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
     v1::CollectHistogramRequest request;
-    request.set_agent(info->id.value);
+    request.set_agent(info.id.value);
     request.set_mode(mode);
     v1::CollectHistogramResponse response;
     const absl::Time asked = absl::Now();
@@ -1083,7 +1098,7 @@ TEST_F(AgentGatewayTest, CollectHistogramOfAnAttachAgentIsTakenByTheSchedulerAtO
     EXPECT_GT(proto::FromDuration(response.pause()).value(), absl::ZeroDuration());
     EXPECT_GE(proto::FromTimestamp(response.time()).value(), asked);
     EXPECT_GT(response.classes(), 100u);
-    auto listed = FindAgent(info->id.value);
+    auto listed = FindAgent(info.id.value);
     ASSERT_TRUE(listed.has_value());
     EXPECT_EQ(listed->last_histogram_mode(), mode);
     EXPECT_GE(proto::FromDuration(listed->total_pause()).value(),
