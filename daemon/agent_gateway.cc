@@ -238,7 +238,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
   }
 
   // A heartbeat's pause-budget fields, checked: the note one printable line of at most 400
-  // bytes (other bytes become '?', longer notes are cut), durations non-negative.
+  // bytes (PrintableText: cut at a code point, control characters '?'), durations positive.
   static AgentBudgetReport BudgetReportOf(const av1::Heartbeat& hb) {
     AgentBudgetReport r;
     r.note = PrintableText(hb.budget_note(), 400);
