@@ -54,6 +54,7 @@
 #include "collectors/pause_budget.h"
 #include "collectors/perf_data.h"
 #include "collectors/procfs.h"
+#include "proto/agent_mode.h"
 #include "proto/time_util.h"
 
 #ifndef HEAPWATCH_AGENT_VERSION
@@ -110,23 +111,6 @@ std::optional<absl::Duration> ProtoDuration(const google::protobuf::Duration& d)
   StatusOr<absl::Duration> r = proto::FromDuration(d);
   if (!r.ok() || *r <= absl::ZeroDuration()) return std::nullopt;
   return *r;
-}
-
-HistogramMode ToMode(v1::HistogramMode mode) {
-  switch (mode) {
-    case v1::HISTOGRAM_MODE_LIVE:
-      return HistogramMode::kLive;
-    case v1::HISTOGRAM_MODE_ALL:
-      return HistogramMode::kAll;
-    case v1::HISTOGRAM_MODE_ALL_AFTER_GC:
-      return HistogramMode::kAllAfterGc;
-    default:
-      return HistogramMode::kUnknown;
-  }
-}
-
-v1::HistogramMode FromMode(HistogramMode mode) {
-  return static_cast<v1::HistogramMode>(static_cast<int>(mode));
 }
 
 // The pause budget the daemon pushed (AgentConfig fields 50-52), or for a daemon older than them
@@ -592,7 +576,7 @@ class Agent final : public Session::Listener {
             ModeOrDefault(request.mode() ? request.mode() : config.mode());
         const absl::Time start = absl::Now();
         const absl::Duration pause = TakeHistogram(dcmd, mode, request.request_id());
-        Spent(start, ToMode(mode), pause, interval.value_or(absl::ZeroDuration()));
+        Spent(start, proto::FromAgentMode(mode), pause, interval.value_or(absl::ZeroDuration()));
       }
       if (interval.has_value()) Schedule(dcmd, config, *interval);
     }
@@ -646,7 +630,8 @@ class Agent final : public Session::Listener {
       const auto [post, used] = HeapSizes();
       plan = budget_->Plan(now, due_since, interval, natural, post, used);
     } else {
-      plan.mode = natural ? HistogramMode::kAllAfterGc : ToMode(ModeOrDefault(config.mode()));
+      plan.mode =
+          natural ? HistogramMode::kAllAfterGc : proto::FromAgentMode(ModeOrDefault(config.mode()));
     }
     if (!plan.mode.has_value()) {
       retry_at_ = plan.retry_at;
@@ -659,7 +644,7 @@ class Agent final : public Session::Listener {
     }
     retry_at_ = absl::InfinitePast();
     scheduled_from_ = now;
-    const absl::Duration pause = TakeHistogram(dcmd, FromMode(mode), 0);
+    const absl::Duration pause = TakeHistogram(dcmd, proto::ToAgentMode(mode), 0);
     Spent(now, mode, pause, interval);
   }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "collectors/agent_identity.h"
 #include "common/utf8.h"
+#include "proto/agent_mode.h"
 #include "proto/time_util.h"
 
 namespace heapwatch::daemon {
@@ -58,19 +59,6 @@ bool IsLabelKey(std::string_view k) {
   return std::all_of(k.begin(), k.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   });
-}
-
-StatusOr<HistogramMode> ModeFromProto(av1::HistogramMode m) {
-  switch (m) {
-    case av1::HISTOGRAM_MODE_LIVE:
-      return HistogramMode::kLive;
-    case av1::HISTOGRAM_MODE_ALL:
-      return HistogramMode::kAll;
-    case av1::HISTOGRAM_MODE_ALL_AFTER_GC:
-      return HistogramMode::kAllAfterGc;
-    default:
-      return absl::InvalidArgumentError("mode must be LIVE, ALL or ALL_AFTER_GC");
-  }
 }
 
 }  // namespace
@@ -131,8 +119,8 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
   if (!h.has_time()) return bad("time is missing");
   auto time = proto::FromTimestamp(h.time());
   if (!time.ok()) return bad(absl::StrCat("time: ", time.status().message()));
-  auto mode = ModeFromProto(h.mode());
-  if (!mode.ok()) return bad(std::string(mode.status().message()));
+  const HistogramMode mode = proto::FromAgentMode(h.mode());
+  if (mode == HistogramMode::kUnknown) return bad("mode must be LIVE, ALL or ALL_AFTER_GC");
   absl::Duration pause = absl::ZeroDuration();
   if (h.has_pause()) {
     auto p = proto::FromDuration(h.pause());
@@ -172,7 +160,7 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
   Snapshot s;
   s.agent = agent;
   s.time = *time;
-  s.cost = CollectionCost{*mode, pause};
+  s.cost = CollectionCost{mode, pause};
   s.histogram.rows.reserve(h.class_refs_size());
   uint64_t instances = 0, bytes = 0;
   for (int i = 0; i < h.class_refs_size(); ++i) {
