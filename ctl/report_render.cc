@@ -161,7 +161,7 @@ std::string DumpDetails(const v1::ExtendedDump& dump, const std::string& indent)
         &text, indent, "file ", dump.file_bytes() > 0 ? HumanBytes(D(dump.file_bytes())) : "-",
         dump.gzip() ? " (gzip)" : "",
         dump.format().empty() ? "" : absl::StrCat(", ", dump.format()), "; JVM pause ",
-        DurationText(dump.has_dump_pause(), dump.dump_pause()), " (attach total ",
+        DurationText(dump.has_dump_pause(), dump.dump_pause()), " (whole dump operation ",
         DurationText(dump.has_dump_duration(), dump.dump_duration()), "); analysis ",
         DurationText(dump.has_analysis_duration(), dump.analysis_duration()), ", peak memory ",
         dump.analysis_peak_memory_bytes() > 0 ? HumanBytes(D(dump.analysis_peak_memory_bytes()))
