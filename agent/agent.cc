@@ -380,12 +380,12 @@ class Agent final : public Session::Listener {
     session_->SendUnsequenced(std::move(m));
   }
 
-  // Deletes the dump directories that agents of JVMs which are gone left in /tmp (a JVM killed
-  // while its dump was being written or uploaded cannot delete its own):
-  // /tmp/heapwatch-agent-<pid>-* owned by this user whose <pid> is not running. A directory of a
-  // running process is left alone, even if that pid now names another program.
-  static void RemoveStaleDumps() {
-    DIR* tmp = opendir("/tmp");
+  // Deletes the dump directories that agents of JVMs which are gone left in `dump_dir` (a JVM
+  // killed while its dump was being written or uploaded cannot delete its own):
+  // <dump_dir>/heapwatch-agent-<pid>-* owned by this user whose <pid> is not running. A directory
+  // of a running process is left alone, even if that pid now names another program.
+  static void RemoveStaleDumps(const std::string& dump_dir) {
+    DIR* tmp = opendir(dump_dir.c_str());
     if (tmp == nullptr) return;
     constexpr std::string_view kPrefix = "heapwatch-agent-";
     while (dirent* e = readdir(tmp)) {
@@ -399,7 +399,7 @@ class Agent final : public Session::Listener {
           pid == getpid() || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
         continue;
       }
-      std::string dir = "/tmp/" + std::string(name);
+      std::string dir = DumpDirEntry(dump_dir, absl::string_view(name.data(), name.size()));
       struct stat st;
       if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
       for (const char* file : {"/dump.hprof", "/dump.hprof.gz"}) unlink((dir + file).c_str());
@@ -407,6 +407,11 @@ class Agent final : public Session::Listener {
         Log(absl::StrCat("deleted ", dir, ", left by a JVM that is gone"));
     }
     closedir(tmp);
+  }
+
+  // `name` inside `dump_dir` (which has no trailing '/' unless it is "/").
+  static std::string DumpDirEntry(const std::string& dump_dir, absl::string_view name) {
+    return absl::StrCat(dump_dir, dump_dir == "/" ? "" : "/", name);
   }
 
   // Compresses `from` into `to` (gzip, level 1: the dump travels once and is read once).
@@ -444,9 +449,11 @@ class Agent final : public Session::Listener {
     bool printable = !id.empty() && id.size() <= 64;
     for (unsigned char c : id) printable = printable && c >= 0x20 && c < 0x7f;
     if (!printable) return DumpFailed("?", "the dump id must be 1..64 printable ASCII bytes");
-    std::string tmpl = absl::StrCat("/tmp/heapwatch-agent-", getpid(), "-XXXXXX");
+    std::string tmpl =
+        DumpDirEntry(options_.dump_dir, absl::StrCat("heapwatch-agent-", getpid(), "-XXXXXX"));
     if (mkdtemp(tmpl.data()) == nullptr) {
-      return DumpFailed(id, absl::StrCat("mkdtemp in /tmp: ", std::strerror(errno)));
+      return DumpFailed(
+          id, absl::StrCat("mkdtemp in ", options_.dump_dir, ": ", std::strerror(errno)));
     }
     UploadJob job;
     job.dump_id = id;
@@ -527,7 +534,7 @@ class Agent final : public Session::Listener {
   }
 
   void Worker(JNIEnv* jni) {
-    RemoveStaleDumps();
+    RemoveStaleDumps(options_.dump_dir);
     perf_path_ = OwnPerfDataPath();
     jvm_version_ = SystemProperty("java.vm.version");
     if (jvm_version_.empty()) jvm_version_ = SystemProperty("java.version");

@@ -212,6 +212,13 @@ StatusOr<AgentOptions> ParseAgentOptionText(std::string_view std_text, AgentOpti
        : key == "tls_cert" ? files->tls_cert
                            : files->tls_key) = std::string(value);
       options.tls = true;
+    } else if (key == "dump_dir") {
+      if (value.empty() || value[0] != '/' || value.size() > 1024 || !IsPrintable(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dump_dir=", Quote(value), ": need an absolute path of at most 1024 printable bytes"));
+      }
+      while (value.size() > 1 && value.back() == '/') value.remove_suffix(1);
+      options.dump_dir = std::string(value);
     } else if (key == "tls_server_name") {
       if (value.empty() || value.size() > 253 || !IsPrintable(value)) {
         return absl::InvalidArgumentError("tls_server_name= must be a host name");
@@ -246,6 +253,14 @@ StatusOr<AgentOptions> ParseAgentOptions(std::string_view text) {
   }
   if (!files.token_file.empty()) {
     HW_ASSIGN_OR_RETURN(options.token, ReadTokenFile(files.token_file));
+  }
+  // Checked at load, so that a wrong dump_dir= is reported when the JVM starts rather than at the
+  // first extended dump, perhaps weeks later.
+  struct stat st {};
+  if (stat(options.dump_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      access(options.dump_dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("dump_dir=", Quote(options.dump_dir, 256),
+                                                    ": not a directory this process can write"));
   }
   return options;
 }

@@ -3,14 +3,22 @@
 //
 // Grammar (docs/agent.md): comma-separated KEY=VALUE pairs, no escaping (values cannot contain
 // ','):
-//   address=unix:/path/sock | address=HOST:PORT   the daemon's agent listener (required)
-//   token_file=PATH      file holding the agent token (first line, surrounding blanks trimmed);
-//   sent as
-//                        `authorization: Bearer SECRET` on every call (agent.proto file comment)
-//   label.KEY=VALUE      a label (at most 16; KEY [a-z0-9_]{1,32}; VALUE printable ASCII, <= 128
-//   bytes) buffer=N             deliveries kept while disconnected, 1..100000 (default 256); oldest
-//   dropped backoff_initial=D    first reconnect delay (absl duration: "500ms", "2s"; default
-//   500ms) backoff_max=D        longest reconnect delay (default 30s)
+//   address=unix:/path/sock | address=HOST:PORT
+//       the daemon's agent listener (required)
+//   token_file=PATH
+//       file holding the agent token (first line, surrounding blanks trimmed); sent as
+//       `authorization: Bearer SECRET` on every call (agent.proto file comment)
+//   label.KEY=VALUE
+//       a label (at most 16; KEY [a-z0-9_]{1,32}; VALUE printable ASCII, <= 128 bytes)
+//   buffer=N
+//       deliveries kept while disconnected, 1..100000 (default 256); oldest dropped
+//   backoff_initial=D, backoff_max=D
+//       first and longest reconnect delay (absl duration: "500ms", "2s"; default 500ms, 30s)
+//   tls_ca=PATH, tls_cert=PATH, tls_key=PATH, tls_server_name=NAME
+//       TLS / mTLS (PEM files)
+//   dump_dir=PATH
+//       absolute path of an existing directory the JVM's user can write, where extended dumps are
+//       written (each in its own private subdirectory) before their upload (default /tmp)
 // The token is read when the options are parsed, so an unreadable file is reported at load time.
 //
 // Thread-safety: pure functions (ReadTokenFile reads a file).
@@ -42,6 +50,9 @@ struct AgentOptions {
   std::string tls_cert_pem;
   std::string tls_key_pem;
   std::string tls_server_name;
+  // Where extended dumps are written before their upload (dump_dir=), absolute, without a trailing
+  // '/' (except "/" itself).
+  std::string dump_dir = "/tmp";
 };
 
 // The files the option string names (token_file=, tls_ca=, tls_cert=, tls_key=), empty when not
@@ -57,15 +68,17 @@ struct AgentOptionFiles {
 // files it names, and the returned options hold no token or PEM contents yet (`tls` is set when a
 // TLS option is given). Errors: InvalidArgument naming the offending option (unknown key, missing
 // '=', missing or malformed address, a bad label, a number or duration out of range, more than 16
-// labels, an option given twice, tls_cert= without tls_key= or the reverse, an empty path); a
+// labels, an option given twice, tls_cert= without tls_key= or the reverse, an empty path, a
+// dump_dir= that is not an absolute path of at most 1024 printable bytes); a
 // message quotes at most 64 bytes of the offending text, non-printable bytes as '?'. Input is
 // bounded: at most 8192 bytes. Complexity: O(size). Fuzzed: fuzz/agent_options_fuzzer.cc.
 StatusOr<AgentOptions> ParseAgentOptionText(std::string_view text, AgentOptionFiles* files);
 
-// Parses the option string (ParseAgentOptionText), then reads the token and PEM files. Errors:
-// InvalidArgument naming the offending option (unknown key, missing '=', missing or malformed
-// address, a bad label, a number or duration out of range, more than 16 labels, an option given
-// twice); those of ReadTokenFile. Input is bounded: at most 8192 bytes. Complexity: O(size).
+// Parses the option string (ParseAgentOptionText), then reads the token and PEM files and checks
+// that dump_dir= names a directory the process can write. Errors: those of ParseAgentOptionText;
+// InvalidArgument for a PEM file that cannot be read or is not PEM, or a dump_dir= that is not a
+// writable directory; those of ReadTokenFile. Input is bounded: at most 8192 bytes. Complexity:
+// O(size).
 StatusOr<AgentOptions> ParseAgentOptions(std::string_view text);
 
 // Reads an agent token: the first line of the file, blanks trimmed, 1..4096 printable ASCII bytes.

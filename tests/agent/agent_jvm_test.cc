@@ -454,11 +454,11 @@ TEST(AgentTlsTest, MutualTlsRegistersAndAMissingClientCertificateIsRefused) {
   EXPECT_EQ(st->registers.size(), 1u);
 }
 
-// Directories /tmp/heapwatch-agent-<pid>-* the agent of `pid` left.
-int AgentDumpDirs(pid_t pid) {
+// Directories <dir>/heapwatch-agent-<pid>-* the agent of `pid` left.
+int AgentDumpDirs(const std::string& dir, pid_t pid) {
   std::string prefix = "heapwatch-agent-" + std::to_string(pid) + "-";
   int n = 0;
-  DIR* d = opendir("/tmp");
+  DIR* d = opendir(dir.c_str());
   if (d == nullptr) return -1;
   while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
   closedir(d);
@@ -469,18 +469,20 @@ TEST(AgentDumpTest, DumpsAreUploadedResumedAndDeleted) {
   auto st = std::make_shared<GatewayState>();
   st->config = Config(absl::Seconds(30), absl::Seconds(1));
   st->break_uploads = 1;
-  // A dump directory left by an agent whose JVM is gone (killed mid-upload): the next agent
-  // deletes it.
+  // The agent's own dump directory (dump_dir=), holding a dump directory left by an agent whose
+  // JVM is gone (killed mid-upload): the next agent deletes it.
+  char dump_dir[] = "/tmp/hw_agent_dumps_XXXXXX";
+  ASSERT_NE(mkdtemp(dump_dir), nullptr);
   pid_t dead = fork();
   if (dead == 0) _exit(0);
   waitpid(dead, nullptr, 0);
-  std::string stale = "/tmp/heapwatch-agent-" + std::to_string(dead) + "-test01";
+  std::string stale = std::string(dump_dir) + "/heapwatch-agent-" + std::to_string(dead) + "-test01";
   ASSERT_EQ(mkdir(stale.c_str(), 0700), 0);
   { std::ofstream(stale + "/dump.hprof") << "JAVA PROFILE 1.0.2"; }
   std::string socket = SocketPath();
   TestServer server(st, "unix:" + socket);
   ASSERT_TRUE(server.ok());
-  AgentJvm jvm("address=unix:" + socket + ",backoff_initial=100ms", 30);
+  AgentJvm jvm("address=unix:" + socket + ",backoff_initial=100ms,dump_dir=" + dump_dir, 30);
   ASSERT_TRUE(st->WaitFor([&] { return !st->registers.empty(); }, absl::Seconds(10)));
   v1::DaemonMessage request;
   request.mutable_dump_request()->set_dump_id("d1");
@@ -517,14 +519,29 @@ TEST(AgentDumpTest, DumpsAreUploadedResumedAndDeleted) {
     EXPECT_EQ(st->uploads["d2"].data.substr(0, 2), "\x1f\x8b");
     EXPECT_NE(st->dumps_failed[0].reason().find("dump id"), std::string::npos);
   }
-  // No dump file is left on the JVM's side.
+  // No dump file is left on the JVM's side, neither in dump_dir nor in /tmp.
   absl::Time end = absl::Now() + absl::Seconds(5);
-  while (AgentDumpDirs(jvm.pid()) != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
-  EXPECT_EQ(AgentDumpDirs(jvm.pid()), 0);
+  while (AgentDumpDirs(dump_dir, jvm.pid()) != 0 && absl::Now() < end)
+    absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(AgentDumpDirs(dump_dir, jvm.pid()), 0);
+  EXPECT_EQ(AgentDumpDirs("/tmp", jvm.pid()), 0);
   EXPECT_NE(access(stale.c_str(), F_OK), 0) << stale << " was not deleted";
   EXPECT_NE(jvm.Stderr().find("heapwatch-agent: deleted " + stale + ", left by a JVM that is gone"),
             std::string::npos)
       << jvm.Stderr();
+  // The dumps were written in dump_dir: once it is gone, a dump fails there, with the reason.
+  ASSERT_EQ(rmdir(dump_dir), 0);
+  request.mutable_dump_request()->set_dump_id("d3");
+  ASSERT_TRUE(st->Push(request));
+  ASSERT_TRUE(st->WaitFor([&] { return st->dumps_failed.size() == 2; }, absl::Seconds(20)))
+      << jvm.Stderr();
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_EQ(st->dumps_failed[1].dump_id(), "d3");
+    EXPECT_NE(st->dumps_failed[1].reason().find(std::string("mkdtemp in ") + dump_dir),
+              std::string::npos)
+        << st->dumps_failed[1].reason();
+  }
   unlink(socket.c_str());
 }
 
@@ -553,8 +570,9 @@ TEST(AgentJdk25Test, HistogramAndDump) {
       << jvm.Stderr();
   // The agent deletes its copy once the daemon's reply arrives (before the JVM is killed below).
   absl::Time end = absl::Now() + absl::Seconds(5);
-  while (AgentDumpDirs(jvm.pid()) != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
-  EXPECT_EQ(AgentDumpDirs(jvm.pid()), 0);
+  while (AgentDumpDirs("/tmp", jvm.pid()) != 0 && absl::Now() < end)
+    absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(AgentDumpDirs("/tmp", jvm.pid()), 0);
   std::lock_guard<std::mutex> lock(st->mu);
   EXPECT_EQ(st->registers[0].jvm_version().rfind("25", 0), 0u) << st->registers[0].jvm_version();
   EXPECT_EQ(st->histograms[0].instances.at(kRetainedClass), static_cast<uint64_t>(kRetained));

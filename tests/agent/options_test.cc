@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -55,6 +56,31 @@ TEST(AgentOptionsTest, RefusesBadOptions) {
   for (int i = 0; i < 17; ++i) many += ",label.l" + std::to_string(i) + "=v";
   EXPECT_FALSE(ParseAgentOptions(many).ok());
   EXPECT_FALSE(ParseAgentOptions("address=a:1," + std::string(9000, 'x')).ok());
+}
+
+TEST(AgentOptionsTest, DumpDirMustBeAWritableDirectory) {
+  auto o = ParseAgentOptions("address=a:1");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->dump_dir, "/tmp");
+  char dir[] = "/tmp/hw_agent_dump_dir_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  o = ParseAgentOptions(std::string("address=a:1,dump_dir=") + dir + "//");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->dump_dir, dir) << "trailing '/' dropped";
+  o = ParseAgentOptions("address=a:1,dump_dir=/");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->dump_dir, "/");
+  std::string file = WriteTemp("not a directory");
+  for (const std::string& bad : {std::string("dump_dir=relative/dir"), std::string("dump_dir="),
+                                 "dump_dir=" + file, std::string(dir) + "/missing",
+                                 "dump_dir=/" + std::string(1100, 'd')}) {
+    auto r = ParseAgentOptions("address=a:1," + (bad[0] == '/' ? "dump_dir=" + bad : bad));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("dump_dir="), std::string::npos) << r.status();
+  }
+  unlink(file.c_str());
+  rmdir(dir);
 }
 
 TEST(AgentOptionsTest, TlsOptions) {
