@@ -1031,6 +1031,8 @@ TEST_F(AgentGatewayTest, CollectHistogramOfARegisteredAgentGoesThroughItsStream)
   av1::AgentMessage h = agent.Histogram(1);
   h.mutable_histogram()->set_request_id(m.histogram_request().request_id());
   h.mutable_histogram()->set_mode(av1::HISTOGRAM_MODE_ALL);
+  // A real agent's clock has nanoseconds; the store keeps microseconds.
+  h.mutable_histogram()->mutable_time()->set_nanos(123456789);
   EXPECT_EQ(agent.Deliver(h), 1u);
   caller.join();
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -1038,8 +1040,12 @@ TEST_F(AgentGatewayTest, CollectHistogramOfARegisteredAgentGoesThroughItsStream)
   EXPECT_EQ(proto::FromDuration(response.pause()).value(), absl::Milliseconds(3));
   EXPECT_EQ(response.classes(), 3u);
   EXPECT_EQ(response.total_instances(), 1000u + 500 + 700);
-  EXPECT_EQ(proto::FromTimestamp(response.time()).value(), kJvmStart + absl::Seconds(10));
-  EXPECT_EQ(LeakHistory().size(), 1u) << "stored like any histogram";
+  // The response names the stored snapshot: its time as stored (the 789 ns cut).
+  const absl::Time sent = proto::FromTimestamp(h.histogram().time()).value();
+  EXPECT_EQ(proto::FromTimestamp(response.time()).value(), sent - absl::Nanoseconds(789));
+  ASSERT_EQ(LeakHistory().size(), 1u) << "stored like any histogram";
+  EXPECT_EQ(proto::FromTimestamp(LeakHistory()[0].time()).value(),
+            proto::FromTimestamp(response.time()).value());
 
   // The agent reports the request failed: UNAVAILABLE with its reason.
   caller = std::thread([&] {
