@@ -275,6 +275,14 @@ class AgentGatewayTest : public ::testing::Test {
       EXPECT_FALSE(e.is_regular_file()) << e.path();
     }
   }
+  // heapwatch_store_commits_total on the daemon's /metrics; -1 when the sample is missing.
+  double StoreCommits() {
+    const std::string metrics = HttpGet(daemon_->metrics_port(), "/metrics");
+    const std::string name = "\nheapwatch_store_commits_total ";
+    const size_t at = metrics.find(name);
+    if (at == std::string::npos) return -1;
+    return std::strtod(metrics.c_str() + at + name.size(), nullptr);
+  }
   // Waits up to `limit` for `pred`.
   template <typename Pred>
   bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(5)) {
@@ -309,7 +317,13 @@ TEST_F(AgentGatewayTest, RegisteredAgentOverUnixSocketIsServedLikeAnAttachAgent)
   EXPECT_EQ(registered.config().histogram_interval().seconds(),
             absl::ToInt64Seconds(config_.collection.interval));
   EXPECT_EQ(registered.config().mode(), av1::HISTOGRAM_MODE_LIVE);
+  // Registering wrote the agent's record: at least one commit, seen at the scrape.
+  const double commits_before = StoreCommits();
+  EXPECT_GE(commits_before, 1);
   for (uint64_t seq = 1; seq <= 4; ++seq) EXPECT_EQ(agent.Deliver(seq), seq);
+  // One stream's deliveries are stored one after another (the next is sent after the Ack), so
+  // group commit has nothing to share: a commit each at least.
+  EXPECT_GE(StoreCommits(), commits_before + 4);
 
   auto listed = FindAgent(AgentIdOf());
   ASSERT_TRUE(listed.has_value());
