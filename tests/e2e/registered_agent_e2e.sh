@@ -9,8 +9,9 @@
 #   unix  agents.listen unix:$tmp/run/agent.sock, no tokens
 #   tcp   agents.listen 127.0.0.1:0 with a tokens file (`agent`, `read` and `admin` tokens)
 #   tls   agents.listen 127.0.0.1:0 with the same tokens file and TLS: a certificate for 127.0.0.1 from a
-#         CA made here with openssl, client certificates of that CA requested and CN e2e-agent-mtls mapped
-#         to role `agent`; collection.interval 1h, so that its agents deliver only the histograms asked for
+#         CA made here with openssl, client certificates of that CA requested, CN e2e-agent-mtls mapped
+#         to role `agent` and e2e-reader to `read`; collection.interval 1h, so that its agents deliver only
+#         the histograms asked for
 # Three JVMs of StaticCacheApp (a HashMap in a static field that grows ~55 KiB per 100 ms):
 #   UnixApp  -agentpath:...=address=unix:...            -> unix daemon
 #   TcpApp   -agentpath:...=address=127.0.0.1:P,token_file=agent.secret -> tcp daemon
@@ -19,6 +20,8 @@
 #   TlsApp     tls_ca=ca.pem,token_file=agent.secret             TLS, the daemon's certificate checked
 #   MtlsApp    tls_ca=ca.pem,tls_cert=mtls.pem,tls_key=mtls.key  mutual TLS, no token
 #   WrongCaApp tls_ca=other-ca.pem,token_file=agent.secret       -> handshake fails; runs on, one log line
+#   StrangerApp  a client certificate of the CA, CN not mapped    -> UNAUTHENTICATED; runs on, one log line
+#   ReaderApp    a client certificate whose CN is mapped to read  -> PERMISSION_DENIED; runs on, one log line
 # Checks:
 #   1. UnixApp and TcpApp are listed with kind "registered" by their daemon; BadApp is listed by neither,
 #      logs exactly one "heapwatch-agent:" line, keeps running, and the tcp daemon counts the refusal.
@@ -33,7 +36,9 @@
 #      it buffered; every histogram time of the agent's leaking class is stored once (no duplicate time), the
 #      outage leaves no hole longer than 2.5 intervals, and the daemon counts no duplicate delivery and no gap.
 #   6. TLS: TlsApp and MtlsApp are listed with kind "registered" by the tls daemon and their agents log
-#      nothing; WrongCaApp is listed by no daemon, logs exactly one "heapwatch-agent:" line and runs on.
+#      nothing; WrongCaApp, StrangerApp and ReaderApp are listed by no daemon, each logs exactly one
+#      "heapwatch-agent:" line naming its refusal, nothing from gRPC itself, and runs on; the tls daemon
+#      counts the unmapped_certificate and wrong_role refusals.
 #   7. Histogram now (`heapwatchctl collect`, over the TLS query listener with the admin token): `--mode
 #      all` and `--mode live` of TlsApp and `--mode live` of MtlsApp each return once the histogram is
 #      stored: the store's snapshot count rises by exactly one, the agent's java.lang.String history gains
@@ -55,7 +60,7 @@ javac -d "$tmp/classes" "$java_src/StaticCacheApp.java" "$java_src/SteadyApp.jav
 for app in UnixApp TcpApp BadApp; do
   jar --create --file "$tmp/jar/$app.jar" --main-class StaticCacheApp -C "$tmp/classes" .
 done
-for app in TlsApp MtlsApp WrongCaApp; do
+for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp; do
   jar --create --file "$tmp/jar/$app.jar" --main-class SteadyApp -C "$tmp/classes" .
 done
 
@@ -72,6 +77,8 @@ done
 pki_ca "$tmp/pki" ca
 pki_cert "$tmp/pki" ca server localhost server
 pki_cert "$tmp/pki" ca mtls e2e-agent-mtls client
+pki_cert "$tmp/pki" ca stranger e2e-stranger client
+pki_cert "$tmp/pki" ca reader e2e-reader client
 pki_ca "$tmp/pki" other-ca
 
 daemon_yaml() {  # NAME AGENT_LISTEN INTERVAL [EXTRA YAML]
@@ -107,6 +114,7 @@ daemon_yaml tls "127.0.0.1:0" 1h "auth:
   tokens_file: $tmp/tokens
   client_certificates:
     e2e-agent-mtls: agent
+    e2e-reader: read
 tls:
   cert_file: $tmp/pki/server.pem
   key_file: $tmp/pki/server.key
@@ -167,6 +175,10 @@ start_jvm TlsApp "$tls_agent/ca.pem,token_file=$tmp/agent.secret,label.e2e=tls" 
 start_jvm MtlsApp "$tls_agent/ca.pem,tls_cert=$tmp/pki/mtls.pem,tls_key=$tmp/pki/mtls.key,label.e2e=mtls" \
   "${steady[@]}"
 start_jvm WrongCaApp "$tls_agent/other-ca.pem,token_file=$tmp/agent.secret" "${steady[@]}"
+for who in Stranger Reader; do
+  cert=$tmp/pki/${who,,}
+  start_jvm "${who}App" "$tls_agent/ca.pem,tls_cert=$cert.pem,tls_key=$cert.key" "${steady[@]}"
+done
 
 agent_of() {  # DAEMON PID: the agent id of that JVM in the daemon's list when it is registered
   ctl "$1" --json agents 2>/dev/null |
@@ -208,27 +220,40 @@ fi
 grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read token's dump request: $out"
 log "query API: no token UNAUTHENTICATED, read token's dump PERMISSION_DENIED"
 
-# ---- 6. TLS: the token and the client certificate agents registered (above), quietly; the wrong CA refused.
+# ---- 6. TLS: the token and the client certificate agents registered (above), quietly; the others refused.
 for app in TlsApp MtlsApp; do
   lines=$(grep -c '^heapwatch-agent:' "$tmp/$app.log" || true)
   ((lines == 0)) || fail "$app's agent logged: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log")"
 done
-for _ in $(seq 75); do  # its first handshake failed long ago on a quiet machine; 15 s for a loaded one
-  grep -q '^heapwatch-agent:' "$tmp/WrongCaApp.log" && break
-  sleep 0.2
+tls_refused() {  # APP REASON: the JVM runs on, its agent logged one line naming REASON, no daemon lists it
+  local app=$1 reason=$2 lines grpc_lines
+  for _ in $(seq 75); do  # its first refusal came long ago on a quiet machine; 15 s for a loaded one
+    grep -q '^heapwatch-agent:' "$tmp/$app.log" && break
+    sleep 0.2
+  done
+  kill -0 "${jpid[$app]}" 2>/dev/null || fail "$app exited after its agent was refused"
+  lines=$(grep -c '^heapwatch-agent:' "$tmp/$app.log" || true)
+  ((lines == 1)) || fail "$app's agent logged $lines lines, expected exactly 1"
+  grep '^heapwatch-agent:' "$tmp/$app.log" | grep -q "$reason" ||
+    fail "$app's agent line does not say $reason: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log")"
+  # Nothing else reaches the JVM's stderr: gRPC core's own lines ("E1125 05:59:57.469 12089
+  # ssl_transport_security.cc:1501] Handshake failed ..."), one per reconnect, are dropped by the agent.
+  grpc_lines=$(grep -cE '^[DIE][0-9]{4} .*\.cc:[0-9]+\]' "$tmp/$app.log" || true)
+  ((grpc_lines == 0)) ||
+    fail "$app's stderr has $grpc_lines gRPC log lines: $(grep -m1 -E '\.cc:[0-9]+\]' "$tmp/$app.log")"
+  for d in unix tcp tls; do
+    [[ -z $(agent_of "$d" "${jpid[$app]}") ]] || fail "the $d daemon lists $app"
+  done
+  log "$app refused: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log" | cut -c1-150)"
+}
+tls_refused WrongCaApp 'certificate verify failed'
+tls_refused StrangerApp UNAUTHENTICATED
+tls_refused ReaderApp PERMISSION_DENIED
+for reason in unmapped_certificate wrong_role; do
+  n=$(metric tls "heapwatch_auth_failures_total{reason=\"$reason\"}")
+  ((n >= 1)) || fail "the tls daemon counted no $reason refusal ($n)"
 done
-kill -0 "${jpid[WrongCaApp]}" 2>/dev/null || fail "WrongCaApp exited after its agent's TLS handshake failed"
-wrong_lines=$(grep -c '^heapwatch-agent:' "$tmp/WrongCaApp.log" || true)
-((wrong_lines == 1)) || fail "WrongCaApp's agent logged $wrong_lines lines, expected exactly 1"
-# ... and nothing else reaches the JVM's stderr: gRPC core's own log lines ("E1125 05:59:57.469 12089
-# ssl_transport_security.cc:1501] Handshake failed ..."), one per reconnect, are dropped by the agent.
-grpc_lines=$(grep -cE '^[DIE][0-9]{4} .*\.cc:[0-9]+\]' "$tmp/WrongCaApp.log" || true)
-((grpc_lines == 0)) || fail "WrongCaApp's stderr has $grpc_lines gRPC log lines: $(grep -m1 -E '\.cc:[0-9]+\]' "$tmp/WrongCaApp.log")"
-for d in unix tcp tls; do
-  [[ -z $(agent_of "$d" "${jpid[WrongCaApp]}") ]] || fail "the $d daemon lists WrongCaApp"
-done
-log "TLS: TlsApp (token) and MtlsApp (client certificate) registered; WrongCaApp refused:" \
-  "$(grep -m1 '^heapwatch-agent:' "$tmp/WrongCaApp.log" | cut -c1-120)"
+log "TLS: TlsApp (token) and MtlsApp (client certificate) registered, the three others refused"
 
 # ---- 7. Histogram now through the tls daemon: stored once, in the mode asked for, before collect returns.
 snapshot_count() {  # the tls daemon's stored snapshots
@@ -271,7 +296,7 @@ fi
 grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read token's collect: $out"
 (($(snapshot_count) == before)) || fail "a refused collect stored a snapshot"
 log "collect with a read token: PERMISSION_DENIED, nothing stored"
-for app in TlsApp MtlsApp WrongCaApp; do kill "${jpid[$app]}"; done
+for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp; do kill "${jpid[$app]}"; done
 kill "${dpid[tls]}"
 
 # ---- 2. Leak, automatic dump through the agent, report naming the accumulation point and static CACHE.
