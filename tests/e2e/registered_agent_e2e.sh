@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # Registered agents end to end (issue 10, docs/agents.md, docs/agent.md): real JVMs run heapwatch's
 # in-process agent (libheapwatch_agent.so) and register with real heapwatchd processes, one over a UNIX
-# socket, one over loopback TCP with an `agent` token, and one over TLS (a token, or a client certificate).
+# socket, one over loopback TCP with an `agent` token, and two over TLS (a token or a client certificate;
+# client certificates only).
 #
 # Usage: registered_agent_e2e.sh HEAPWATCHD HEAPWATCHCTL AGENT_SO JAVA_SRC_DIR
 #
-# Three daemons (one agent listener each), none watching any JVM through the attach socket:
+# Four daemons (one agent listener each), none watching any JVM through the attach socket:
 #   unix  agents.listen unix:$tmp/run/agent.sock, no tokens
 #   tcp   agents.listen 127.0.0.1:0 with a tokens file (`agent`, `read` and `admin` tokens)
 #   tls   agents.listen 127.0.0.1:0 with the same tokens file and TLS: a certificate for 127.0.0.1 from a
 #         CA made here with openssl, client certificates of that CA requested, CN e2e-agent-mtls mapped
 #         to role `agent` and e2e-reader to `read`; collection.interval 1h, so that its agents deliver only
 #         the histograms asked for
+#   mtls  as tls without a tokens file: client certificates are the only credential, required in the
+#         handshake (e2e-agent-mtls -> agent, e2e-reader -> read, which heapwatchctl uses to list agents)
 # Three JVMs of StaticCacheApp (a HashMap in a static field that grows ~55 KiB per 100 ms):
 #   UnixApp  -agentpath:...=address=unix:...            -> unix daemon
 #   TcpApp   -agentpath:...=address=127.0.0.1:P,token_file=agent.secret -> tcp daemon
 #   BadApp   -agentpath:...=address=127.0.0.1:P,token_file=wrong.secret -> refused; runs on, one log line
-# and three of SteadyApp (a constant live set) for the tls daemon:
-#   TlsApp     tls_ca=ca.pem,token_file=agent.secret             TLS, the daemon's certificate checked
-#   MtlsApp    tls_ca=ca.pem,tls_cert=mtls.pem,tls_key=mtls.key  mutual TLS, no token
-#   WrongCaApp tls_ca=other-ca.pem,token_file=agent.secret       -> handshake fails; runs on, one log line
-#   StrangerApp  a client certificate of the CA, CN not mapped    -> UNAUTHENTICATED; runs on, one log line
-#   ReaderApp    a client certificate whose CN is mapped to read  -> PERMISSION_DENIED; runs on, one log line
+# and seven of SteadyApp (a constant live set), five for the tls daemon and two for the mtls daemon:
+#   TlsApp       tls_ca=ca.pem,token_file=agent.secret             TLS, the daemon's certificate checked
+#   MtlsApp      tls_ca=ca.pem,tls_cert=mtls.pem,tls_key=mtls.key  mutual TLS, no token
+#   WrongCaApp   tls_ca=other-ca.pem,token_file=agent.secret       -> handshake fails; runs on, one log line
+#   StrangerApp  a client certificate of the CA, CN not mapped      -> UNAUTHENTICATED; runs on, one line
+#   ReaderApp    a client certificate whose CN is mapped to read    -> PERMISSION_DENIED; runs on, one line
+#   CertOnlyApp  (mtls) tls_ca=ca.pem,tls_cert=mtls.pem,tls_key=mtls.key
+#   NoCertApp    (mtls) tls_ca=ca.pem,token_file=agent.secret -> no certificate: the daemon closes the
+#                connection (UNAVAILABLE); runs on, one log line
 # Checks:
 #   1. UnixApp and TcpApp are listed with kind "registered" by their daemon; BadApp is listed by neither,
 #      logs exactly one "heapwatch-agent:" line, keeps running, and the tcp daemon counts the refusal.
@@ -35,16 +41,16 @@
 #   5. The unix daemon is killed with SIGKILL for 3 s and restarted: the agent reconnects and delivers what
 #      it buffered; every histogram time of the agent's leaking class is stored once (no duplicate time), the
 #      outage leaves no hole longer than 2.5 intervals, and the daemon counts no duplicate delivery and no gap.
-#   6. TLS: TlsApp and MtlsApp are listed with kind "registered" by the tls daemon and their agents log
-#      nothing; WrongCaApp, StrangerApp and ReaderApp are listed by no daemon, each logs exactly one
-#      "heapwatch-agent:" line naming its refusal, nothing from gRPC itself, and runs on; the tls daemon
-#      counts the unmapped_certificate and wrong_role refusals.
+#   6. TLS: TlsApp and MtlsApp are listed with kind "registered" by the tls daemon, CertOnlyApp by the mtls
+#      daemon, and their agents log nothing; WrongCaApp, StrangerApp, ReaderApp and NoCertApp are listed by
+#      no daemon, each logs exactly one "heapwatch-agent:" line naming its refusal, nothing from gRPC
+#      itself, and runs on; the tls daemon counts the unmapped_certificate and wrong_role refusals.
 #   7. Histogram now (`heapwatchctl collect`, over the TLS query listener with the admin token): `--mode
 #      all` and `--mode live` of TlsApp and `--mode live` of MtlsApp each return once the histogram is
 #      stored: the store's snapshot count rises by exactly one, the agent's java.lang.String history gains
 #      exactly one point, at the time collect returned and in the mode asked for, and
 #      heapwatch_store_commits_total rises. A `read` token's collect is PERMISSION_DENIED and stores nothing.
-#      Then the tls daemon and its JVMs are stopped, so that they do not slow checks 2, 3 and 5.
+#      Then the tls and mtls daemons and their JVMs are stopped, so that they do not slow checks 2, 3 and 5.
 set -euo pipefail
 heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL AGENT_SO JAVA_SRC_DIR}
 heapwatchctl=${2:?}
@@ -54,13 +60,13 @@ java_src=${4:?}
 # shellcheck source=e2e_lib.sh
 E2E_LOG_LINES=25 source "$(dirname "$0")/e2e_lib.sh" heapwatch-registered
 mkdir -p "$tmp/classes" "$tmp/jar" "$tmp/run"
-for d in unix tcp tls; do mkdir -p "$tmp/dumps-$d" "$tmp/d-$d"; done
+for d in unix tcp tls mtls; do mkdir -p "$tmp/dumps-$d" "$tmp/d-$d"; done
 chmod 700 "$tmp/run"
 javac -d "$tmp/classes" "$java_src/StaticCacheApp.java" "$java_src/SteadyApp.java" "$java_src/TestSupport.java"
 for app in UnixApp TcpApp BadApp; do
   jar --create --file "$tmp/jar/$app.jar" --main-class StaticCacheApp -C "$tmp/classes" .
 done
-for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp; do
+for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp CertOnlyApp NoCertApp; do
   jar --create --file "$tmp/jar/$app.jar" --main-class SteadyApp -C "$tmp/classes" .
 done
 
@@ -119,6 +125,15 @@ tls:
   cert_file: $tmp/pki/server.pem
   key_file: $tmp/pki/server.key
   client_ca_file: $tmp/pki/ca.pem" >"$tmp/tls.yml"
+# No tokens file: client certificates are the only credential, so the handshake requires one.
+daemon_yaml mtls "127.0.0.1:0" 1h "auth:
+  client_certificates:
+    e2e-agent-mtls: agent
+    e2e-reader: read
+tls:
+  cert_file: $tmp/pki/server.pem
+  key_file: $tmp/pki/server.key
+  client_ca_file: $tmp/pki/ca.pem" >"$tmp/mtls.yml"
 
 declare -A dpid gport
 start_daemon() {  # NAME
@@ -138,6 +153,7 @@ ctl() {  # NAME ARGS... (the tcp and tls daemons with the admin token)
   local auth=()
   [[ $name == tcp ]] && auth=(--token-file "$tmp/admin.secret")
   [[ $name == tls ]] && auth=("${tls_ctl_options[@]}" --token-file "$tmp/admin.secret")
+  [[ $name == mtls ]] && auth=("${tls_ctl_options[@]}" --tls-cert "$tmp/pki/reader.pem" --tls-key "$tmp/pki/reader.key")
   "$heapwatchctl" --server "127.0.0.1:${gport[$name]}" --timeout 10s "${auth[@]}" "$@"
 }
 metric() {  # NAME SAMPLE
@@ -152,10 +168,12 @@ metric() {  # NAME SAMPLE
 start_daemon unix
 start_daemon tcp
 start_daemon tls
+start_daemon mtls
 agent_port=$(wait_port_file "$tmp/d-tcp/agent.port" 30) || fail "the tcp daemon wrote no agent port"
 tls_port=$(wait_port_file "$tmp/d-tls/agent.port" 30) || fail "the tls daemon wrote no agent port"
+mtls_port=$(wait_port_file "$tmp/d-mtls/agent.port" 30) || fail "the mtls daemon wrote no agent port"
 log "daemons up: unix gRPC ${gport[unix]}, tcp gRPC ${gport[tcp]} (agents on 127.0.0.1:$agent_port)," \
-  "tls gRPC ${gport[tls]} (agents on 127.0.0.1:$tls_port)"
+  "tls gRPC ${gport[tls]} (agents on 127.0.0.1:$tls_port), mtls gRPC ${gport[mtls]} (agents on $mtls_port)"
 
 declare -A jpid
 start_jvm() {  # APP AGENT_OPTIONS [PROGRAM ARGUMENTS...]
@@ -179,13 +197,16 @@ for who in Stranger Reader; do
   cert=$tmp/pki/${who,,}
   start_jvm "${who}App" "$tls_agent/ca.pem,tls_cert=$cert.pem,tls_key=$cert.key" "${steady[@]}"
 done
+mtls_agent="address=127.0.0.1:$mtls_port,tls_ca=$tmp/pki/ca.pem"
+start_jvm CertOnlyApp "$mtls_agent,tls_cert=$tmp/pki/mtls.pem,tls_key=$tmp/pki/mtls.key" "${steady[@]}"
+start_jvm NoCertApp "$mtls_agent,token_file=$tmp/agent.secret" "${steady[@]}"
 
 agent_of() {  # DAEMON PID: the agent id of that JVM in the daemon's list when it is registered
   ctl "$1" --json agents 2>/dev/null |
     jq -r --argjson p "$2" '.agents[]? | select((.pid | tonumber) == $p and .kind == "registered") | .agent'
 }
 declare -A agent
-for pair in unix:UnixApp tcp:TcpApp tls:TlsApp tls:MtlsApp; do
+for pair in unix:UnixApp tcp:TcpApp tls:TlsApp tls:MtlsApp mtls:CertOnlyApp; do
   d=${pair%%:*} app=${pair#*:}
   for _ in $(seq 150); do
     agent[$app]=$(agent_of "$d" "${jpid[$app]}")
@@ -221,7 +242,7 @@ grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read tok
 log "query API: no token UNAUTHENTICATED, read token's dump PERMISSION_DENIED"
 
 # ---- 6. TLS: the token and the client certificate agents registered (above), quietly; the others refused.
-for app in TlsApp MtlsApp; do
+for app in TlsApp MtlsApp CertOnlyApp; do
   lines=$(grep -c '^heapwatch-agent:' "$tmp/$app.log" || true)
   ((lines == 0)) || fail "$app's agent logged: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log")"
 done
@@ -241,7 +262,7 @@ tls_refused() {  # APP REASON: the JVM runs on, its agent logged one line naming
   grpc_lines=$(grep -cE '^[DIE][0-9]{4} .*\.cc:[0-9]+\]' "$tmp/$app.log" || true)
   ((grpc_lines == 0)) ||
     fail "$app's stderr has $grpc_lines gRPC log lines: $(grep -m1 -E '\.cc:[0-9]+\]' "$tmp/$app.log")"
-  for d in unix tcp tls; do
+  for d in unix tcp tls mtls; do
     [[ -z $(agent_of "$d" "${jpid[$app]}") ]] || fail "the $d daemon lists $app"
   done
   log "$app refused: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log" | cut -c1-150)"
@@ -249,11 +270,12 @@ tls_refused() {  # APP REASON: the JVM runs on, its agent logged one line naming
 tls_refused WrongCaApp 'certificate verify failed'
 tls_refused StrangerApp UNAUTHENTICATED
 tls_refused ReaderApp PERMISSION_DENIED
+tls_refused NoCertApp UNAVAILABLE  # the daemon requires a certificate: it closes the connection
 for reason in unmapped_certificate wrong_role; do
   n=$(metric tls "heapwatch_auth_failures_total{reason=\"$reason\"}")
   ((n >= 1)) || fail "the tls daemon counted no $reason refusal ($n)"
 done
-log "TLS: TlsApp (token) and MtlsApp (client certificate) registered, the three others refused"
+log "TLS: TlsApp (token), MtlsApp and CertOnlyApp (client certificates) registered, the others refused"
 
 # ---- 7. Histogram now through the tls daemon: stored once, in the mode asked for, before collect returns.
 snapshot_count() {  # the tls daemon's stored snapshots
@@ -296,8 +318,8 @@ fi
 grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read token's collect: $out"
 (($(snapshot_count) == before)) || fail "a refused collect stored a snapshot"
 log "collect with a read token: PERMISSION_DENIED, nothing stored"
-for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp; do kill "${jpid[$app]}"; done
-kill "${dpid[tls]}"
+for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp CertOnlyApp NoCertApp; do kill "${jpid[$app]}"; done
+kill "${dpid[tls]}" "${dpid[mtls]}"
 
 # ---- 2. Leak, automatic dump through the agent, report naming the accumulation point and static CACHE.
 leak_of() {  # DAEMON AGENT: the id of the agent's leak
