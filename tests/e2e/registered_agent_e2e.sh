@@ -79,7 +79,7 @@ done
     echo "$who e2e-$who $(tr -d '\n' <"$tmp/$who.secret" | sha256sum | cut -d' ' -f1)"
   done
 } >"$tmp/tokens"
-# The tls daemon's CA and certificates, and a CA that signed none of them.
+# The tls and mtls daemons' CA and certificates, and a CA that signed none of them.
 pki_ca "$tmp/pki" ca
 pki_cert "$tmp/pki" ca server localhost server
 pki_cert "$tmp/pki" ca mtls e2e-agent-mtls client
@@ -147,7 +147,7 @@ start_daemon() {  # NAME
   gport[$name]=$(wait_port_file "$tmp/d-$name/grpc.port" 30) || fail "heapwatchd $name did not start"
 }
 tls_ctl_options=(--tls-ca "$tmp/pki/ca.pem")  # the tls daemon's query listener: its certificate checked
-ctl() {  # NAME ARGS... (the tcp and tls daemons with the admin token)
+ctl() {  # NAME ARGS... (tcp and tls with the admin token, mtls with the read-mapped certificate)
   local name=$1
   shift
   local auth=()
