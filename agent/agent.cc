@@ -54,6 +54,7 @@
 #include "collectors/pause_budget.h"
 #include "collectors/perf_data.h"
 #include "collectors/procfs.h"
+#include "grpc/support/log.h"
 #include "proto/agent_mode.h"
 #include "proto/time_util.h"
 
@@ -80,6 +81,12 @@ void Log(const std::string& message) {
   std::fprintf(stderr, "heapwatch-agent: %s\n", message.c_str());
   std::fflush(stderr);
 }
+
+// gRPC core's own log lines (gpr_log), dropped: it writes one to stderr at every failed TLS
+// handshake ("Handshake failed with fatal error SSL_ERROR_SSL ..."), so a daemon whose certificate
+// the agent does not trust would put a line on the JVM's stderr at every reconnect, forever. The
+// agent logs the failure itself, once, with gRPC's reason (the status carries it).
+void DropGrpcLog(gpr_log_func_args*) {}
 
 std::string HostName() {
   char buf[256] = {};
@@ -801,6 +808,8 @@ Agent* Setup(JavaVM* vm, const char* options, bool live_phase) {
     return nullptr;
   }
   g_agent = new Agent(jvmti, std::move(*parsed));
+  // Process-wide; in a JVM the agent is normally the only user of gRPC's C core (grpc-java is not).
+  gpr_set_log_function(&DropGrpcLog);
   if (!live_phase) jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
   jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
   if (gc_events) {

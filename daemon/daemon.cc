@@ -50,6 +50,8 @@
 #include "daemon/string_table_watch.h"
 #include "diff/leak_detector.h"
 #include "diff/trend_detector.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
 #include "web/web_server.h"
 #include "spdlog/spdlog.h"
 #include "storage/snapshot_store.h"
@@ -106,6 +108,24 @@ std::string Describe(const AgentInfo& info) {
 
 // Process identity used by discovery: (pid, start ticks) names one process for its whole life.
 using ProcessKey = std::pair<int64_t, uint64_t>;
+
+// What /metrics collects: `metrics`' families, with heapwatch_store_commits_total first brought up
+// to the store's count (an atomic read), so that each scrape sees every commit so far. `store` and
+// `metrics` must outlive every Collect (the web server, which calls it, stops before they go).
+class ScrapedMetrics : public prometheus::Collectable {
+ public:
+  ScrapedMetrics(const storage::SnapshotStore* store, Metrics* metrics)
+      : store_(store), metrics_(metrics), exported_(metrics->collectable()) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    metrics_->SetStoreCommits(store_->Commits());
+    return exported_->Collect();
+  }
+
+ private:
+  const storage::SnapshotStore* store_;
+  Metrics* metrics_;
+  std::shared_ptr<prometheus::Collectable> exported_;
+};
 
 }  // namespace
 
@@ -168,6 +188,9 @@ struct Daemon::Impl {
   Scheduler scheduler;
   std::unique_ptr<Escalation> escalation;
   std::unique_ptr<QueryServer> grpc;
+  // What the web server's /metrics collects (it holds a weak_ptr); declared before `web`, so that
+  // it outlives the server.
+  std::shared_ptr<ScrapedMetrics> scraped_metrics;
   // /metrics and the web pages (docs/web.md); replaces prometheus-cpp's Exposer, which could serve
   // nothing but metrics.
   std::unique_ptr<web::WebServer> web;
@@ -1365,8 +1388,9 @@ StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
     web_options.pages_listen = config.web.listen;
     web_options.external_url = config.web.external_url;
     web_options.gate = MakeWebGate(authorizer, &impl->metrics);  // the gRPC API's credentials
-    auto web = web::WebServer::Start(web_options, impl->metrics.collectable(),
-                                     impl->grpc->query_source());
+    impl->scraped_metrics = std::make_shared<ScrapedMetrics>(impl->store.get(), &impl->metrics);
+    auto web =
+        web::WebServer::Start(web_options, impl->scraped_metrics, impl->grpc->query_source());
     if (!web.ok()) {
       return absl::UnavailableError(absl::StrCat("cannot listen for metrics or web pages on ",
                                                  config.metrics_listen, ": ",

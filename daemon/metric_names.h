@@ -54,6 +54,9 @@ inline constexpr std::string_view kStoreSize = "heapwatch_store_size_bytes";
 // bounds); records are entries.
 inline constexpr std::string_view kStoreBytes = "heapwatch_store_bytes";
 inline constexpr std::string_view kStoreRecords = "heapwatch_store_records";
+// LMDB write transactions the store committed since heapwatchd started (SnapshotStore::Commits():
+// every write commits one, except that concurrent snapshot appends share one: group commit).
+inline constexpr std::string_view kStoreCommits = "heapwatch_store_commits_total";
 // Background retention runs by result (ok | error).
 inline constexpr std::string_view kRetentionRuns = "heapwatch_retention_runs_total";
 // gRPC requests served, by method (e.g. ListSuspects) and status code name (OK, NOT_FOUND, ...).
@@ -191,6 +194,7 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kPauseBudgetExceeded,
     metric_names::kRetentionRuns,
     metric_names::kStoreBytes,
+    metric_names::kStoreCommits,
     metric_names::kStoreRecords,
     metric_names::kStoreSize,
     metric_names::kStringTableBytes,

@@ -310,6 +310,12 @@ struct Metrics::Impl {
   Family<Gauge>& store_records =
       RegisterFamily(prometheus::BuildGauge(), metric_names::kStoreRecords,
                      "Entries in the store per kind of data.", *registry);
+  Counter& store_commits =
+      RegisterFamily(prometheus::BuildCounter(), metric_names::kStoreCommits,
+                     "LMDB write transactions the store committed since heapwatchd started.",
+                     *registry)
+          .Add({});
+  std::mutex store_commits_mu;  // makes SetStoreCommits' read and raise one step
 
   // Agent gateway (daemon/agent_gateway.h).
   Family<Counter>& agent_deliveries =
@@ -769,6 +775,13 @@ void Metrics::DeclareAuthFailureReason(std::string_view reason) {
 
 void Metrics::RecordAuthFailure(std::string_view reason) {
   impl_->auth_failures.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::SetStoreCommits(uint64_t commits) {
+  std::lock_guard<std::mutex> lock(impl_->store_commits_mu);
+  const double now = static_cast<double>(commits);
+  const double exported = impl_->store_commits.Value();
+  if (now > exported) impl_->store_commits.Increment(now - exported);
 }
 
 void Metrics::SetStoreUsage(const std::vector<storage::KindUsage>& usage) {

@@ -162,6 +162,9 @@ class Metrics {
 
   // heapwatch_store_size_bytes.
   void SetStoreSize(uint64_t bytes);
+  // heapwatch_store_commits_total, raised to `commits` (SnapshotStore::Commits(), a count that only
+  // grows); a smaller value than the counter's is ignored. Thread-safe.
+  void SetStoreCommits(uint64_t commits);
   // heapwatch_store_bytes{kind} and heapwatch_store_records{kind}, one series per entry (kinds as
   // daemon/record_retention.h StoreUsage names them).
   void SetStoreUsage(const std::vector<storage::KindUsage>& usage);

@@ -612,7 +612,10 @@ class QueryServiceImpl final : public v1::QueryService::Service {
         std::min(absl::FromChrono(context.deadline()), absl::Now() + absl::Minutes(2));
     auto snapshot = collector(AgentId(request.agent()), mode, deadline);
     if (!snapshot.ok()) return ToGrpc(snapshot.status());
-    proto::ToTimestamp(snapshot->time, response->mutable_time());
+    // The time as stored (microseconds, rounded down: storage/snapshot_store.h), so that it names
+    // the stored snapshot (history, diff --at); the agent's clock and absl::Now() have nanoseconds.
+    proto::ToTimestamp(absl::FromUnixMicros(absl::ToUnixMicros(snapshot->time)),
+                       response->mutable_time());
     response->set_mode(ToProto(snapshot->cost.mode));
     proto::ToDuration(snapshot->cost.pause, response->mutable_pause());
     response->set_classes(static_cast<uint32_t>(snapshot->histogram.rows.size()));

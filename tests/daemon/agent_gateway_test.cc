@@ -275,6 +275,14 @@ class AgentGatewayTest : public ::testing::Test {
       EXPECT_FALSE(e.is_regular_file()) << e.path();
     }
   }
+  // heapwatch_store_commits_total on the daemon's /metrics; -1 when the sample is missing.
+  double StoreCommits() {
+    const std::string metrics = HttpGet(daemon_->metrics_port(), "/metrics");
+    const std::string name = "\nheapwatch_store_commits_total ";
+    const size_t at = metrics.find(name);
+    if (at == std::string::npos) return -1;
+    return std::strtod(metrics.c_str() + at + name.size(), nullptr);
+  }
   // Waits up to `limit` for `pred`.
   template <typename Pred>
   bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(5)) {
@@ -309,7 +317,13 @@ TEST_F(AgentGatewayTest, RegisteredAgentOverUnixSocketIsServedLikeAnAttachAgent)
   EXPECT_EQ(registered.config().histogram_interval().seconds(),
             absl::ToInt64Seconds(config_.collection.interval));
   EXPECT_EQ(registered.config().mode(), av1::HISTOGRAM_MODE_LIVE);
+  // Registering wrote the agent's record: at least one commit, seen at the scrape.
+  const double commits_before = StoreCommits();
+  EXPECT_GE(commits_before, 1);
   for (uint64_t seq = 1; seq <= 4; ++seq) EXPECT_EQ(agent.Deliver(seq), seq);
+  // One stream's deliveries are stored one after another (the next is sent after the Ack), so
+  // group commit has nothing to share: a commit each at least.
+  EXPECT_GE(StoreCommits(), commits_before + 4);
 
   auto listed = FindAgent(AgentIdOf());
   ASSERT_TRUE(listed.has_value());
@@ -1031,6 +1045,8 @@ TEST_F(AgentGatewayTest, CollectHistogramOfARegisteredAgentGoesThroughItsStream)
   av1::AgentMessage h = agent.Histogram(1);
   h.mutable_histogram()->set_request_id(m.histogram_request().request_id());
   h.mutable_histogram()->set_mode(av1::HISTOGRAM_MODE_ALL);
+  // A real agent's clock has nanoseconds; the store keeps microseconds.
+  h.mutable_histogram()->mutable_time()->set_nanos(123456789);
   EXPECT_EQ(agent.Deliver(h), 1u);
   caller.join();
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -1038,8 +1054,12 @@ TEST_F(AgentGatewayTest, CollectHistogramOfARegisteredAgentGoesThroughItsStream)
   EXPECT_EQ(proto::FromDuration(response.pause()).value(), absl::Milliseconds(3));
   EXPECT_EQ(response.classes(), 3u);
   EXPECT_EQ(response.total_instances(), 1000u + 500 + 700);
-  EXPECT_EQ(proto::FromTimestamp(response.time()).value(), kJvmStart + absl::Seconds(10));
-  EXPECT_EQ(LeakHistory().size(), 1u) << "stored like any histogram";
+  // The response names the stored snapshot: its time as stored (the 789 ns cut).
+  const absl::Time sent = proto::FromTimestamp(h.histogram().time()).value();
+  EXPECT_EQ(proto::FromTimestamp(response.time()).value(), sent - absl::Nanoseconds(789));
+  ASSERT_EQ(LeakHistory().size(), 1u) << "stored like any histogram";
+  EXPECT_EQ(proto::FromTimestamp(LeakHistory()[0].time()).value(),
+            proto::FromTimestamp(response.time()).value());
 
   // The agent reports the request failed: UNAVAILABLE with its reason.
   caller = std::thread([&] {

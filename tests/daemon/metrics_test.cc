@@ -387,5 +387,22 @@ TEST(Metrics, GrpcAndStoreSeries) {
   EXPECT_THAT(Samples(text, {"heapwatch_build_info{version="}), ::testing::SizeIs(1));
 }
 
+// heapwatch_store_commits_total is exported from 0 and follows SnapshotStore::Commits(), a count
+// that only grows: a smaller value (a stale read) does not lower the counter.
+TEST(Metrics, StoreCommitsCounterFollowsTheStoresCount) {
+  Metrics m;
+  EXPECT_THAT(Samples(m.ExpositionText(), {"heapwatch_store_commits_total 0"}),
+              ::testing::SizeIs(1));
+  m.SetStoreCommits(5);
+  EXPECT_THAT(Samples(m.ExpositionText(), {"heapwatch_store_commits_total 5"}),
+              ::testing::SizeIs(1));
+  m.SetStoreCommits(3);
+  EXPECT_THAT(Samples(m.ExpositionText(), {"heapwatch_store_commits_total 5"}),
+              ::testing::SizeIs(1));
+  m.SetStoreCommits(1234567);
+  EXPECT_THAT(Samples(m.ExpositionText(), {"heapwatch_store_commits_total 1234567"}),
+              ::testing::SizeIs(1));
+}
+
 }  // namespace
 }  // namespace heapwatch::daemon

@@ -5,7 +5,8 @@
 #   pids     append the pid of every background process: each gets SIGTERM, then SIGKILL after 5 s
 #   ok       set to 1 once the test passed (otherwise the last lines of every $tmp/*.log are printed)
 # and the functions fail MESSAGE, log MESSAGE (prefixed by the seconds since t_start_ms), elapsed and
-# wait_port_file FILE SECONDS (prints the port a daemon wrote to FILE).
+# wait_port_file FILE SECONDS (prints the port a daemon wrote to FILE); further down, helpers for real
+# application servers, for one daemon restarted on one store, and pki_ca / pki_cert (test certificates).
 e2e_prefix=${1:?usage: source e2e_lib.sh PREFIX}
 tmp=$(mktemp -d -t "$e2e_prefix.XXXXXX")
 pids=()
@@ -165,4 +166,33 @@ hw_wait_until() {
     ((SECONDS < end)) || return 1
     sleep 0.2
   done
+}
+
+# ---- Certificates (docs/security.md, "Creating a CA and certificates with openssl": the same recipe) ------
+# pki_ca DIR NAME: a self-signed P-256 CA, DIR/NAME.key and DIR/NAME.pem, valid for a day.
+pki_ca() {
+  mkdir -p "$1"
+  openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj "/CN=heapwatch e2e $2" -keyout "$1/$2.key" -out "$1/$2.pem" 2>/dev/null ||
+    fail "openssl could not make the CA $2"
+}
+# pki_cert DIR CA NAME CN server|client: DIR/NAME.key and DIR/NAME.pem signed by DIR/CA.{pem,key}; a
+# server certificate names DNS:localhost and IP:127.0.0.1 (extendedKeyUsage serverAuth), a client
+# certificate is named by its CN (clientAuth).
+pki_cert() {
+  local dir=$1 ca=$2 name=$3 cn=$4 ext
+  case $5 in
+    server) ext='subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' ;;
+    client) ext='extendedKeyUsage=clientAuth\n' ;;
+    *) fail "pki_cert: kind $5 is neither server nor client" ;;
+  esac
+  # shellcheck disable=SC2059
+  printf "$ext" >"$dir/$name.ext"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
+    -keyout "$dir/$name.key" -out "$dir/$name.csr" 2>/dev/null ||
+    fail "openssl could not make the key of the $5 certificate $name"
+  openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.pem" -CAkey "$dir/$ca.key" -CAcreateserial \
+    -days 1 -extfile "$dir/$name.ext" -out "$dir/$name.pem" 2>/dev/null ||
+    fail "openssl could not sign the $5 certificate $name"
+  chmod 600 "$dir/$name.key"
 }

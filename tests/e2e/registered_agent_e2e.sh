@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
 # Registered agents end to end (issue 10, docs/agents.md, docs/agent.md): real JVMs run heapwatch's
 # in-process agent (libheapwatch_agent.so) and register with real heapwatchd processes, one over a UNIX
-# socket and one over loopback TCP with an `agent` token.
+# socket, one over loopback TCP with an `agent` token, and two over TLS (a token or a client certificate;
+# client certificates only).
 #
 # Usage: registered_agent_e2e.sh HEAPWATCHD HEAPWATCHCTL AGENT_SO JAVA_SRC_DIR
 #
-# Two daemons (one agent listener each), neither watching any JVM through the attach socket:
+# Four daemons (one agent listener each), none watching any JVM through the attach socket:
 #   unix  agents.listen unix:$tmp/run/agent.sock, no tokens
 #   tcp   agents.listen 127.0.0.1:0 with a tokens file (`agent`, `read` and `admin` tokens)
+#   tls   agents.listen 127.0.0.1:0 with the same tokens file and TLS: a certificate for 127.0.0.1 from a
+#         CA made here with openssl, client certificates of that CA requested, CN e2e-agent-mtls mapped
+#         to role `agent` and e2e-reader to `read`; collection.interval 1h, so that its agents deliver only
+#         the histograms asked for
+#   mtls  as tls without a tokens file: client certificates are the only credential, required in the
+#         handshake (e2e-agent-mtls -> agent, e2e-reader -> read, which heapwatchctl uses to list agents)
 # Three JVMs of StaticCacheApp (a HashMap in a static field that grows ~55 KiB per 100 ms):
 #   UnixApp  -agentpath:...=address=unix:...            -> unix daemon
 #   TcpApp   -agentpath:...=address=127.0.0.1:P,token_file=agent.secret -> tcp daemon
 #   BadApp   -agentpath:...=address=127.0.0.1:P,token_file=wrong.secret -> refused; runs on, one log line
+# and seven of SteadyApp (a constant live set), five for the tls daemon and two for the mtls daemon:
+#   TlsApp       tls_ca=ca.pem,token_file=agent.secret             TLS, the daemon's certificate checked
+#   MtlsApp      tls_ca=ca.pem,tls_cert=mtls.pem,tls_key=mtls.key  mutual TLS, no token
+#   WrongCaApp   tls_ca=other-ca.pem,token_file=agent.secret       -> handshake fails; runs on, one log line
+#   StrangerApp  a client certificate of the CA, CN not mapped      -> UNAUTHENTICATED; runs on, one line
+#   ReaderApp    a client certificate whose CN is mapped to read    -> PERMISSION_DENIED; runs on, one line
+#   CertOnlyApp  (mtls) tls_ca=ca.pem,tls_cert=mtls.pem,tls_key=mtls.key
+#   NoCertApp    (mtls) tls_ca=ca.pem,token_file=agent.secret -> no certificate: the daemon closes the
+#                connection (UNAVAILABLE); runs on, one log line
 # Checks:
 #   1. UnixApp and TcpApp are listed with kind "registered" by their daemon; BadApp is listed by neither,
 #      logs exactly one "heapwatch-agent:" line, keeps running, and the tcp daemon counts the refusal.
@@ -25,6 +41,16 @@
 #   5. The unix daemon is killed with SIGKILL for 3 s and restarted: the agent reconnects and delivers what
 #      it buffered; every histogram time of the agent's leaking class is stored once (no duplicate time), the
 #      outage leaves no hole longer than 2.5 intervals, and the daemon counts no duplicate delivery and no gap.
+#   6. TLS: TlsApp and MtlsApp are listed with kind "registered" by the tls daemon, CertOnlyApp by the mtls
+#      daemon, and their agents log nothing; WrongCaApp, StrangerApp, ReaderApp and NoCertApp are listed by
+#      no daemon, each logs exactly one "heapwatch-agent:" line naming its refusal, nothing from gRPC
+#      itself, and runs on; the tls daemon counts the unmapped_certificate and wrong_role refusals.
+#   7. Histogram now (`heapwatchctl collect`, over the TLS query listener with the admin token): `--mode
+#      all` and `--mode live` of TlsApp and `--mode live` of MtlsApp each return once the histogram is
+#      stored: the store's snapshot count rises by exactly one, the agent's java.lang.String history gains
+#      exactly one point, at the time collect returned and in the mode asked for, and
+#      heapwatch_store_commits_total rises. A `read` token's collect is PERMISSION_DENIED and stores nothing.
+#      Then the tls and mtls daemons and their JVMs are stopped, so that they do not slow checks 2, 3 and 5.
 set -euo pipefail
 heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL AGENT_SO JAVA_SRC_DIR}
 heapwatchctl=${2:?}
@@ -33,11 +59,15 @@ java_src=${4:?}
 
 # shellcheck source=e2e_lib.sh
 E2E_LOG_LINES=25 source "$(dirname "$0")/e2e_lib.sh" heapwatch-registered
-mkdir -p "$tmp/classes" "$tmp/jar" "$tmp/run" "$tmp/dumps-unix" "$tmp/dumps-tcp" "$tmp/d-unix" "$tmp/d-tcp"
+mkdir -p "$tmp/classes" "$tmp/jar" "$tmp/run"
+for d in unix tcp tls mtls; do mkdir -p "$tmp/dumps-$d" "$tmp/d-$d"; done
 chmod 700 "$tmp/run"
-javac -d "$tmp/classes" "$java_src/StaticCacheApp.java" "$java_src/TestSupport.java"
+javac -d "$tmp/classes" "$java_src/StaticCacheApp.java" "$java_src/SteadyApp.java" "$java_src/TestSupport.java"
 for app in UnixApp TcpApp BadApp; do
   jar --create --file "$tmp/jar/$app.jar" --main-class StaticCacheApp -C "$tmp/classes" .
+done
+for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp CertOnlyApp NoCertApp; do
+  jar --create --file "$tmp/jar/$app.jar" --main-class SteadyApp -C "$tmp/classes" .
 done
 
 # Tokens: secrets in files, their SHA-256 in the tokens file (docs/security.md).
@@ -49,14 +79,21 @@ done
     echo "$who e2e-$who $(tr -d '\n' <"$tmp/$who.secret" | sha256sum | cut -d' ' -f1)"
   done
 } >"$tmp/tokens"
+# The tls and mtls daemons' CA and certificates, and a CA that signed none of them.
+pki_ca "$tmp/pki" ca
+pki_cert "$tmp/pki" ca server localhost server
+pki_cert "$tmp/pki" ca mtls e2e-agent-mtls client
+pki_cert "$tmp/pki" ca stranger e2e-stranger client
+pki_cert "$tmp/pki" ca reader e2e-reader client
+pki_ca "$tmp/pki" other-ca
 
-daemon_yaml() {  # NAME AGENT_LISTEN [EXTRA YAML]
+daemon_yaml() {  # NAME AGENT_LISTEN INTERVAL [EXTRA YAML]
   cat <<EOF
 watch:
   agents:
     include: ["/nonexistent/*.jar"]
 collection:
-  interval: 1s
+  interval: $3
   pause_budget: 1
   discovery_interval: 1s
 trend:
@@ -73,12 +110,30 @@ agents:
   listen: "$2"
   heartbeat_interval: 1s
   port_file: $tmp/d-$1/agent.port
-${3:-}
+${4:-}
 EOF
 }
-daemon_yaml unix "unix:$tmp/run/agent.sock" >"$tmp/unix.yml"
-daemon_yaml tcp "127.0.0.1:0" "auth:
+daemon_yaml unix "unix:$tmp/run/agent.sock" 1s >"$tmp/unix.yml"
+daemon_yaml tcp "127.0.0.1:0" 1s "auth:
   tokens_file: $tmp/tokens" >"$tmp/tcp.yml"
+daemon_yaml tls "127.0.0.1:0" 1h "auth:
+  tokens_file: $tmp/tokens
+  client_certificates:
+    e2e-agent-mtls: agent
+    e2e-reader: read
+tls:
+  cert_file: $tmp/pki/server.pem
+  key_file: $tmp/pki/server.key
+  client_ca_file: $tmp/pki/ca.pem" >"$tmp/tls.yml"
+# No tokens file: client certificates are the only credential, so the handshake requires one.
+daemon_yaml mtls "127.0.0.1:0" 1h "auth:
+  client_certificates:
+    e2e-agent-mtls: agent
+    e2e-reader: read
+tls:
+  cert_file: $tmp/pki/server.pem
+  key_file: $tmp/pki/server.key
+  client_ca_file: $tmp/pki/ca.pem" >"$tmp/mtls.yml"
 
 declare -A dpid gport
 start_daemon() {  # NAME
@@ -91,44 +146,67 @@ start_daemon() {  # NAME
   pids+=("${dpid[$name]}")
   gport[$name]=$(wait_port_file "$tmp/d-$name/grpc.port" 30) || fail "heapwatchd $name did not start"
 }
-ctl() {  # NAME ARGS... (the tcp daemon with the admin token)
+tls_ctl_options=(--tls-ca "$tmp/pki/ca.pem")  # the tls daemon's query listener: its certificate checked
+ctl() {  # NAME ARGS... (tcp and tls with the admin token, mtls with the read-mapped certificate)
   local name=$1
   shift
   local auth=()
   [[ $name == tcp ]] && auth=(--token-file "$tmp/admin.secret")
+  [[ $name == tls ]] && auth=("${tls_ctl_options[@]}" --token-file "$tmp/admin.secret")
+  [[ $name == mtls ]] && auth=("${tls_ctl_options[@]}" --tls-cert "$tmp/pki/reader.pem" --tls-key "$tmp/pki/reader.key")
   "$heapwatchctl" --server "127.0.0.1:${gport[$name]}" --timeout 10s "${auth[@]}" "$@"
 }
 metric() {  # NAME SAMPLE
   local port
   port=$(cat "$tmp/d-$1/metrics.port")
   local auth=()
-  [[ $1 == tcp ]] && auth=(-H "Authorization: Bearer $(cat "$tmp/read.secret")")
+  [[ $1 != unix ]] && auth=(-H "Authorization: Bearer $(cat "$tmp/read.secret")")
   curl -sf "${auth[@]}" "http://127.0.0.1:$port/metrics" |
     awk -v k="$2" '$1 == k { printf "%d\n", $2; found = 1 } END { if (!found) print -1 }'
 }
 
 start_daemon unix
 start_daemon tcp
+start_daemon tls
+start_daemon mtls
 agent_port=$(wait_port_file "$tmp/d-tcp/agent.port" 30) || fail "the tcp daemon wrote no agent port"
-log "daemons up: unix gRPC ${gport[unix]}, tcp gRPC ${gport[tcp]} (agents on 127.0.0.1:$agent_port)"
+tls_port=$(wait_port_file "$tmp/d-tls/agent.port" 30) || fail "the tls daemon wrote no agent port"
+mtls_port=$(wait_port_file "$tmp/d-mtls/agent.port" 30) || fail "the mtls daemon wrote no agent port"
+log "daemons up: unix gRPC ${gport[unix]}, tcp gRPC ${gport[tcp]} (agents on 127.0.0.1:$agent_port)," \
+  "tls gRPC ${gport[tls]} (agents on 127.0.0.1:$tls_port), mtls gRPC ${gport[mtls]} (agents on $mtls_port)"
 
 declare -A jpid
-start_jvm() {  # APP AGENT_OPTIONS
-  java "-agentpath:$agent_so=$2" -Xmx256m -jar "$tmp/jar/$1.jar" --max-seconds 240 \
-    >"$tmp/$1.log" 2>&1 &
-  jpid[$1]=$!
-  pids+=("${jpid[$1]}")
+start_jvm() {  # APP AGENT_OPTIONS [PROGRAM ARGUMENTS...]
+  local app=$1 options=$2
+  shift 2
+  java "-agentpath:$agent_so=$options" -Xmx256m -jar "$tmp/jar/$app.jar" --max-seconds 240 "$@" \
+    >"$tmp/$app.log" 2>&1 &
+  jpid[$app]=$!
+  pids+=("${jpid[$app]}")
 }
 start_jvm UnixApp "address=unix:$tmp/run/agent.sock,label.e2e=unix"
 start_jvm TcpApp "address=127.0.0.1:$agent_port,token_file=$tmp/agent.secret,label.e2e=tcp"
 start_jvm BadApp "address=127.0.0.1:$agent_port,token_file=$tmp/wrong.secret"
+tls_agent="address=127.0.0.1:$tls_port,tls_ca=$tmp/pki"
+steady=(--live-mb 8 --garbage-kb-per-second 64)
+start_jvm TlsApp "$tls_agent/ca.pem,token_file=$tmp/agent.secret,label.e2e=tls" "${steady[@]}"
+start_jvm MtlsApp "$tls_agent/ca.pem,tls_cert=$tmp/pki/mtls.pem,tls_key=$tmp/pki/mtls.key,label.e2e=mtls" \
+  "${steady[@]}"
+start_jvm WrongCaApp "$tls_agent/other-ca.pem,token_file=$tmp/agent.secret" "${steady[@]}"
+for who in Stranger Reader; do
+  cert=$tmp/pki/${who,,}
+  start_jvm "${who}App" "$tls_agent/ca.pem,tls_cert=$cert.pem,tls_key=$cert.key" "${steady[@]}"
+done
+mtls_agent="address=127.0.0.1:$mtls_port,tls_ca=$tmp/pki/ca.pem"
+start_jvm CertOnlyApp "$mtls_agent,tls_cert=$tmp/pki/mtls.pem,tls_key=$tmp/pki/mtls.key" "${steady[@]}"
+start_jvm NoCertApp "$mtls_agent,token_file=$tmp/agent.secret" "${steady[@]}"
 
 agent_of() {  # DAEMON PID: the agent id of that JVM in the daemon's list when it is registered
   ctl "$1" --json agents 2>/dev/null |
     jq -r --argjson p "$2" '.agents[]? | select((.pid | tonumber) == $p and .kind == "registered") | .agent'
 }
 declare -A agent
-for pair in unix:UnixApp tcp:TcpApp; do
+for pair in unix:UnixApp tcp:TcpApp tls:TlsApp tls:MtlsApp mtls:CertOnlyApp; do
   d=${pair%%:*} app=${pair#*:}
   for _ in $(seq 150); do
     agent[$app]=$(agent_of "$d" "${jpid[$app]}")
@@ -162,6 +240,86 @@ if out=$("$heapwatchctl" --server "127.0.0.1:${gport[tcp]}" --timeout 5s --token
 fi
 grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read token's dump request: $out"
 log "query API: no token UNAUTHENTICATED, read token's dump PERMISSION_DENIED"
+
+# ---- 6. TLS: the token and the client certificate agents registered (above), quietly; the others refused.
+for app in TlsApp MtlsApp CertOnlyApp; do
+  lines=$(grep -c '^heapwatch-agent:' "$tmp/$app.log" || true)
+  ((lines == 0)) || fail "$app's agent logged: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log")"
+done
+tls_refused() {  # APP REASON: the JVM runs on, its agent logged one line naming REASON, no daemon lists it
+  local app=$1 reason=$2 lines grpc_lines
+  for _ in $(seq 75); do  # its first refusal came long ago on a quiet machine; 15 s for a loaded one
+    grep -q '^heapwatch-agent:' "$tmp/$app.log" && break
+    sleep 0.2
+  done
+  kill -0 "${jpid[$app]}" 2>/dev/null || fail "$app exited after its agent was refused"
+  lines=$(grep -c '^heapwatch-agent:' "$tmp/$app.log" || true)
+  ((lines == 1)) || fail "$app's agent logged $lines lines, expected exactly 1"
+  grep '^heapwatch-agent:' "$tmp/$app.log" | grep -q "$reason" ||
+    fail "$app's agent line does not say $reason: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log")"
+  # Nothing else reaches the JVM's stderr: gRPC core's own lines ("E1125 05:59:57.469 12089
+  # ssl_transport_security.cc:1501] Handshake failed ..."), one per reconnect, are dropped by the agent.
+  grpc_lines=$(grep -cE '^[DIE][0-9]{4} .*\.cc:[0-9]+\]' "$tmp/$app.log" || true)
+  ((grpc_lines == 0)) ||
+    fail "$app's stderr has $grpc_lines gRPC log lines: $(grep -m1 -E '\.cc:[0-9]+\]' "$tmp/$app.log")"
+  for d in unix tcp tls mtls; do
+    [[ -z $(agent_of "$d" "${jpid[$app]}") ]] || fail "the $d daemon lists $app"
+  done
+  log "$app refused: $(grep -m1 '^heapwatch-agent:' "$tmp/$app.log" | cut -c1-150)"
+}
+tls_refused WrongCaApp 'certificate verify failed'
+tls_refused StrangerApp UNAUTHENTICATED
+tls_refused ReaderApp PERMISSION_DENIED
+tls_refused NoCertApp UNAVAILABLE  # the daemon requires a certificate: it closes the connection
+for reason in unmapped_certificate wrong_role; do
+  n=$(metric tls "heapwatch_auth_failures_total{reason=\"$reason\"}")
+  ((n >= 1)) || fail "the tls daemon counted no $reason refusal ($n)"
+done
+log "TLS: TlsApp (token), MtlsApp and CertOnlyApp (client certificates) registered, the others refused"
+
+# ---- 7. Histogram now through the tls daemon: stored once, in the mode asked for, before collect returns.
+snapshot_count() {  # the tls daemon's stored snapshots
+  ctl tls --json store | jq -r '[.kinds[] | select(.kind == "snapshots") | (.records // 0 | tonumber)] | add // 0'
+}
+string_points() {  # AGENT: "time mode" of each java.lang.String point, oldest first
+  { ctl tls --json history "$1" java.lang.String 2>/dev/null || echo '{}'; } |
+    jq -r '.points[]? | "\(.time) \(.mode)"' | sort
+}
+collect_once() {  # APP MODE
+  local app=$1 mode=$2 id=${agent[$1]} before points_before commits_before out time got after points commits
+  before=$(snapshot_count)
+  points_before=$(string_points "$id" | wc -l)
+  commits_before=$(metric tls heapwatch_store_commits_total)
+  out=$(ctl tls --json collect "$id" --mode "$mode") || fail "collect $app --mode $mode failed: $out"
+  time=$(jq -r .time <<<"$out")
+  got=$(jq -r .mode <<<"$out")
+  [[ $got == "HISTOGRAM_MODE_${mode^^}" ]] || fail "collect $app --mode $mode returned mode $got: $out"
+  after=$(snapshot_count)
+  ((after == before + 1)) || fail "collect $app --mode $mode: snapshots $before -> $after, expected +1"
+  points=$(string_points "$id")
+  (($(wc -l <<<"$points") == points_before + 1)) ||
+    fail "collect $app --mode $mode: java.lang.String points $points_before -> $(wc -l <<<"$points")"
+  [[ $(tail -1 <<<"$points") == "$time $mode" ]] ||
+    fail "collect $app --mode $mode: newest stored point '$(tail -1 <<<"$points")', expected '$time $mode'"
+  commits=$(metric tls heapwatch_store_commits_total)
+  ((commits_before >= 0 && commits > commits_before)) ||
+    fail "heapwatch_store_commits_total did not rise over collect $app ($commits_before -> $commits)"
+  log "collect $app --mode $mode: stored at $time, snapshots $before -> $after," \
+    "store commits $commits_before -> $commits"
+}
+collect_once TlsApp all
+collect_once TlsApp live
+collect_once MtlsApp live
+before=$(snapshot_count)
+if out=$("$heapwatchctl" --server "127.0.0.1:${gport[tls]}" --timeout 10s "${tls_ctl_options[@]}" \
+  --token-file "$tmp/read.secret" collect "${agent[TlsApp]}" 2>&1); then
+  fail "a read token collected a histogram"
+fi
+grep -q PERMISSION_DENIED <<<"$out" || fail "no PERMISSION_DENIED for a read token's collect: $out"
+(($(snapshot_count) == before)) || fail "a refused collect stored a snapshot"
+log "collect with a read token: PERMISSION_DENIED, nothing stored"
+for app in TlsApp MtlsApp WrongCaApp StrangerApp ReaderApp CertOnlyApp NoCertApp; do kill "${jpid[$app]}"; done
+kill "${dpid[tls]}" "${dpid[mtls]}"
 
 # ---- 2. Leak, automatic dump through the agent, report naming the accumulation point and static CACHE.
 leak_of() {  # DAEMON AGENT: the id of the agent's leak
