@@ -618,18 +618,8 @@ TEST_F(AgentGatewayTest, ExtendedDumpTravelsThroughTheAgentAndResumesAfterABroke
     ASSERT_TRUE(agent.Write(ready));
     auto stub = av1::AgentGateway::NewStub(AgentChannel());
     constexpr size_t kChunk = 256 << 10;
-    {  // Broken after two chunks.
-      grpc::ClientContext context;
-      av1::UploadDumpReply reply;
-      auto writer = stub->UploadDump(&context, &reply);
-      ASSERT_TRUE(writer->Write(Chunk(id, file, 0, kChunk)));
-      ASSERT_TRUE(writer->Write(Chunk(id, file, kChunk, kChunk)));
-      absl::SleepFor(absl::Milliseconds(200));
-      context.TryCancel();
-      writer->Finish();
-    }
     uint64_t offset = 0;
-    ASSERT_TRUE(Eventually([&] {
+    auto received_two_chunks = [&] {
       grpc::ClientContext context;
       av1::GetUploadStatusRequest request;
       request.set_agent_id(AgentIdOf());
@@ -638,7 +628,19 @@ TEST_F(AgentGatewayTest, ExtendedDumpTravelsThroughTheAgentAndResumesAfterABroke
       if (!stub->GetUploadStatus(&context, request, &reply).ok()) return false;
       offset = reply.received_bytes();
       return offset == 2 * kChunk;
-    }));
+    };
+    {  // Broken after two chunks, once the daemon holds them (a fixed 200 ms sleep before the
+       // cancel could lose the second chunk with the call on a loaded machine).
+      grpc::ClientContext context;
+      av1::UploadDumpReply reply;
+      auto writer = stub->UploadDump(&context, &reply);
+      ASSERT_TRUE(writer->Write(Chunk(id, file, 0, kChunk)));
+      ASSERT_TRUE(writer->Write(Chunk(id, file, kChunk, kChunk)));
+      EXPECT_TRUE(Eventually(received_two_chunks, absl::Seconds(30)));
+      context.TryCancel();
+      writer->Finish();
+    }
+    ASSERT_TRUE(Eventually(received_two_chunks));
     {  // A corrupted chunk: refused, nothing taken.
       grpc::ClientContext context;
       av1::UploadDumpReply reply;
