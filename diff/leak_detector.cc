@@ -220,7 +220,9 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, uint32_t> id_of;
   std::vector<ClassInfo> classes;
   std::vector<uint32_t> free_ids;
-  std::vector<uint32_t> id_hint;  // per row position of the last snapshot, its class's id
+  // Per row position of the last snapshot, its class's id (also the guess for the next snapshot's
+  // row there). Every id in it stays in use until the next Observe (see the forgetting below).
+  std::vector<uint32_t> id_hint;
   std::vector<uint64_t> current_bytes, current_instances;  // per id, this snapshot
   std::vector<absl::Duration> intervals;                   // ring of recent intervals
   size_t interval_pos = 0;
@@ -528,11 +530,16 @@ struct LeakDetector::Impl {
     if (scale0.snapshots_observed() % 64 == 0) {
       // The detectors forget their classes by themselves (checked below); the veto needs a class's
       // maxima for cycle_lookback, and an open bucket may still hold it.
+      // A class with a row in this snapshot (one with no objects) is kept until the next one, so
+      // that id_hint names classes in use (LatestClasses); forgetting it one snapshot later
+      // changes nothing else: all its values and cycle maxima in the lookback are 0.
       absl::Duration horizon = options.cycle_lookback;
       if (!scales.empty()) horizon += scales.back().width;
+      std::vector<bool> in_snapshot(classes.size(), false);
+      for (uint32_t id : id_hint) in_snapshot[id] = true;
       for (uint32_t id = 0; id < classes.size(); ++id) {
         const ClassInfo& c = classes[id];
-        if (!c.in_use || c.last_seen >= now - horizon) continue;
+        if (!c.in_use || c.last_seen >= now - horizon || in_snapshot[id]) continue;
         bool tracked = scale0.Tracks(c.name);
         for (const Scale& s : scales) tracked = tracked || s.detector->Tracks(c.name);
         if (!tracked) FreeId(id);
@@ -920,6 +927,46 @@ std::optional<Suspect> LeakDetector::SuspectFor(std::string_view class_name) con
     if (m.suspect.class_name == class_name) return m.suspect;
   }
   return std::nullopt;
+}
+
+std::vector<ClassTotal> LeakDetector::LatestClasses(size_t top,
+                                                    const std::vector<std::string>& also) const {
+  const Impl& m = *impl_;
+  // The distinct classes of the latest snapshot's rows (current_bytes holds their sums).
+  std::vector<bool> seen(m.classes.size(), false);
+  std::vector<uint32_t> ids;
+  ids.reserve(m.id_hint.size());
+  for (uint32_t id : m.id_hint) {
+    if (!seen[id]) {
+      seen[id] = true;
+      ids.push_back(id);
+    }
+  }
+  top = std::min(top, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(top), ids.end(),
+                    [&](uint32_t a, uint32_t b) {
+                      if (m.current_bytes[a] != m.current_bytes[b]) {
+                        return m.current_bytes[a] > m.current_bytes[b];
+                      }
+                      return m.classes[a].name < m.classes[b].name;
+                    });
+  std::vector<ClassTotal> out;
+  out.reserve(top + also.size());
+  auto add = [&](uint32_t id) {
+    out.push_back(ClassTotal{m.classes[id].name, m.current_bytes[id], m.current_instances[id]});
+  };
+  std::vector<bool> added(m.classes.size(), false);
+  for (size_t i = 0; i < top; ++i) {
+    added[ids[i]] = true;
+    add(ids[i]);
+  }
+  for (const std::string& name : also) {
+    auto it = m.id_of.find(name);
+    if (it == m.id_of.end() || !seen[it->second] || added[it->second]) continue;
+    added[it->second] = true;
+    add(it->second);
+  }
+  return out;
 }
 
 std::vector<Leak> LeakDetector::Leaks() const { return impl_->leaks; }

@@ -146,6 +146,14 @@ struct Leak {
   friend bool operator==(const Leak&, const Leak&) = default;
 };
 
+// One class's totals in a snapshot: its rows (one per class loader defining it) summed.
+struct ClassTotal {
+  std::string class_name;
+  uint64_t bytes = 0;      // shallow bytes, summed saturating
+  uint64_t instances = 0;  // summed saturating
+  friend bool operator==(const ClassTotal&, const ClassTotal&) = default;
+};
+
 // One episode for TrendDetector --history style output: a leak or one class being flagged.
 struct Episode {
   enum class Kind { kLeak, kClass };
@@ -190,6 +198,13 @@ class LeakDetector {
   // Current suspects (each with its leak id and scale), sorted by score descending, then name.
   std::vector<Suspect> Suspects() const;
   std::optional<Suspect> SuspectFor(std::string_view class_name) const;
+  // The classes of the latest observed snapshot, rows of one name summed: the `top` with the most
+  // bytes (ties: name ascending), then each class named in `also` that is in the snapshot and not
+  // among them (in the order of `also`, once). What the daemon exports as per-class metrics,
+  // without hashing every row's name again (Observe resolved each row to its class already).
+  // Empty before the first snapshot. O(r + top log r) for r rows, plus O(|also|) lookups.
+  std::vector<ClassTotal> LatestClasses(size_t top, const std::vector<std::string>& also) const;
+
   // Current leaks, sorted by growth_bytes_per_second descending, then id.
   std::vector<Leak> Leaks() const;
   std::optional<Leak> LeakFor(std::string_view leak_id) const;

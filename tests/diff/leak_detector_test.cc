@@ -3,6 +3,7 @@
 #include "diff/leak_detector.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -511,6 +512,59 @@ TEST(LeakDetectorTest, JdkClasses) {
   EXPECT_FALSE(IsJdkClass("com.example.Event"));
   EXPECT_FALSE(IsJdkClass("com.example.Event[]"));
   EXPECT_FALSE(IsJdkClass("javalike.Foo"));
+}
+
+// LatestClasses: the latest snapshot's classes summed by name (saturating), the top ones by bytes
+// with ties by name, then the requested ones that are in the snapshot; each class once. Checked
+// against sums computed here over snapshots whose rows change order, repeat names and drop classes.
+TEST(LeakDetectorTest, LatestClassesSumsTheLatestSnapshotsRowsByName) {
+  LeakDetector detector(LeakOptions{});
+  EXPECT_TRUE(detector.LatestClasses(5, {"A"}).empty());
+  std::mt19937_64 rng(7);
+  for (int k = 0; k < 200; ++k) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = absl::FromUnixSeconds(1'700'000'000 + k);
+    std::vector<std::string> names;
+    for (int c = 0; c < 12; ++c) {
+      if (rng() % 5 != 0) names.push_back(absl::StrFormat("C%02d", c));  // classes come and go
+    }
+    if (k % 3 == 0) std::shuffle(names.begin(), names.end(), rng);
+    if (k % 4 == 0 && !names.empty()) names.push_back(names.front());  // two class loaders
+    std::map<std::string, std::pair<uint64_t, uint64_t>> expected;
+    for (const std::string& n : names) {
+      const uint64_t bytes = (rng() % 4) * 100;  // many ties, some zero
+      s.histogram.rows.push_back({n, "", bytes / 10, bytes});
+      expected[n].first += bytes;
+      expected[n].second += bytes / 10;
+    }
+    if (k == 100) {
+      // Beyond 64 bits summed: saturates instead of wrapping around.
+      s.histogram.rows.push_back({"Huge", "", 1, UINT64_MAX - 5});
+      s.histogram.rows.push_back({"Huge", "", 1, 100});
+      expected["Huge"] = {UINT64_MAX, 2};
+    }
+    ASSERT_TRUE(detector.Observe(s));
+    std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> by_bytes(expected.begin(),
+                                                                               expected.end());
+    std::stable_sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) {
+      return a.second.first > b.second.first;  // map order: ties by name
+    });
+    const size_t top = 4;
+    std::vector<ClassTotal> want;
+    for (size_t i = 0; i < std::min(top, by_bytes.size()); ++i) {
+      want.push_back({by_bytes[i].first, by_bytes[i].second.first, by_bytes[i].second.second});
+    }
+    const std::vector<std::string> also = {"C11", "Absent", "C00", "C11"};
+    for (const std::string& n : also) {
+      auto it = expected.find(n);
+      if (it == expected.end()) continue;
+      if (std::any_of(want.begin(), want.end(), [&](const ClassTotal& c) { return c.class_name == n; }))
+        continue;
+      want.push_back({n, it->second.first, it->second.second});
+    }
+    EXPECT_EQ(detector.LatestClasses(top, also), want) << "snapshot " << k;
+  }
 }
 }  // namespace
 }  // namespace heapwatch::diff
