@@ -246,6 +246,8 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, size_t> open_leak_episode;
 
   std::vector<double> scratch, ta, ya;
+  // The rows given to the detectors by class id (scale 0's snapshot, a closed bucket); reused.
+  std::vector<TrendDetector::KeyedRow> keyed_rows;
 
   static TrendOptions Scale0Options(const LeakOptions& o) {
     TrendOptions t = o.trend;
@@ -398,21 +400,16 @@ struct LeakDetector::Impl {
   }
 
   void CloseBucket(Scale& s) {
-    Snapshot bucket;
-    bucket.agent = agent;
-    bucket.time = absl::FromUnixMicros(s.bucket * s.width_us + s.width_us / 2);
-    bucket.cost.mode = HistogramMode::kLive;  // minima: no garbage filter on top
     const uint64_t track = options.trend.min_growth_bytes / kTrackDivisor;
+    keyed_rows.clear();
     for (uint32_t id = 0; id < classes.size(); ++id) {
       if (!classes[id].in_use || s.present[id] != s.bucket_snapshots) continue;
-      if (s.min_bytes[id] < track && !s.detector->Tracks(classes[id].name)) continue;
-      ClassHistogramRow row;
-      row.class_name = classes[id].name;
-      row.bytes = s.min_bytes[id];
-      row.instances = s.min_instances[id];
-      bucket.histogram.rows.push_back(std::move(row));
+      if (s.min_bytes[id] < track && !s.detector->TracksKey(id)) continue;
+      keyed_rows.push_back({id, classes[id].name, s.min_bytes[id], s.min_instances[id]});
     }
-    s.detector->Observe(bucket);
+    // The bucket as a snapshot of these rows (minima: no garbage filter on top), by class id.
+    s.detector->ObserveKeyed(absl::FromUnixMicros(s.bucket * s.width_us + s.width_us / 2), agent,
+                             HistogramMode::kLive, keyed_rows);
   }
 
   bool IsSuspect(std::string_view name) const {
@@ -492,7 +489,12 @@ struct LeakDetector::Impl {
       }
     }
 
-    HW_CHECK(scale0.Observe(snapshot));
+    // Scale 0 by class id: the rows as they came (ids from the loop above).
+    keyed_rows.resize(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      keyed_rows[r] = {id_hint[r], rows[r].class_name, rows[r].bytes, rows[r].instances};
+    }
+    HW_CHECK(scale0.ObserveKeyed(snapshot.time, snapshot.agent, snapshot.cost.mode, keyed_rows));
 
     // Bucketed scales.
     const absl::Duration typical = TypicalInterval();
@@ -540,8 +542,8 @@ struct LeakDetector::Impl {
       for (uint32_t id = 0; id < classes.size(); ++id) {
         const ClassInfo& c = classes[id];
         if (!c.in_use || c.last_seen >= now - horizon || in_snapshot[id]) continue;
-        bool tracked = scale0.Tracks(c.name);
-        for (const Scale& s : scales) tracked = tracked || s.detector->Tracks(c.name);
+        bool tracked = scale0.TracksKey(id);
+        for (const Scale& s : scales) tracked = tracked || s.detector->TracksKey(id);
         if (!tracked) FreeId(id);
       }
     }

@@ -57,6 +57,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -232,6 +233,25 @@ class TrendDetector {
   // histogram, 22 ms when every class is a leaking suspect.
   bool Observe(const Snapshot& snapshot);
 
+  // For a caller that has resolved the rows to its own class keys already (LeakDetector: one
+  // name lookup per row for all its detectors). `name` is read only when the key is new to the
+  // detector. A key must stand for one class name while TracksKey(key); the caller may give it to
+  // another class once no detector tracks it.
+  struct KeyedRow {
+    uint32_t key = 0;
+    std::string_view name;
+    uint64_t bytes = 0;
+    uint64_t instances = 0;
+  };
+  // Observe() of a snapshot of `agent` at `time` in `mode` whose rows are `rows` (in that order,
+  // with those names): the same state and results, with keys compared instead of names (no name
+  // compare, hash or copy except for a key new to the detector). A detector is fed either by
+  // Observe() or by ObserveKeyed(), not both (HW_CHECKed). Same complexity as Observe().
+  bool ObserveKeyed(absl::Time time, const AgentId& agent, HistogramMode mode,
+                    std::span<const KeyedRow> rows);
+  // True when the detector keeps history for the class of `key` (ObserveKeyed). O(1) expected.
+  bool TracksKey(uint32_t key) const;
+
   // Current suspects, sorted by score descending, then class name ascending. O(s log s) for s
   // suspects.
   std::vector<Suspect> Suspects() const;
@@ -274,9 +294,11 @@ class TrendDetector {
 
  private:
   // Everything the detector keeps per class besides its samples.
+  static constexpr uint32_t kNoKey = UINT32_MAX;
   struct ClassState {
     std::string name;
     bool in_use = false;
+    uint32_t key = kNoKey;  // the caller's key (ObserveKeyed), else kNoKey
     int64_t last_nonzero_seq = -1;  // latest snapshot in which the class had a row with objects
     // The class's counts as the previous snapshot reported them (before the -all minimum below).
     uint64_t previous_raw_bytes = 0;
@@ -305,6 +327,13 @@ class TrendDetector {
 
   uint32_t SlotFor(const std::string& class_name);
   void FreeSlot(uint32_t slot);
+  // Observe's steps: the time-order and agent check (first snapshot: takes its agent), the ring
+  // position of the new snapshot (its column zeroed), one row added to a slot, and everything
+  // after the rows (-all minimum, warm-up, evaluation, forgetting).
+  bool Accept(absl::Time time, const AgentId& agent);
+  size_t StartSnapshot(absl::Time time);
+  void AddRow(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances);
+  void EndSnapshot(size_t pos, absl::Time time, HistogramMode mode);
   // Runs tests A-D for one class. `full` is true for a current suspect: every figure is computed
   // (no short-circuit) and the entry-only conditions (test C, the relative part of test B) are
   // skipped. With `explain`, nothing is short-circuited, the entry conditions are evaluated too
@@ -335,6 +364,9 @@ class TrendDetector {
   // Per row position of the last snapshot, the slot of its class (a guess for the next snapshot's
   // row there, checked by name; UINT32_MAX = none).
   std::vector<uint32_t> slot_hint_;
+  // ObserveKeyed: the caller's key -> slot, for the classes tracked.
+  absl::flat_hash_map<uint32_t, uint32_t> slot_of_key_;
+  bool keyed_ = false;  // fed by ObserveKeyed
 
   std::function<bool(std::string_view)> entry_veto_;
 
@@ -342,6 +374,7 @@ class TrendDetector {
   std::vector<double> ring_seconds_;
   // Times of the window's snapshots, seconds since the window start.
   std::vector<double> window_seconds_;
+  std::vector<size_t> window_pos_;  // ring position of each window snapshot, oldest first
   std::vector<double> inverse_dt_;  // 1 / (t[j] - t[i]) for window pairs i < j
 
   // Scratch space reused by every evaluation (no allocation per class once grown). Mutable: const

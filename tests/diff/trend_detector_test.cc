@@ -3,7 +3,9 @@
 // trend_patterns_test.cc.
 #include "diff/trend_detector.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -435,6 +437,54 @@ TEST(TrendDetectorTest, AllObjectsSnapshotsStillFlagASteadyLeak) {
   ASSERT_TRUE(s.has_value());
   // The slope is the leak's (2 MiB a minute), not changed by the one-snapshot lag.
   EXPECT_NEAR(s->growth_bytes_per_second, 2 * kMiB / 60, 0.05 * 2 * kMiB / 60);
+}
+
+// ObserveKeyed (LeakDetector's path: rows by class id) keeps exactly the state Observe keeps:
+// same suspects with every figure, same explanations, same tracked classes, over leaks, noise,
+// -all snapshots, rows in changing order, a class on two rows, and classes that vanish long enough
+// to be forgotten and come back.
+TEST(TrendDetectorTest, ObserveKeyedKeepsTheSameStateAsObserve) {
+  TrendOptions o;
+  o.min_growth_bytes = 1000;
+  TrendDetector by_name(o), by_key(o);
+  std::mt19937_64 rng(11);
+  const int kClasses = 40;
+  std::vector<std::string> names;
+  for (int c = 0; c < kClasses; ++c) names.push_back("com.example.C" + std::to_string(c));
+  for (int k = 0; k < 300; ++k) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = absl::FromUnixSeconds(1'700'000'000 + 10 * k);
+    s.cost.mode = k % 7 == 0 ? HistogramMode::kAll : HistogramMode::kLive;
+    std::vector<int> order;
+    for (int c = 0; c < kClasses; ++c) {
+      // Classes 30..39 vanish for 60 snapshots (longer than the ring) now and then.
+      if (c >= 30 && (k / 60) % 2 == 1) continue;
+      order.push_back(c);
+    }
+    if (k % 5 == 0) std::shuffle(order.begin(), order.end(), rng);
+    if (k % 3 == 0) order.push_back(order.front());  // a class on two rows
+    std::vector<TrendDetector::KeyedRow> keyed;
+    for (int c : order) {
+      // Classes 0..9 leak at various rates, the others are noise around a level.
+      const uint64_t level = 10000 + 1000 * static_cast<uint64_t>(c);
+      const uint64_t bytes = c < 10 ? level + static_cast<uint64_t>(k) * (50 + 40 * c) + rng() % 300
+                                    : level + rng() % 3000;
+      s.histogram.rows.push_back({names[c], "", bytes / 8, bytes});
+      keyed.push_back({static_cast<uint32_t>(c), names[c], bytes, bytes / 8});
+    }
+    ASSERT_EQ(by_name.Observe(s), by_key.ObserveKeyed(s.time, s.agent, s.cost.mode, keyed));
+    ASSERT_EQ(by_name.Suspects(), by_key.Suspects()) << "snapshot " << k;
+    ASSERT_EQ(by_name.tracked_classes(), by_key.tracked_classes()) << "snapshot " << k;
+    for (int c = 0; c < kClasses; c += 7) {
+      ASSERT_EQ(by_name.Explain(names[c]), by_key.Explain(names[c])) << k << " " << names[c];
+      ASSERT_EQ(by_name.Tracks(names[c]), by_key.TracksKey(static_cast<uint32_t>(c)));
+    }
+  }
+  EXPECT_FALSE(by_key.Suspects().empty());
+  // An older snapshot is refused by both paths alike.
+  EXPECT_FALSE(by_key.ObserveKeyed(absl::FromUnixSeconds(1'700'000'000), AgentId("a"),
+                                   HistogramMode::kLive, {}));
 }
 
 }  // namespace
