@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "diff/grow.h"
 #include "diff/saturating.h"
 #include "diff/trend_stats.h"
 
@@ -201,8 +202,8 @@ struct LeakDetector::Impl {
     uint64_t raw = 0;                             // latest raw bytes
     uint64_t value = 0;                           // latest value (after the -all minimum)
     uint64_t previous = 0;                        // the value before it
-    // Per cycle slot position, fine ring first (empty while the veto is off).
-    std::vector<uint64_t> cycle_max;
+    // Its cycle maxima are 64-bit, in cycle_wide (one reached 2^32 bytes), not in cycle_max32.
+    bool cycle_is_wide = false;
   };
   struct Member {
     Suspect suspect;
@@ -237,6 +238,47 @@ struct LeakDetector::Impl {
   };
   std::vector<Ring> rings;  // empty while the veto is off
   size_t cycle_positions = 0;
+  // The cycle maxima of class `id` (bytes), one per slot position, fine ring first: positions
+  // [id * cycle_positions, (id + 1) * cycle_positions) of cycle_max32 while they fit in 32 bits
+  // (4 bytes instead of 8 per maximum: 672 bytes per class at the defaults), all of them in
+  // cycle_wide[id] once one reaches 2^32 (a class of 4 GiB or more; exact, never saturated).
+  std::vector<uint32_t> cycle_max32;
+  absl::flat_hash_map<uint32_t, std::vector<uint64_t>> cycle_wide;
+
+  uint64_t CycleMax(uint32_t id, size_t pos) const {
+    if (classes[id].cycle_is_wide) return cycle_wide.at(id)[pos];
+    return cycle_max32[id * cycle_positions + pos];
+  }
+  void RaiseCycleMax(uint32_t id, size_t pos, uint64_t value) {
+    ClassInfo& c = classes[id];
+    if (!c.cycle_is_wide) {
+      uint32_t& m = cycle_max32[id * cycle_positions + pos];
+      if (value <= UINT32_MAX) {
+        m = std::max(m, static_cast<uint32_t>(value));
+        return;
+      }
+      // Widen: the class's maxima move to 64 bits for as long as it is known.
+      std::vector<uint64_t>& wide = cycle_wide[id];
+      wide.assign(cycle_max32.begin() + static_cast<ptrdiff_t>(id * cycle_positions),
+                  cycle_max32.begin() + static_cast<ptrdiff_t>((id + 1) * cycle_positions));
+      std::fill_n(cycle_max32.begin() + static_cast<ptrdiff_t>(id * cycle_positions),
+                  cycle_positions, 0);
+      c.cycle_is_wide = true;
+    }
+    uint64_t& m = cycle_wide[id][pos];
+    m = std::max(m, value);
+  }
+  // Zeroes every class's maximum at `pos` (a new slot index replaces it).
+  void ClearCyclePosition(size_t pos) {
+    for (size_t id = 0; id < classes.size(); ++id) cycle_max32[id * cycle_positions + pos] = 0;
+    for (auto& [id, wide] : cycle_wide) wide[pos] = 0;
+  }
+  void ClearCycleMax(uint32_t id) {
+    std::fill_n(cycle_max32.begin() + static_cast<ptrdiff_t>(id * cycle_positions),
+                cycle_positions, 0);
+    cycle_wide.erase(id);
+    classes[id].cycle_is_wide = false;
+  }
 
   // Grouping state.
   std::vector<Member> members;  // current suspects, by class name
@@ -320,6 +362,7 @@ struct LeakDetector::Impl {
     } else {
       id = static_cast<uint32_t>(classes.size());
       classes.emplace_back();
+      GrowBy(cycle_max32, cycle_positions);
       current_bytes.push_back(0);
       current_instances.push_back(0);
       for (Scale& s : scales) {
@@ -332,13 +375,14 @@ struct LeakDetector::Impl {
     c = ClassInfo{};
     c.name = name;
     c.in_use = true;
-    c.cycle_max.assign(cycle_positions, 0);
+    ClearCycleMax(id);
     id_of.emplace(name, id);
     return id;
   }
 
   void FreeId(uint32_t id) {
     id_of.erase(classes[id].name);
+    ClearCycleMax(id);
     classes[id] = ClassInfo{};
     current_bytes[id] = current_instances[id] = 0;
     for (Scale& s : scales) {
@@ -350,7 +394,7 @@ struct LeakDetector::Impl {
 
   // Highest cycle-slot maximum of the class in [now - cycle_lookback, now - exclude), whole slots
   // only; 0 when none.
-  uint64_t PastPeak(const ClassInfo& c, absl::Duration exclude) const {
+  uint64_t PastPeak(uint32_t id, absl::Duration exclude) const {
     if (rings.empty()) return 0;
     const int64_t now_us = absl::ToUnixMicros(now);
     const int64_t from = now_us - absl::ToInt64Microseconds(options.cycle_lookback);
@@ -361,7 +405,7 @@ struct LeakDetector::Impl {
         const int64_t k = r.slot_at[p];
         if (k == std::numeric_limits<int64_t>::min()) continue;
         if (k * r.slot_us >= from && (k + 1) * r.slot_us <= to) {
-          peak = std::max(peak, c.cycle_max[r.offset + p]);
+          peak = std::max(peak, CycleMax(id, r.offset + p));
         }
       }
     }
@@ -379,13 +423,13 @@ struct LeakDetector::Impl {
     if (it == id_of.end()) return false;
     const ClassInfo& c = classes[it->second];
     const uint64_t level = std::min(c.value, c.previous);
-    return static_cast<double>(level) <= VetoThreshold(c, scale);
+    return static_cast<double>(level) <= VetoThreshold(it->second, scale);
   }
 
   // The level a class must exceed to pass the veto on `scale`: its past peak plus a quarter of G
   // (so that noise around an old peak does not count as a new record).
-  double VetoThreshold(const ClassInfo& c, size_t scale) const {
-    const uint64_t peak = PastPeak(c, VetoExclusion(scale));
+  double VetoThreshold(uint32_t id, size_t scale) const {
+    const uint64_t peak = PastPeak(id, VetoExclusion(scale));
     if (peak == 0) return 0;
     const double g = std::max(static_cast<double>(options.trend.min_growth_bytes),
                               options.trend.min_relative_growth * static_cast<double>(peak));
@@ -468,9 +512,7 @@ struct LeakDetector::Impl {
       slot_pos[ri] = r.offset + p;
       if (r.slot_at[p] != k) {
         r.slot_at[p] = k;
-        for (ClassInfo& c : classes) {
-          if (c.in_use) c.cycle_max[r.offset + p] = 0;
-        }
+        ClearCyclePosition(r.offset + p);
       }
     }
     for (uint32_t id = 0; id < classes.size(); ++id) {
@@ -485,7 +527,7 @@ struct LeakDetector::Impl {
       c.value = value;
       if (raw > 0) c.last_seen = now;
       for (size_t ri = 0; ri < rings.size(); ++ri) {
-        c.cycle_max[slot_pos[ri]] = std::max(c.cycle_max[slot_pos[ri]], value);
+        RaiseCycleMax(id, slot_pos[ri], value);
       }
     }
 
@@ -1000,7 +1042,7 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
       // The cycle veto as this scale applies it (its exclusion is this scale's window).
       const Impl::ClassInfo& c = impl_->classes[it->second];
       const double level = static_cast<double>(std::min(c.value, c.previous));
-      const double threshold = impl_->VetoThreshold(c, scale);
+      const double threshold = impl_->VetoThreshold(it->second, scale);
       e.tests.push_back(
           TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"});
     }
@@ -1009,7 +1051,7 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
   if (out.known && !impl_->rings.empty()) {
     const Impl::ClassInfo& c = impl_->classes[it->second];
     const double level = static_cast<double>(std::min(c.value, c.previous));
-    const double threshold = impl_->VetoThreshold(c, 0);
+    const double threshold = impl_->VetoThreshold(it->second, 0);
     out.cycle_veto =
         TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"};
   }

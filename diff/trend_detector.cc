@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "diff/grow.h"
 #include "diff/saturating.h"
 #include "diff/trend_stats.h"
 
@@ -119,8 +120,8 @@ uint32_t TrendDetector::SlotFor(const std::string& class_name) {
   } else {
     slot = static_cast<uint32_t>(states_.size());
     states_.emplace_back();
-    bytes_.resize(bytes_.size() + capacity_, 0);
-    instances_.resize(instances_.size() + capacity_, 0);
+    GrowBy(bytes_, capacity_);
+    GrowBy(instances_, capacity_);
   }
   ClassState& st = states_[slot];
   st = ClassState{};

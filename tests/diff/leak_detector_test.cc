@@ -191,6 +191,37 @@ TEST(LeakDetectorTest, WithoutTheCycleVetoEveryMorningIsALeak) {
   EXPECT_GE(res.classes.back().episodes, 3u);
 }
 
+// The cycle veto keeps its maxima in 32 bits where they fit: a class of more than 4 GiB keeps exact
+// 64-bit maxima, so its daily cycle is vetoed like a small one's (maxima saturated at 4 GiB or
+// wrapped around would let every morning's rise through, as without the veto).
+TEST(LeakDetectorTest, CycleVetoHoldsForAClassAbove4GiB) {
+  for (bool veto : {false, true}) {
+    LeakOptions options;
+    if (!veto) options.cycle_lookback = absl::ZeroDuration();
+    std::vector<ReplayClass> classes = Background();
+    classes.push_back({"com.example.Session", DailyCycle(4.5e9, 2e9), 1e6});
+    ReplayOptions r;
+    r.length = absl::Seconds(4 * kDay);
+    double peak_threshold = 0;
+    const ReplayResult res =
+        Replay(options, classes, r, [&](const LeakDetector& d, double t) {
+          if (veto && t > 3.5 * kDay) {
+            const Explanation e = d.Explain("com.example.Session");
+            if (e.cycle_veto) peak_threshold = std::max(peak_threshold, e.cycle_veto->threshold);
+          }
+          return false;
+        });
+    if (veto) {
+      EXPECT_LE(res.classes.back().episodes, 1u) << "only the first morning may be flagged";
+      EXPECT_FALSE(res.classes.back().flagged_at_end);
+      // The past peak (6.5 GB) plus a quarter of G.
+      EXPECT_GT(peak_threshold, 6.4e9);
+    } else {
+      EXPECT_GE(res.classes.back().episodes, 3u);
+    }
+  }
+}
+
 // A leak on top of a daily cycle (peaks rise every day) is still found.
 TEST(LeakDetectorTest, LeakOnTopOfADailyCycleIsFlagged) {
   std::vector<ReplayClass> classes = Background();
