@@ -138,6 +138,7 @@ void TrendDetector::FreeSlot(uint32_t slot) {
   if (st.key != kNoKey) slot_of_key_.erase(st.key);
   std::fill_n(bytes_.begin() + static_cast<ptrdiff_t>(slot * capacity_), capacity_, 0);
   std::fill_n(instances_.begin() + static_cast<ptrdiff_t>(slot * capacity_), capacity_, 0);
+  wide_.erase(slot);
   st = ClassState{};
   free_slots_.push_back(slot);
 }
@@ -161,14 +162,47 @@ size_t TrendDetector::StartSnapshot(absl::Time time) {
     bytes_[s * capacity_ + pos] = 0;
     instances_[s * capacity_ + pos] = 0;
   }
+  for (auto& [slot, w] : wide_) w.bytes[pos] = w.instances[pos] = 0;
   return pos;
 }
 
+void TrendDetector::SetSample(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances) {
+  ClassState& st = states_[slot];
+  if (!st.wide) {
+    if (bytes <= UINT32_MAX && instances <= UINT32_MAX) {
+      bytes_[slot * capacity_ + pos] = static_cast<uint32_t>(bytes);
+      instances_[slot * capacity_ + pos] = static_cast<uint32_t>(instances);
+      return;
+    }
+    // Widen: the slot's samples move to 64 bits for as long as the class is tracked.
+    const auto from = static_cast<ptrdiff_t>(slot * capacity_);
+    const auto to = from + static_cast<ptrdiff_t>(capacity_);
+    WideSamples& w = wide_[slot];
+    w.bytes.assign(bytes_.begin() + from, bytes_.begin() + to);
+    w.instances.assign(instances_.begin() + from, instances_.begin() + to);
+    std::fill(bytes_.begin() + from, bytes_.begin() + to, 0);
+    std::fill(instances_.begin() + from, instances_.begin() + to, 0);
+    st.wide = true;
+  }
+  WideSamples& w = wide_.at(slot);
+  w.bytes[pos] = bytes;
+  w.instances[pos] = instances;
+}
+
+TrendDetector::Samples TrendDetector::BytesOf(uint32_t slot) const {
+  if (states_[slot].wide) return Samples{nullptr, wide_.at(slot).bytes.data()};
+  return Samples{bytes_.data() + slot * capacity_, nullptr};
+}
+
+TrendDetector::Samples TrendDetector::InstancesOf(uint32_t slot) const {
+  if (states_[slot].wide) return Samples{nullptr, wide_.at(slot).instances.data()};
+  return Samples{instances_.data() + slot * capacity_, nullptr};
+}
+
 void TrendDetector::AddRow(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances) {
-  uint64_t& b = bytes_[slot * capacity_ + pos];
-  uint64_t& i = instances_[slot * capacity_ + pos];
-  b = SaturatingAdd(b, bytes);
-  i = SaturatingAdd(i, instances);
+  const uint64_t b = SaturatingAdd(BytesOf(slot)[pos], bytes);
+  const uint64_t i = SaturatingAdd(InstancesOf(slot)[pos], instances);
+  SetSample(slot, pos, b, i);
   if (b > 0 || i > 0) states_[slot].last_nonzero_seq = seq_;
 }
 
@@ -238,12 +272,12 @@ void TrendDetector::EndSnapshot(size_t pos, absl::Time time, HistogramMode mode)
   for (size_t s = 0; s < states_.size(); ++s) {
     ClassState& st = states_[s];
     if (!st.in_use) continue;
-    uint64_t& b = bytes_[s * capacity_ + pos];
-    uint64_t& i = instances_[s * capacity_ + pos];
-    const uint64_t raw_b = b, raw_i = i;
+    const uint32_t slot = static_cast<uint32_t>(s);
+    const uint64_t raw_b = BytesOf(slot)[pos], raw_i = InstancesOf(slot)[pos];
     if (has_garbage && seq_ > 0) {
-      b = std::min(b, st.previous_raw_bytes);
-      i = std::min(i, st.previous_raw_instances);
+      // Never larger than the raw values: stays in the slot's width.
+      SetSample(slot, pos, std::min(raw_b, st.previous_raw_bytes),
+                std::min(raw_i, st.previous_raw_instances));
     }
     st.previous_raw_bytes = raw_b;
     st.previous_raw_instances = raw_i;
@@ -352,7 +386,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
   if (explain != nullptr) full = true;
   const size_t cap = capacity_;
   const int64_t icap = static_cast<int64_t>(cap);
-  const uint64_t* samples = bytes_.data() + slot * cap;
+  const Samples samples = BytesOf(slot);
 
   // Gather the window (oldest first) and its range.
   y_.resize(n);
@@ -590,7 +624,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     // instances in every snapshot of the window (every class whose objects all have one size, i.e.
     // every non-array class), it is the bytes slope divided by that size; only arrays need their
     // own pass.
-    const uint64_t* inst = instances_.data() + slot * cap;
+    const Samples inst = InstancesOf(slot);
     uint64_t object_size = 0;
     bool proportional = true;
     for (size_t k = 0; k < n && proportional; ++k) {
@@ -622,8 +656,8 @@ Suspect TrendDetector::MakeSuspect(const ClassState& st, uint32_t slot) const {
   s.first_seen = st.first_seen;
   s.growth_bytes_per_second = st.slope_bytes;
   s.growth_instances_per_second = st.slope_instances;
-  s.bytes = bytes_[slot * capacity_ + pos];
-  s.instances = instances_[slot * capacity_ + pos];
+  s.bytes = BytesOf(slot)[pos];
+  s.instances = InstancesOf(slot)[pos];
   s.p_value = st.p_value;
   s.window_size = st.window;
   s.window_growth_bytes = st.growth_bytes;
@@ -666,7 +700,7 @@ bool TrendDetector::Window(std::string_view class_name, std::vector<double>* sec
   if (it == slot_of_.end() || warmup_end_seq_ < 0 || window_n_ == 0) return false;
   const int64_t icap = static_cast<int64_t>(capacity_);
   const int64_t window_start = seq_ - static_cast<int64_t>(window_n_);
-  const uint64_t* samples = bytes_.data() + it->second * capacity_;
+  const Samples samples = BytesOf(it->second);
   for (size_t k = 0; k < window_n_; ++k) {
     const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap);
     seconds->push_back(window_seconds_[k]);

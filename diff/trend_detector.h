@@ -299,6 +299,7 @@ class TrendDetector {
     std::string name;
     bool in_use = false;
     uint32_t key = kNoKey;  // the caller's key (ObserveKeyed), else kNoKey
+    bool wide = false;      // its samples are in wide_ (a value reached 2^32), not bytes_/instances_
     int64_t last_nonzero_seq = -1;  // latest snapshot in which the class had a row with objects
     // The class's counts as the previous snapshot reported them (before the -all minimum below).
     uint64_t previous_raw_bytes = 0;
@@ -334,6 +335,16 @@ class TrendDetector {
   size_t StartSnapshot(absl::Time time);
   void AddRow(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances);
   void EndSnapshot(size_t pos, absl::Time time, HistogramMode mode);
+  // A slot's samples, 32- or 64-bit (see bytes_).
+  struct Samples {
+    const uint32_t* narrow = nullptr;
+    const uint64_t* wide = nullptr;
+    uint64_t operator[](size_t pos) const { return wide != nullptr ? wide[pos] : narrow[pos]; }
+  };
+  Samples BytesOf(uint32_t slot) const;
+  Samples InstancesOf(uint32_t slot) const;
+  // Stores one snapshot's values of a slot, widening the slot when one does not fit in 32 bits.
+  void SetSample(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances);
   // Runs tests A-D for one class. `full` is true for a current suspect: every figure is computed
   // (no short-circuit) and the entry-only conditions (test C, the relative part of test B) are
   // skipped. With `explain`, nothing is short-circuited, the entry conditions are evaluated too
@@ -355,9 +366,15 @@ class TrendDetector {
 
   // Per-class history, slot-major: samples of slot s are [s * capacity_, (s + 1) * capacity_),
   // indexed by seq % capacity_. Zero for snapshots in which the class had no row (or before it was
-  // first seen).
-  std::vector<uint64_t> bytes_;
-  std::vector<uint64_t> instances_;
+  // first seen). 32-bit while every value of the slot fits (8 bytes per snapshot and class instead
+  // of 16); a slot whose bytes or instances reach 2^32 (a class of 4 GiB or more) keeps all its
+  // samples in wide_ from then on, exactly (never saturated or cut).
+  std::vector<uint32_t> bytes_;
+  std::vector<uint32_t> instances_;
+  struct WideSamples {
+    std::vector<uint64_t> bytes, instances;  // capacity_ each, indexed like the narrow rings
+  };
+  absl::flat_hash_map<uint32_t, WideSamples> wide_;  // by slot
   std::vector<ClassState> states_;
   std::vector<uint32_t> free_slots_;  // LIFO, so that slot reuse is deterministic
   absl::flat_hash_map<std::string, uint32_t> slot_of_;

@@ -487,5 +487,52 @@ TEST(TrendDetectorTest, ObserveKeyedKeepsTheSameStateAsObserve) {
                                    HistogramMode::kLive, {}));
 }
 
+// Samples are kept in 32 bits while they fit: a class that passes 2^32 bytes and instances keeps
+// exact values. Scaling every value and min_growth_bytes by 2^20 scales every figure by 2^20 exactly
+// (Mann-Kendall, Theil-Sen and the tests are scale-equivariant, and a power of two multiplies
+// doubles exactly), so the scaled run, whose leaks cross 4 GiB midway, must report the small run's
+// suspects with bytes, instances and slopes times 2^20 and the same p-values; values cut to 32 bits
+// or saturated would not.
+TEST(TrendDetectorTest, ClassesBeyond32BitsKeepExactValues) {
+  constexpr uint64_t kScale = uint64_t{1} << 20;
+  TrendOptions small_options;
+  small_options.min_growth_bytes = 1000;
+  TrendOptions big_options = small_options;
+  big_options.min_growth_bytes = small_options.min_growth_bytes * kScale;
+  TrendDetector small(small_options), big(big_options);
+  std::mt19937_64 rng(5);
+  bool crossed = false;
+  for (int k = 0; k < 200; ++k) {
+    Snapshot a, b;
+    a.agent = b.agent = AgentId("a");
+    a.time = b.time = absl::FromUnixSeconds(1'700'000'000 + 10 * k);
+    a.cost.mode = b.cost.mode = k % 5 == 0 ? HistogramMode::kAll : HistogramMode::kLive;
+    for (int c = 0; c < 12; ++c) {
+      // Classes 0..5 leak from 3,000 units (3 GiB scaled) by 100-150 a snapshot; the others are noise.
+      const uint64_t bytes = c < 6 ? 3000 + static_cast<uint64_t>(k) * (100 + 10 * c) + rng() % 50
+                                   : 2000 + rng() % 1500;
+      const uint64_t instances = bytes / (c + 1) + 4096;  // > 2^32 scaled, too
+      const std::string name = "C" + std::to_string(c);
+      a.histogram.rows.push_back({name, "", instances, bytes});
+      b.histogram.rows.push_back({name, "", instances * kScale, bytes * kScale});
+      crossed = crossed || bytes * kScale > UINT32_MAX;
+    }
+    ASSERT_TRUE(small.Observe(a));
+    ASSERT_TRUE(big.Observe(b));
+    std::vector<Suspect> want = small.Suspects();
+    for (Suspect& x : want) {
+      x.bytes *= kScale;
+      x.instances *= kScale;
+      x.growth_bytes_per_second *= static_cast<double>(kScale);
+      x.growth_instances_per_second *= static_cast<double>(kScale);
+      x.window_growth_bytes *= static_cast<double>(kScale);
+    }
+    ASSERT_EQ(big.Suspects(), want) << "snapshot " << k;
+  }
+  EXPECT_TRUE(crossed);
+  EXPECT_GE(big.Suspects().size(), 3u);
+  for (const Suspect& x : big.Suspects()) EXPECT_GT(x.bytes, uint64_t{5} << 30) << x.class_name;
+}
+
 }  // namespace
 }  // namespace heapwatch::diff
