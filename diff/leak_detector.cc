@@ -9,7 +9,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
-#include "diff/grow.h"
 #include "diff/saturating.h"
 #include "diff/trend_stats.h"
 
@@ -238,31 +237,36 @@ struct LeakDetector::Impl {
   };
   std::vector<Ring> rings;  // empty while the veto is off
   size_t cycle_positions = 0;
-  // The cycle maxima of class `id` (bytes), one per slot position, fine ring first: positions
-  // [id * cycle_positions, (id + 1) * cycle_positions) of cycle_max32 while they fit in 32 bits
-  // (4 bytes instead of 8 per maximum: 672 bytes per class at the defaults), all of them in
-  // cycle_wide[id] once one reaches 2^32 (a class of 4 GiB or more; exact, never saturated).
+  // The cycle maxima (bytes) of every class, position-major: the maximum of class `id` at slot
+  // position `pos` (fine ring first) is cycle_max32[pos * cycle_stride + id], 32-bit while it fits
+  // (4 bytes instead of 8 per maximum: 672 bytes per class at the defaults); all of a class's
+  // maxima are in cycle_wide[id] instead once one reaches 2^32 (a class of 4 GiB or more; exact,
+  // never saturated). Position-major because every snapshot updates one or two positions of every
+  // class (a sequential sweep), while a class's maxima across positions are read only when it
+  // passes every test of some scale (the veto). cycle_stride >= classes.size().
   std::vector<uint32_t> cycle_max32;
+  size_t cycle_stride = 0;
   absl::flat_hash_map<uint32_t, std::vector<uint64_t>> cycle_wide;
 
   uint64_t CycleMax(uint32_t id, size_t pos) const {
     if (classes[id].cycle_is_wide) return cycle_wide.at(id)[pos];
-    return cycle_max32[id * cycle_positions + pos];
+    return cycle_max32[pos * cycle_stride + id];
   }
   void RaiseCycleMax(uint32_t id, size_t pos, uint64_t value) {
     ClassInfo& c = classes[id];
     if (!c.cycle_is_wide) {
-      uint32_t& m = cycle_max32[id * cycle_positions + pos];
+      uint32_t& m = cycle_max32[pos * cycle_stride + id];
       if (value <= UINT32_MAX) {
         m = std::max(m, static_cast<uint32_t>(value));
         return;
       }
       // Widen: the class's maxima move to 64 bits for as long as it is known.
       std::vector<uint64_t>& wide = cycle_wide[id];
-      wide.assign(cycle_max32.begin() + static_cast<ptrdiff_t>(id * cycle_positions),
-                  cycle_max32.begin() + static_cast<ptrdiff_t>((id + 1) * cycle_positions));
-      std::fill_n(cycle_max32.begin() + static_cast<ptrdiff_t>(id * cycle_positions),
-                  cycle_positions, 0);
+      wide.resize(cycle_positions);
+      for (size_t p = 0; p < cycle_positions; ++p) {
+        wide[p] = cycle_max32[p * cycle_stride + id];
+        cycle_max32[p * cycle_stride + id] = 0;
+      }
       c.cycle_is_wide = true;
     }
     uint64_t& m = cycle_wide[id][pos];
@@ -270,14 +274,25 @@ struct LeakDetector::Impl {
   }
   // Zeroes every class's maximum at `pos` (a new slot index replaces it).
   void ClearCyclePosition(size_t pos) {
-    for (size_t id = 0; id < classes.size(); ++id) cycle_max32[id * cycle_positions + pos] = 0;
+    std::fill_n(cycle_max32.begin() + static_cast<ptrdiff_t>(pos * cycle_stride), cycle_stride, 0);
     for (auto& [id, wide] : cycle_wide) wide[pos] = 0;
   }
   void ClearCycleMax(uint32_t id) {
-    std::fill_n(cycle_max32.begin() + static_cast<ptrdiff_t>(id * cycle_positions),
-                cycle_positions, 0);
+    for (size_t p = 0; p < cycle_positions; ++p) cycle_max32[p * cycle_stride + id] = 0;
     cycle_wide.erase(id);
     classes[id].cycle_is_wide = false;
+  }
+  // Room for class ids below `ids`: a wider stride (an eighth more than needed), maxima moved.
+  void ReserveCycleIds(size_t ids) {
+    if (ids <= cycle_stride || cycle_positions == 0) return;
+    const size_t stride = ids + ids / 8;
+    std::vector<uint32_t> wider(cycle_positions * stride, 0);
+    for (size_t p = 0; p < cycle_positions; ++p) {
+      std::copy_n(cycle_max32.begin() + static_cast<ptrdiff_t>(p * cycle_stride), cycle_stride,
+                  wider.begin() + static_cast<ptrdiff_t>(p * stride));
+    }
+    cycle_max32 = std::move(wider);
+    cycle_stride = stride;
   }
 
   // Grouping state.
@@ -362,7 +377,7 @@ struct LeakDetector::Impl {
     } else {
       id = static_cast<uint32_t>(classes.size());
       classes.emplace_back();
-      GrowBy(cycle_max32, cycle_positions);
+      ReserveCycleIds(classes.size());
       current_bytes.push_back(0);
       current_instances.push_back(0);
       for (Scale& s : scales) {
