@@ -42,10 +42,11 @@
 // below min_relative_growth of its size (a leak that has run for a long time) stays cleared until
 // then, and first_seen is the first time it passed in the replayed span.
 //
-// Memory: per tracked class, 16 bytes per snapshot of the ring (max(window_snapshots,
-// peak_lookback_snapshots) = 36 at the defaults, so 576 bytes) plus about 150 bytes of state and
-// the class name. A class with no objects in any snapshot of the ring, and not a suspect, is
-// forgotten.
+// Memory: per tracked class, 8 bytes per snapshot of the ring (max(window_snapshots,
+// peak_lookback_snapshots) = 36 at the defaults, so 288 bytes: bytes and instances in 32 bits each;
+// a class whose bytes or instances reach 2^32 keeps 16 bytes per snapshot, exact) plus about 150
+// bytes of state and the class name. A class with no objects in any snapshot of the ring, and not a
+// suspect, is forgotten.
 //
 // Thread-safety: a TrendDetector is not thread-safe; one per agent, and the caller serialises calls
 // (const methods other than Explain() may run concurrently with each other, but not with
