@@ -157,12 +157,10 @@ bool TrendDetector::Accept(absl::Time time, const AgentId& agent) {
 size_t TrendDetector::StartSnapshot(absl::Time time) {
   const size_t pos = static_cast<size_t>(seq_ % static_cast<int64_t>(capacity_));
   times_[pos] = time;
-  // Every class starts this snapshot at zero; rows add to it (duplicate names are summed).
-  for (size_t s = 0; s < states_.size(); ++s) {
-    bytes_[s * capacity_ + pos] = 0;
-    instances_[s * capacity_ + pos] = 0;
-  }
-  for (auto& [slot, w] : wide_) w.bytes[pos] = w.instances[pos] = 0;
+  // The column at `pos` still holds the values of capacity_ snapshots ago: a class's first row of
+  // this snapshot overwrites its value (AddRow), and EndSnapshot zeroes the classes that had none.
+  // (Not a zeroing pass here: the column is strided, a cache line per class, and the passes over
+  // the rows and over the classes touch those lines anyway.)
   return pos;
 }
 
@@ -200,10 +198,17 @@ TrendDetector::Samples TrendDetector::InstancesOf(uint32_t slot) const {
 }
 
 void TrendDetector::AddRow(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances) {
-  const uint64_t b = SaturatingAdd(BytesOf(slot)[pos], bytes);
-  const uint64_t i = SaturatingAdd(InstancesOf(slot)[pos], instances);
+  // The first row of the class with objects in this snapshot overwrites the old value; another
+  // (several class loaders) adds to it. A row without objects leaves last_nonzero_seq: it writes 0,
+  // which the next row may overwrite, as 0 + that row.
+  ClassState& st = states_[slot];
+  uint64_t b = bytes, i = instances;
+  if (st.last_nonzero_seq == seq_) {
+    b = SaturatingAdd(BytesOf(slot)[pos], bytes);
+    i = SaturatingAdd(InstancesOf(slot)[pos], instances);
+  }
   SetSample(slot, pos, b, i);
-  if (b > 0 || i > 0) states_[slot].last_nonzero_seq = seq_;
+  if (b > 0 || i > 0) st.last_nonzero_seq = seq_;
 }
 
 bool TrendDetector::Observe(const Snapshot& snapshot) {
@@ -273,6 +278,8 @@ void TrendDetector::EndSnapshot(size_t pos, absl::Time time, HistogramMode mode)
     ClassState& st = states_[s];
     if (!st.in_use) continue;
     const uint32_t slot = static_cast<uint32_t>(s);
+    // No row with objects: 0 (the column still held old values; see StartSnapshot).
+    if (st.last_nonzero_seq != seq_) SetSample(slot, pos, 0, 0);
     const uint64_t raw_b = BytesOf(slot)[pos], raw_i = InstancesOf(slot)[pos];
     if (has_garbage && seq_ > 0) {
       // Never larger than the raw values: stays in the slot's width.

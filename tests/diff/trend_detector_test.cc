@@ -534,5 +534,34 @@ TEST(TrendDetectorTest, ClassesBeyond32BitsKeepExactValues) {
   for (const Suspect& x : big.Suspects()) EXPECT_GT(x.bytes, uint64_t{5} << 30) << x.class_name;
 }
 
+// Rows of one class are summed, rows without objects count as 0, and a class without a row has 0:
+// whatever the ring position held from capacity snapshots before (the column is overwritten, not
+// zeroed first).
+TEST(TrendDetectorTest, RowsOfAClassAreSummedAndMissingClassesAreZero) {
+  TrendDetector d(TrendOptions{});
+  std::vector<double> want;
+  for (int k = 0; k < 100; ++k) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = absl::FromUnixSeconds(1'700'000'000 + k);
+    s.histogram.rows.push_back({"Other", "", 1, 8});  // keeps the detector's ring going
+    const uint64_t v = 1000 + static_cast<uint64_t>(k);
+    switch (k % 5) {
+      case 0: s.histogram.rows.push_back({"A", "", 0, 0}); s.histogram.rows.push_back({"A", "", 1, v}); break;
+      case 1: s.histogram.rows.push_back({"A", "", 1, v}); s.histogram.rows.push_back({"A", "", 0, 0}); break;
+      case 2: s.histogram.rows.push_back({"A", "", 1, v}); s.histogram.rows.push_back({"A", "", 2, v}); break;
+      case 3: break;  // no row
+      case 4: s.histogram.rows.push_back({"A", "", 0, 0}); break;
+    }
+    want.push_back(k % 5 == 2 ? 2.0 * static_cast<double>(v) : k % 5 >= 3 ? 0.0 : static_cast<double>(v));
+    ASSERT_TRUE(d.Observe(s));
+    std::vector<double> t, y;
+    ASSERT_TRUE(d.Window("A", &t, &y) || k < 5);
+    if (y.empty()) continue;
+    const std::vector<double> tail(want.end() - static_cast<ptrdiff_t>(y.size()), want.end());
+    ASSERT_EQ(y, tail) << "snapshot " << k;
+  }
+}
+
 }  // namespace
 }  // namespace heapwatch::diff
