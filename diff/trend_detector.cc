@@ -272,8 +272,7 @@ void TrendDetector::EndSnapshot(size_t pos, absl::Time time, HistogramMode mode)
   // growth by one snapshot without changing its slope (docs/trend-detection.md).
   // Both -all modes: right after the JVM's own old-generation collection the old generation is
   // clean, but the young generation has refilled with garbage by the time the histogram runs.
-  const bool has_garbage =
-      mode == HistogramMode::kAll || mode == HistogramMode::kAllAfterGc;
+  const bool has_garbage = mode == HistogramMode::kAll || mode == HistogramMode::kAllAfterGc;
   for (size_t s = 0; s < states_.size(); ++s) {
     ClassState& st = states_[s];
     if (!st.in_use) continue;

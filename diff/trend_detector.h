@@ -300,7 +300,7 @@ class TrendDetector {
     std::string name;
     bool in_use = false;
     uint32_t key = kNoKey;  // the caller's key (ObserveKeyed), else kNoKey
-    bool wide = false;      // its samples are in wide_ (a value reached 2^32), not bytes_/instances_
+    bool wide = false;      // samples in wide_ (a value reached 2^32), not bytes_/instances_
     int64_t last_nonzero_seq = -1;  // latest snapshot in which the class had a row with objects
     // The class's counts as the previous snapshot reported them (before the -all minimum below).
     uint64_t previous_raw_bytes = 0;

@@ -172,7 +172,8 @@ TEST(PrintableText, CutsAtCodePointsAndReplacesWhatIsNotPrintable) {
 
 // A stream decodes every histogram into one Snapshot (its row strings reused): each result must
 // equal a fresh decode, whether the next histogram has more rows, fewer, another order, or shorter
-// names and modules than the rows it overwrites; a refused histogram leaves the dictionary as it was.
+// names and modules than the rows it overwrites; a refused histogram leaves the dictionary as it
+// was.
 TEST(ToSnapshot, DecodingIntoAReusedSnapshotEqualsAFreshDecode) {
   daemon::ClassDictionary fresh_dict, reused_dict;
   Snapshot reused;
@@ -186,7 +187,8 @@ TEST(ToSnapshot, DecodingIntoAReusedSnapshotEqualsAFreshDecode) {
         av1::ClassDefinition* c = h.add_new_classes();
         c->set_class_ref(ref);
         // Names and modules of very different lengths (SSO and heap strings).
-        c->set_class_name(ref == 2 ? "B" : "com.example.a.rather.long.pkg.Class" + std::to_string(ref));
+        c->set_class_name(ref == 2 ? "B"
+                                   : "com.example.a.rather.long.pkg.Class" + std::to_string(ref));
         c->set_module(ref % 2 == 0 ? "" : "java.base@17.0.15-with-a-long-version-suffix");
       }
     }
@@ -202,8 +204,8 @@ TEST(ToSnapshot, DecodingIntoAReusedSnapshotEqualsAFreshDecode) {
     h.set_total_bytes(tb);
     return h;
   };
-  const std::vector<std::vector<uint32_t>> sequences = {
-      {1, 2, 3, 4}, {4, 3, 2, 1}, {2}, {1, 3, 1, 4, 2, 2}, {}, {3, 2}};
+  const std::vector<std::vector<uint32_t>> sequences = {{1, 2, 3, 4},       {4, 3, 2, 1}, {2},
+                                                        {1, 3, 1, 4, 2, 2}, {},           {3, 2}};
   for (size_t i = 0; i < sequences.size(); ++i) {
     const av1::Histogram h = histogram(i + 1, sequences[i], i == 0);
     auto expected = daemon::ToSnapshot(h, AgentId("agent-a"), &fresh_dict);

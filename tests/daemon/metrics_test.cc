@@ -346,12 +346,14 @@ TEST(Metrics, ClassesChosenByTheDetectorExportTheSameSeriesAsTheRows) {
       {{"Zero", 0, 0}},
   };
   const std::vector<std::vector<diff::Suspect>> suspects = {
-      {}, {SuspectOf("Small", 610)}, {SuspectOf("Small", 0), SuspectOf("Mid", 0)},
-      {SuspectOf("Tie", 500)}, {SuspectOf("Big", 5000)}};
+      {},
+      {SuspectOf("Small", 610)},
+      {SuspectOf("Small", 0), SuspectOf("Mid", 0)},
+      {SuspectOf("Tie", 500)},
+      {SuspectOf("Big", 5000)}};
   auto class_lines = [](const std::string& text) {
     std::vector<std::string> out;
-    for (const std::string& line :
-         Samples(text, {"heapwatch_"})) {
+    for (const std::string& line : Samples(text, {"heapwatch_"})) {
       if (absl::StrContains(line, "class") || absl::StrContains(line, "last_snapshot")) {
         out.push_back(line);
       }

@@ -3,12 +3,12 @@
 #include "diff/leak_detector.h"
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -203,14 +203,13 @@ TEST(LeakDetectorTest, CycleVetoHoldsForAClassAbove4GiB) {
     ReplayOptions r;
     r.length = absl::Seconds(4 * kDay);
     double peak_threshold = 0;
-    const ReplayResult res =
-        Replay(options, classes, r, [&](const LeakDetector& d, double t) {
-          if (veto && t > 3.5 * kDay) {
-            const Explanation e = d.Explain("com.example.Session");
-            if (e.cycle_veto) peak_threshold = std::max(peak_threshold, e.cycle_veto->threshold);
-          }
-          return false;
-        });
+    const ReplayResult res = Replay(options, classes, r, [&](const LeakDetector& d, double t) {
+      if (veto && t > 3.5 * kDay) {
+        const Explanation e = d.Explain("com.example.Session");
+        if (e.cycle_veto) peak_threshold = std::max(peak_threshold, e.cycle_veto->threshold);
+      }
+      return false;
+    });
     if (veto) {
       EXPECT_LE(res.classes.back().episodes, 1u) << "only the first morning may be flagged";
       EXPECT_FALSE(res.classes.back().flagged_at_end);
@@ -577,7 +576,7 @@ TEST(LeakDetectorTest, LatestClassesSumsTheLatestSnapshotsRowsByName) {
     }
     ASSERT_TRUE(detector.Observe(s));
     std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> by_bytes(expected.begin(),
-                                                                               expected.end());
+                                                                                expected.end());
     std::stable_sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) {
       return a.second.first > b.second.first;  // map order: ties by name
     });
@@ -590,7 +589,8 @@ TEST(LeakDetectorTest, LatestClassesSumsTheLatestSnapshotsRowsByName) {
     for (const std::string& n : also) {
       auto it = expected.find(n);
       if (it == expected.end()) continue;
-      if (std::any_of(want.begin(), want.end(), [&](const ClassTotal& c) { return c.class_name == n; }))
+      if (std::any_of(want.begin(), want.end(),
+                      [&](const ClassTotal& c) { return c.class_name == n; }))
         continue;
       want.push_back({n, it->second.first, it->second.second});
     }

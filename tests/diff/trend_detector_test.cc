@@ -488,11 +488,11 @@ TEST(TrendDetectorTest, ObserveKeyedKeepsTheSameStateAsObserve) {
 }
 
 // Samples are kept in 32 bits while they fit: a class that passes 2^32 bytes and instances keeps
-// exact values. Scaling every value and min_growth_bytes by 2^20 scales every figure by 2^20 exactly
-// (Mann-Kendall, Theil-Sen and the tests are scale-equivariant, and a power of two multiplies
-// doubles exactly), so the scaled run, whose leaks cross 4 GiB midway, must report the small run's
-// suspects with bytes, instances and slopes times 2^20 and the same p-values; values cut to 32 bits
-// or saturated would not.
+// exact values. Scaling every value and min_growth_bytes by 2^20 scales every figure by 2^20
+// exactly (Mann-Kendall, Theil-Sen and the tests are scale-equivariant, and a power of two
+// multiplies doubles exactly), so the scaled run, whose leaks cross 4 GiB midway, must report the
+// small run's suspects with bytes, instances and slopes times 2^20 and the same p-values; values
+// cut to 32 bits or saturated would not.
 TEST(TrendDetectorTest, ClassesBeyond32BitsKeepExactValues) {
   constexpr uint64_t kScale = uint64_t{1} << 20;
   TrendOptions small_options;
@@ -508,7 +508,8 @@ TEST(TrendDetectorTest, ClassesBeyond32BitsKeepExactValues) {
     a.time = b.time = absl::FromUnixSeconds(1'700'000'000 + 10 * k);
     a.cost.mode = b.cost.mode = k % 5 == 0 ? HistogramMode::kAll : HistogramMode::kLive;
     for (int c = 0; c < 12; ++c) {
-      // Classes 0..5 leak from 3,000 units (3 GiB scaled) by 100-150 a snapshot; the others are noise.
+      // Classes 0..5 leak from 3,000 units (3 GiB scaled) by 100-150 a snapshot; the others are
+      // noise.
       const uint64_t bytes = c < 6 ? 3000 + static_cast<uint64_t>(k) * (100 + 10 * c) + rng() % 50
                                    : 2000 + rng() % 1500;
       const uint64_t instances = bytes / (c + 1) + 4096;  // > 2^32 scaled, too
@@ -547,13 +548,27 @@ TEST(TrendDetectorTest, RowsOfAClassAreSummedAndMissingClassesAreZero) {
     s.histogram.rows.push_back({"Other", "", 1, 8});  // keeps the detector's ring going
     const uint64_t v = 1000 + static_cast<uint64_t>(k);
     switch (k % 5) {
-      case 0: s.histogram.rows.push_back({"A", "", 0, 0}); s.histogram.rows.push_back({"A", "", 1, v}); break;
-      case 1: s.histogram.rows.push_back({"A", "", 1, v}); s.histogram.rows.push_back({"A", "", 0, 0}); break;
-      case 2: s.histogram.rows.push_back({"A", "", 1, v}); s.histogram.rows.push_back({"A", "", 2, v}); break;
-      case 3: break;  // no row
-      case 4: s.histogram.rows.push_back({"A", "", 0, 0}); break;
+      case 0:
+        s.histogram.rows.push_back({"A", "", 0, 0});
+        s.histogram.rows.push_back({"A", "", 1, v});
+        break;
+      case 1:
+        s.histogram.rows.push_back({"A", "", 1, v});
+        s.histogram.rows.push_back({"A", "", 0, 0});
+        break;
+      case 2:
+        s.histogram.rows.push_back({"A", "", 1, v});
+        s.histogram.rows.push_back({"A", "", 2, v});
+        break;
+      case 3:
+        break;  // no row
+      case 4:
+        s.histogram.rows.push_back({"A", "", 0, 0});
+        break;
     }
-    want.push_back(k % 5 == 2 ? 2.0 * static_cast<double>(v) : k % 5 >= 3 ? 0.0 : static_cast<double>(v));
+    want.push_back(k % 5 == 2   ? 2.0 * static_cast<double>(v)
+                   : k % 5 >= 3 ? 0.0
+                                : static_cast<double>(v));
     ASSERT_TRUE(d.Observe(s));
     std::vector<double> t, y;
     ASSERT_TRUE(d.Window("A", &t, &y) || k < 5);
