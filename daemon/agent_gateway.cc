@@ -400,6 +400,9 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
     std::optional<AgentBudgetReport> budget_report;  // the newest one of this stream
     uint64_t last_in_stream = 0;
     av1::AgentMessage msg;
+    // Every histogram of the stream is decoded into this one snapshot (agent_messages.h: its rows'
+    // strings are reused, not allocated anew per histogram).
+    Snapshot snapshot;
     auto ack = [&]() {
       av1::DaemonMessage m;
       m.mutable_ack()->set_stored_through(stored_through);
@@ -453,12 +456,11 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
           }
           // Validated (and its classes defined) even when a duplicate: later histograms of the
           // stream may refer to its new classes.
-          auto snapshot = ToSnapshot(h, id, &dict);
-          if (!snapshot.ok()) {
+          if (Status valid = ToSnapshot(h, id, &dict, &snapshot); !valid.ok()) {
             Refuse("invalid_histogram");
             spdlog::warn("agent gateway: agent {}: refused: {}", id.value,
-                         std::string(snapshot.status().message()));
-            return ToGrpc(snapshot.status());
+                         std::string(valid.message()));
+            return ToGrpc(valid);
           }
           if (duplicate) {
             if (metrics != nullptr) metrics->RecordAgentDelivery("duplicate");
@@ -466,7 +468,7 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
             break;
           }
           Status st = store->Append(
-              *snapshot, {{std::string(kDeliveryTable), id.value, absl::StrCat(h.sequence())}});
+              snapshot, {{std::string(kDeliveryTable), id.value, absl::StrCat(h.sequence())}});
           if (absl::IsAlreadyExists(st)) {
             Refuse("invalid_histogram");
             return Invalid(absl::StrCat("Histogram ", h.sequence(),
@@ -482,8 +484,8 @@ struct AgentGateway::Impl final : public av1::AgentGateway::Service {
           }
           stored_now(h.sequence());
           const bool acked = ack();  // after the commit, before the analysis
-          sink->OnSnapshotStored(id, *snapshot);
-          AnswerRequest(id, h.request_id(), &*snapshot, "");
+          sink->OnSnapshotStored(id, snapshot);
+          AnswerRequest(id, h.request_id(), &snapshot, "");
           if (!acked) return grpc::Status::OK;
           break;
         }

@@ -109,10 +109,17 @@ StatusOr<AgentInfo> ValidateRegister(const av1::Register& r) {
   return info;
 }
 
-// Histogram -> Snapshot with the stream's dictionary (extended by new_classes only when the whole
-// histogram is valid). Errors: InvalidArgument naming the problem.
 StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
                               ClassDictionary* dict) {
+  Snapshot s;
+  HW_RETURN_IF_ERROR(ToSnapshot(h, agent, dict, &s));
+  return s;
+}
+
+// Histogram -> Snapshot with the stream's dictionary (extended by new_classes only when the whole
+// histogram is valid). Errors: InvalidArgument naming the problem.
+Status ToSnapshot(const av1::Histogram& h, const AgentId& agent, ClassDictionary* dict,
+                  Snapshot* out) {
   auto bad = [&](std::string why) {
     return absl::InvalidArgumentError(absl::StrCat("Histogram ", h.sequence(), ": ", why));
   };
@@ -157,11 +164,14 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
     }
     fresh.emplace(c.class_ref(), ClassDictionary::Entry{c.class_name(), c.module()});
   }
-  Snapshot s;
-  s.agent = agent;
+  Snapshot& s = *out;
+  if (s.agent != agent) s.agent = agent;
   s.time = *time;
   s.cost = CollectionCost{mode, pause};
-  s.histogram.rows.reserve(h.class_refs_size());
+  // Rows are overwritten in place: a row's strings keep their buffers, so a stream whose classes
+  // come in the same order (nearly always) allocates nothing here (3,000-class histograms: about
+  // a fifth of the daemon's CPU went to allocating and freeing these strings).
+  s.histogram.rows.resize(h.class_refs_size());
   uint64_t instances = 0, bytes = 0;
   for (int i = 0; i < h.class_refs_size(); ++i) {
     const uint32_t ref = h.class_refs(i);
@@ -177,7 +187,11 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
         __builtin_add_overflow(bytes, h.bytes(i), &bytes)) {
       return bad("totals overflow");
     }
-    s.histogram.rows.push_back({e->name, e->module, h.instances(i), h.bytes(i)});
+    ClassHistogramRow& row = s.histogram.rows[i];
+    row.class_name.assign(e->name);
+    row.module.assign(e->module);
+    row.instances = h.instances(i);
+    row.bytes = h.bytes(i);
   }
   if (instances != h.total_instances() || bytes != h.total_bytes()) {
     return bad(absl::StrCat("totals (", h.total_instances(), " instances, ", h.total_bytes(),
@@ -188,7 +202,7 @@ StatusOr<Snapshot> ToSnapshot(const av1::Histogram& h, const AgentId& agent,
   s.histogram.total_bytes = bytes;
   for (auto& [ref, e] : fresh) dict->classes.emplace(ref, std::move(e));
   dict->bytes += fresh_bytes;
-  return s;
+  return absl::OkStatus();
 }
 
 StatusOr<std::vector<LiveSetPoint>> ToLiveSet(const av1::LiveSet& l) {

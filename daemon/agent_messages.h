@@ -57,6 +57,11 @@ StatusOr<AgentInfo> ValidateRegister(const heapwatch::agent::v1::Register& r);
 // O(rows + new classes).
 StatusOr<Snapshot> ToSnapshot(const heapwatch::agent::v1::Histogram& h, const AgentId& agent,
                               ClassDictionary* dict);
+// The same into `*out`, reusing its rows' storage (a stream keeps one Snapshot for all its
+// histograms: no allocation per row once the row strings have grown). On error `*out` is left
+// partly overwritten (the dictionary is unchanged, as above).
+Status ToSnapshot(const heapwatch::agent::v1::Histogram& h, const AgentId& agent,
+                  ClassDictionary* dict, Snapshot* out);
 
 // LiveSet -> points (at most 10,000; each with a time and a known source). Errors: InvalidArgument
 // "LiveSet <sequence>: <rule>". O(points).

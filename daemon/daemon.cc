@@ -972,9 +972,12 @@ struct Daemon::Impl {
   void Succeeded(const AgentId& id, Runtime& rt, const Snapshot& snapshot, absl::Duration took) {
     std::vector<diff::Suspect> suspects;
     std::vector<diff::Leak> leaks;
+    // The exported classes, chosen by the detector (it knows each row's class already); unset when
+    // it refused the snapshot (out of time order), which is then published from its rows.
+    std::optional<std::vector<diff::ClassTotal>> exported;
     {
       std::lock_guard<std::mutex> lock(rt.detector_mu);
-      rt.detector->Observe(snapshot);
+      const bool observed = rt.detector->Observe(snapshot);
       suspects = rt.detector->Suspects();
       leaks = rt.detector->Leaks();
       if (auto class_loader_leak = rt.class_loading->leak()) {
@@ -982,6 +985,13 @@ struct Daemon::Impl {
         // analysis reports it missing as a class and shows the dump's class loaders).
         if (auto s = rt.class_loading->suspect()) suspects.push_back(*s);
         leaks.push_back(*std::move(class_loader_leak));
+      }
+      if (observed) {
+        std::vector<std::string> suspect_names;
+        suspect_names.reserve(suspects.size());
+        for (const diff::Suspect& s : suspects) suspect_names.push_back(s.class_name);
+        exported = rt.detector->LatestClasses(
+            static_cast<size_t>(std::max(config.exporter.top_classes, 0)), suspect_names);
       }
       // An interned-string leak is reported, not escalated: a heap dump does not mark interned
       // strings (docs/leak-patterns.md).
@@ -1027,7 +1037,11 @@ struct Daemon::Impl {
       if (it == runtimes.end() || it->second.get() != &rt)
         return;  // removed meanwhile: publish nothing
       metrics.SetAgentUp(id, true);
-      metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+      if (exported.has_value()) {
+        metrics.PublishSnapshot(id, snapshot.time, *exported, suspects);
+      } else {
+        metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+      }
       metrics.PublishLeaks(id, leaks);
       agents.Update(id, [&](AgentStatus& s) {
         s.state = AgentState::kUp;

@@ -552,13 +552,25 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
                     [](const auto& a, const auto& b) {
                       return a.first != b.first ? a.first > b.first : a.second < b.second;
                     });
-  std::set<std::string> wanted;
-  for (size_t i = 0; i < top; ++i) wanted.emplace(by_bytes[i].second);
-  std::unordered_map<std::string, const diff::Suspect*> suspect_of;
-  for (const diff::Suspect& s : suspects) {
-    wanted.insert(s.class_name);
-    suspect_of[s.class_name] = &s;
+  std::vector<diff::ClassTotal> classes;
+  for (size_t i = 0; i < top; ++i) {
+    const auto& t = totals.at(by_bytes[i].second);
+    classes.push_back({std::string(by_bytes[i].second), t.first, t.second});
   }
+  for (const diff::Suspect& s : suspects) {
+    auto t = totals.find(s.class_name);
+    if (t != totals.end()) classes.push_back({s.class_name, t->second.first, t->second.second});
+  }
+  PublishSnapshot(agent, latest.time, classes, suspects);
+}
+
+void Metrics::PublishSnapshot(const AgentId& agent, absl::Time time,
+                              const std::vector<diff::ClassTotal>& classes,
+                              const std::vector<diff::Suspect>& suspects) {
+  absl::flat_hash_map<std::string_view, const diff::ClassTotal*> total_of;
+  for (const diff::ClassTotal& c : classes) total_of.emplace(c.class_name, &c);
+  absl::flat_hash_map<std::string_view, const diff::Suspect*> suspect_of;
+  for (const diff::Suspect& s : suspects) suspect_of.emplace(s.class_name, &s);
 
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->agents.find(agent);
@@ -567,27 +579,29 @@ void Metrics::PublishSnapshot(const AgentId& agent, const Snapshot& latest,
   Impl& m = *impl_;
   // Drop series of classes that left the exported set.
   for (auto c = a.classes.begin(); c != a.classes.end();) {
-    if (!wanted.count(c->first)) {
+    if (!total_of.contains(c->first) && !suspect_of.contains(c->first)) {
       c = a.classes.erase(c);
     } else {
       ++c;
     }
   }
-  for (const std::string& name : wanted) {
-    ClassSeries& c = a.classes[name];
-    auto t = totals.find(name);
-    c.bytes = t == totals.end() ? 0 : static_cast<double>(t->second.first);
-    c.instances = t == totals.end() ? 0 : static_cast<double>(t->second.second);
+  auto publish = [&](std::string_view name) {
+    ClassSeries& c = a.classes[std::string(name)];
+    auto t = total_of.find(name);
+    c.bytes = t == total_of.end() ? 0 : static_cast<double>(t->second->bytes);
+    c.instances = t == total_of.end() ? 0 : static_cast<double>(t->second->instances);
     auto s = suspect_of.find(name);
     c.suspect = s != suspect_of.end();
     c.score = c.suspect ? s->second->score : 0;
     c.growth_bytes = c.suspect ? s->second->growth_bytes_per_second : 0;
     c.growth_instances = c.suspect ? s->second->growth_instances_per_second : 0;
-  }
+  };
+  for (const diff::ClassTotal& c : classes) publish(c.class_name);
+  for (const diff::Suspect& s : suspects) publish(s.class_name);
   if (a.last_snapshot == nullptr) {
     a.last_snapshot = &m.agent_last_snapshot.Add({{"agent", agent.value}});
   }
-  a.last_snapshot->Set(absl::ToDoubleSeconds(latest.time - absl::UnixEpoch()));
+  a.last_snapshot->Set(absl::ToDoubleSeconds(time - absl::UnixEpoch()));
 }
 
 void Metrics::PublishLeaks(const AgentId& agent, const std::vector<diff::Leak>& leaks) {

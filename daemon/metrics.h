@@ -115,6 +115,13 @@ class Metrics {
   // added. Complexity: O(r log r) for r rows.
   void PublishSnapshot(const AgentId& agent, const Snapshot& latest,
                        const std::vector<diff::Suspect>& suspects, int top_classes);
+  // The same with the exported classes already chosen and summed, e.g. by
+  // diff::LeakDetector::LatestClasses (which knows each row's class without hashing its name):
+  // bytes and instances for every class of `classes` (the top classes, and the suspects that are
+  // in the snapshot), 0 for a suspect not among them; `time` is the snapshot's. O(c + s).
+  void PublishSnapshot(const AgentId& agent, absl::Time time,
+                       const std::vector<diff::ClassTotal>& classes,
+                       const std::vector<diff::Suspect>& suspects);
   // Publishes the agent's current leaks: heapwatch_leaks{agent} = leaks.size() and one
   // heapwatch_leak_growth_bytes_per_second{agent, leak, main_class} per leak (its
   // growth_bytes_per_second). The series of a leak that is no longer in `leaks` is removed; a leak

@@ -201,8 +201,8 @@ struct LeakDetector::Impl {
     uint64_t raw = 0;                             // latest raw bytes
     uint64_t value = 0;                           // latest value (after the -all minimum)
     uint64_t previous = 0;                        // the value before it
-    // Per cycle slot position, fine ring first (empty while the veto is off).
-    std::vector<uint64_t> cycle_max;
+    // Its cycle maxima are 64-bit, in cycle_wide (one reached 2^32 bytes), not in cycle_max32.
+    bool cycle_is_wide = false;
   };
   struct Member {
     Suspect suspect;
@@ -220,7 +220,9 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, uint32_t> id_of;
   std::vector<ClassInfo> classes;
   std::vector<uint32_t> free_ids;
-  std::vector<uint32_t> id_hint;  // per row position of the last snapshot, its class's id
+  // Per row position of the last snapshot, its class's id (also the guess for the next snapshot's
+  // row there). Every id in it stays in use until the next Observe (see the forgetting below).
+  std::vector<uint32_t> id_hint;
   std::vector<uint64_t> current_bytes, current_instances;  // per id, this snapshot
   std::vector<absl::Duration> intervals;                   // ring of recent intervals
   size_t interval_pos = 0;
@@ -235,6 +237,63 @@ struct LeakDetector::Impl {
   };
   std::vector<Ring> rings;  // empty while the veto is off
   size_t cycle_positions = 0;
+  // The cycle maxima (bytes) of every class, position-major: the maximum of class `id` at slot
+  // position `pos` (fine ring first) is cycle_max32[pos * cycle_stride + id], 32-bit while it fits
+  // (4 bytes instead of 8 per maximum: 672 bytes per class at the defaults); all of a class's
+  // maxima are in cycle_wide[id] instead once one reaches 2^32 (a class of 4 GiB or more; exact,
+  // never saturated). Position-major because every snapshot updates one or two positions of every
+  // class (a sequential sweep), while a class's maxima across positions are read only when it
+  // passes every test of some scale (the veto). cycle_stride >= classes.size().
+  std::vector<uint32_t> cycle_max32;
+  size_t cycle_stride = 0;
+  absl::flat_hash_map<uint32_t, std::vector<uint64_t>> cycle_wide;
+
+  uint64_t CycleMax(uint32_t id, size_t pos) const {
+    if (classes[id].cycle_is_wide) return cycle_wide.at(id)[pos];
+    return cycle_max32[pos * cycle_stride + id];
+  }
+  void RaiseCycleMax(uint32_t id, size_t pos, uint64_t value) {
+    ClassInfo& c = classes[id];
+    if (!c.cycle_is_wide) {
+      uint32_t& m = cycle_max32[pos * cycle_stride + id];
+      if (value <= UINT32_MAX) {
+        m = std::max(m, static_cast<uint32_t>(value));
+        return;
+      }
+      // Widen: the class's maxima move to 64 bits for as long as it is known.
+      std::vector<uint64_t>& wide = cycle_wide[id];
+      wide.resize(cycle_positions);
+      for (size_t p = 0; p < cycle_positions; ++p) {
+        wide[p] = cycle_max32[p * cycle_stride + id];
+        cycle_max32[p * cycle_stride + id] = 0;
+      }
+      c.cycle_is_wide = true;
+    }
+    uint64_t& m = cycle_wide[id][pos];
+    m = std::max(m, value);
+  }
+  // Zeroes every class's maximum at `pos` (a new slot index replaces it).
+  void ClearCyclePosition(size_t pos) {
+    std::fill_n(cycle_max32.begin() + static_cast<ptrdiff_t>(pos * cycle_stride), cycle_stride, 0);
+    for (auto& [id, wide] : cycle_wide) wide[pos] = 0;
+  }
+  void ClearCycleMax(uint32_t id) {
+    for (size_t p = 0; p < cycle_positions; ++p) cycle_max32[p * cycle_stride + id] = 0;
+    cycle_wide.erase(id);
+    classes[id].cycle_is_wide = false;
+  }
+  // Room for class ids below `ids`: a wider stride (an eighth more than needed), maxima moved.
+  void ReserveCycleIds(size_t ids) {
+    if (ids <= cycle_stride || cycle_positions == 0) return;
+    const size_t stride = ids + ids / 8;
+    std::vector<uint32_t> wider(cycle_positions * stride, 0);
+    for (size_t p = 0; p < cycle_positions; ++p) {
+      std::copy_n(cycle_max32.begin() + static_cast<ptrdiff_t>(p * cycle_stride), cycle_stride,
+                  wider.begin() + static_cast<ptrdiff_t>(p * stride));
+    }
+    cycle_max32 = std::move(wider);
+    cycle_stride = stride;
+  }
 
   // Grouping state.
   std::vector<Member> members;  // current suspects, by class name
@@ -244,6 +303,8 @@ struct LeakDetector::Impl {
   absl::flat_hash_map<std::string, size_t> open_leak_episode;
 
   std::vector<double> scratch, ta, ya;
+  // The rows given to the detectors by class id (scale 0's snapshot, a closed bucket); reused.
+  std::vector<TrendDetector::KeyedRow> keyed_rows;
 
   static TrendOptions Scale0Options(const LeakOptions& o) {
     TrendOptions t = o.trend;
@@ -316,6 +377,7 @@ struct LeakDetector::Impl {
     } else {
       id = static_cast<uint32_t>(classes.size());
       classes.emplace_back();
+      ReserveCycleIds(classes.size());
       current_bytes.push_back(0);
       current_instances.push_back(0);
       for (Scale& s : scales) {
@@ -328,13 +390,14 @@ struct LeakDetector::Impl {
     c = ClassInfo{};
     c.name = name;
     c.in_use = true;
-    c.cycle_max.assign(cycle_positions, 0);
+    ClearCycleMax(id);
     id_of.emplace(name, id);
     return id;
   }
 
   void FreeId(uint32_t id) {
     id_of.erase(classes[id].name);
+    ClearCycleMax(id);
     classes[id] = ClassInfo{};
     current_bytes[id] = current_instances[id] = 0;
     for (Scale& s : scales) {
@@ -346,7 +409,7 @@ struct LeakDetector::Impl {
 
   // Highest cycle-slot maximum of the class in [now - cycle_lookback, now - exclude), whole slots
   // only; 0 when none.
-  uint64_t PastPeak(const ClassInfo& c, absl::Duration exclude) const {
+  uint64_t PastPeak(uint32_t id, absl::Duration exclude) const {
     if (rings.empty()) return 0;
     const int64_t now_us = absl::ToUnixMicros(now);
     const int64_t from = now_us - absl::ToInt64Microseconds(options.cycle_lookback);
@@ -357,7 +420,7 @@ struct LeakDetector::Impl {
         const int64_t k = r.slot_at[p];
         if (k == std::numeric_limits<int64_t>::min()) continue;
         if (k * r.slot_us >= from && (k + 1) * r.slot_us <= to) {
-          peak = std::max(peak, c.cycle_max[r.offset + p]);
+          peak = std::max(peak, CycleMax(id, r.offset + p));
         }
       }
     }
@@ -375,13 +438,13 @@ struct LeakDetector::Impl {
     if (it == id_of.end()) return false;
     const ClassInfo& c = classes[it->second];
     const uint64_t level = std::min(c.value, c.previous);
-    return static_cast<double>(level) <= VetoThreshold(c, scale);
+    return static_cast<double>(level) <= VetoThreshold(it->second, scale);
   }
 
   // The level a class must exceed to pass the veto on `scale`: its past peak plus a quarter of G
   // (so that noise around an old peak does not count as a new record).
-  double VetoThreshold(const ClassInfo& c, size_t scale) const {
-    const uint64_t peak = PastPeak(c, VetoExclusion(scale));
+  double VetoThreshold(uint32_t id, size_t scale) const {
+    const uint64_t peak = PastPeak(id, VetoExclusion(scale));
     if (peak == 0) return 0;
     const double g = std::max(static_cast<double>(options.trend.min_growth_bytes),
                               options.trend.min_relative_growth * static_cast<double>(peak));
@@ -396,21 +459,16 @@ struct LeakDetector::Impl {
   }
 
   void CloseBucket(Scale& s) {
-    Snapshot bucket;
-    bucket.agent = agent;
-    bucket.time = absl::FromUnixMicros(s.bucket * s.width_us + s.width_us / 2);
-    bucket.cost.mode = HistogramMode::kLive;  // minima: no garbage filter on top
     const uint64_t track = options.trend.min_growth_bytes / kTrackDivisor;
+    keyed_rows.clear();
     for (uint32_t id = 0; id < classes.size(); ++id) {
       if (!classes[id].in_use || s.present[id] != s.bucket_snapshots) continue;
-      if (s.min_bytes[id] < track && !s.detector->Tracks(classes[id].name)) continue;
-      ClassHistogramRow row;
-      row.class_name = classes[id].name;
-      row.bytes = s.min_bytes[id];
-      row.instances = s.min_instances[id];
-      bucket.histogram.rows.push_back(std::move(row));
+      if (s.min_bytes[id] < track && !s.detector->TracksKey(id)) continue;
+      keyed_rows.push_back({id, classes[id].name, s.min_bytes[id], s.min_instances[id]});
     }
-    s.detector->Observe(bucket);
+    // The bucket as a snapshot of these rows (minima: no garbage filter on top), by class id.
+    s.detector->ObserveKeyed(absl::FromUnixMicros(s.bucket * s.width_us + s.width_us / 2), agent,
+                             HistogramMode::kLive, keyed_rows);
   }
 
   bool IsSuspect(std::string_view name) const {
@@ -469,9 +527,7 @@ struct LeakDetector::Impl {
       slot_pos[ri] = r.offset + p;
       if (r.slot_at[p] != k) {
         r.slot_at[p] = k;
-        for (ClassInfo& c : classes) {
-          if (c.in_use) c.cycle_max[r.offset + p] = 0;
-        }
+        ClearCyclePosition(r.offset + p);
       }
     }
     for (uint32_t id = 0; id < classes.size(); ++id) {
@@ -486,11 +542,16 @@ struct LeakDetector::Impl {
       c.value = value;
       if (raw > 0) c.last_seen = now;
       for (size_t ri = 0; ri < rings.size(); ++ri) {
-        c.cycle_max[slot_pos[ri]] = std::max(c.cycle_max[slot_pos[ri]], value);
+        RaiseCycleMax(id, slot_pos[ri], value);
       }
     }
 
-    HW_CHECK(scale0.Observe(snapshot));
+    // Scale 0 by class id: the rows as they came (ids from the loop above).
+    keyed_rows.resize(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      keyed_rows[r] = {id_hint[r], rows[r].class_name, rows[r].bytes, rows[r].instances};
+    }
+    HW_CHECK(scale0.ObserveKeyed(snapshot.time, snapshot.agent, snapshot.cost.mode, keyed_rows));
 
     // Bucketed scales.
     const absl::Duration typical = TypicalInterval();
@@ -528,13 +589,18 @@ struct LeakDetector::Impl {
     if (scale0.snapshots_observed() % 64 == 0) {
       // The detectors forget their classes by themselves (checked below); the veto needs a class's
       // maxima for cycle_lookback, and an open bucket may still hold it.
+      // A class with a row in this snapshot (one with no objects) is kept until the next one, so
+      // that id_hint names classes in use (LatestClasses); forgetting it one snapshot later
+      // changes nothing else: all its values and cycle maxima in the lookback are 0.
       absl::Duration horizon = options.cycle_lookback;
       if (!scales.empty()) horizon += scales.back().width;
+      std::vector<bool> in_snapshot(classes.size(), false);
+      for (uint32_t id : id_hint) in_snapshot[id] = true;
       for (uint32_t id = 0; id < classes.size(); ++id) {
         const ClassInfo& c = classes[id];
-        if (!c.in_use || c.last_seen >= now - horizon) continue;
-        bool tracked = scale0.Tracks(c.name);
-        for (const Scale& s : scales) tracked = tracked || s.detector->Tracks(c.name);
+        if (!c.in_use || c.last_seen >= now - horizon || in_snapshot[id]) continue;
+        bool tracked = scale0.TracksKey(id);
+        for (const Scale& s : scales) tracked = tracked || s.detector->TracksKey(id);
         if (!tracked) FreeId(id);
       }
     }
@@ -922,6 +988,46 @@ std::optional<Suspect> LeakDetector::SuspectFor(std::string_view class_name) con
   return std::nullopt;
 }
 
+std::vector<ClassTotal> LeakDetector::LatestClasses(size_t top,
+                                                    const std::vector<std::string>& also) const {
+  const Impl& m = *impl_;
+  // The distinct classes of the latest snapshot's rows (current_bytes holds their sums).
+  std::vector<bool> seen(m.classes.size(), false);
+  std::vector<uint32_t> ids;
+  ids.reserve(m.id_hint.size());
+  for (uint32_t id : m.id_hint) {
+    if (!seen[id]) {
+      seen[id] = true;
+      ids.push_back(id);
+    }
+  }
+  top = std::min(top, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(top), ids.end(),
+                    [&](uint32_t a, uint32_t b) {
+                      if (m.current_bytes[a] != m.current_bytes[b]) {
+                        return m.current_bytes[a] > m.current_bytes[b];
+                      }
+                      return m.classes[a].name < m.classes[b].name;
+                    });
+  std::vector<ClassTotal> out;
+  out.reserve(top + also.size());
+  auto add = [&](uint32_t id) {
+    out.push_back(ClassTotal{m.classes[id].name, m.current_bytes[id], m.current_instances[id]});
+  };
+  std::vector<bool> added(m.classes.size(), false);
+  for (size_t i = 0; i < top; ++i) {
+    added[ids[i]] = true;
+    add(ids[i]);
+  }
+  for (const std::string& name : also) {
+    auto it = m.id_of.find(name);
+    if (it == m.id_of.end() || !seen[it->second] || added[it->second]) continue;
+    added[it->second] = true;
+    add(it->second);
+  }
+  return out;
+}
+
 std::vector<Leak> LeakDetector::Leaks() const { return impl_->leaks; }
 
 std::optional<Leak> LeakDetector::LeakFor(std::string_view leak_id) const {
@@ -951,7 +1057,7 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
       // The cycle veto as this scale applies it (its exclusion is this scale's window).
       const Impl::ClassInfo& c = impl_->classes[it->second];
       const double level = static_cast<double>(std::min(c.value, c.previous));
-      const double threshold = impl_->VetoThreshold(c, scale);
+      const double threshold = impl_->VetoThreshold(it->second, scale);
       e.tests.push_back(
           TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"});
     }
@@ -960,7 +1066,7 @@ Explanation LeakDetector::Explain(std::string_view class_name) const {
   if (out.known && !impl_->rings.empty()) {
     const Impl::ClassInfo& c = impl_->classes[it->second];
     const double level = static_cast<double>(std::min(c.value, c.previous));
-    const double threshold = impl_->VetoThreshold(c, 0);
+    const double threshold = impl_->VetoThreshold(it->second, 0);
     out.cycle_veto =
         TestExplanation{"cycle veto", level, threshold, ">", level > threshold, "bytes"};
   }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "diff/grow.h"
 #include "diff/saturating.h"
 #include "diff/trend_stats.h"
 
@@ -119,8 +120,8 @@ uint32_t TrendDetector::SlotFor(const std::string& class_name) {
   } else {
     slot = static_cast<uint32_t>(states_.size());
     states_.emplace_back();
-    bytes_.resize(bytes_.size() + capacity_, 0);
-    instances_.resize(instances_.size() + capacity_, 0);
+    GrowBy(bytes_, capacity_);
+    GrowBy(instances_, capacity_);
   }
   ClassState& st = states_[slot];
   st = ClassState{};
@@ -134,27 +135,86 @@ uint32_t TrendDetector::SlotFor(const std::string& class_name) {
 void TrendDetector::FreeSlot(uint32_t slot) {
   ClassState& st = states_[slot];
   slot_of_.erase(st.name);
+  if (st.key != kNoKey) slot_of_key_.erase(st.key);
   std::fill_n(bytes_.begin() + static_cast<ptrdiff_t>(slot * capacity_), capacity_, 0);
   std::fill_n(instances_.begin() + static_cast<ptrdiff_t>(slot * capacity_), capacity_, 0);
+  wide_.erase(slot);
   st = ClassState{};
   free_slots_.push_back(slot);
 }
 
-bool TrendDetector::Observe(const Snapshot& snapshot) {
+bool TrendDetector::Accept(absl::Time time, const AgentId& agent) {
   if (seq_ > 0) {
-    if (snapshot.time <= last_time_) return false;
-    if (snapshot.agent != agent_) return false;
+    if (time <= last_time_) return false;
+    if (agent != agent_) return false;
   } else {
-    agent_ = snapshot.agent;
-    first_time_ = snapshot.time;
+    agent_ = agent;
+    first_time_ = time;
   }
+  return true;
+}
+
+size_t TrendDetector::StartSnapshot(absl::Time time) {
   const size_t pos = static_cast<size_t>(seq_ % static_cast<int64_t>(capacity_));
-  times_[pos] = snapshot.time;
-  // Every class starts this snapshot at zero; rows add to it (duplicate names are summed).
-  for (size_t s = 0; s < states_.size(); ++s) {
-    bytes_[s * capacity_ + pos] = 0;
-    instances_[s * capacity_ + pos] = 0;
+  times_[pos] = time;
+  // The column at `pos` still holds the values of capacity_ snapshots ago: a class's first row of
+  // this snapshot overwrites its value (AddRow), and EndSnapshot zeroes the classes that had none.
+  // (Not a zeroing pass here: the column is strided, a cache line per class, and the passes over
+  // the rows and over the classes touch those lines anyway.)
+  return pos;
+}
+
+void TrendDetector::SetSample(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances) {
+  ClassState& st = states_[slot];
+  if (!st.wide) {
+    if (bytes <= UINT32_MAX && instances <= UINT32_MAX) {
+      bytes_[slot * capacity_ + pos] = static_cast<uint32_t>(bytes);
+      instances_[slot * capacity_ + pos] = static_cast<uint32_t>(instances);
+      return;
+    }
+    // Widen: the slot's samples move to 64 bits for as long as the class is tracked.
+    const auto from = static_cast<ptrdiff_t>(slot * capacity_);
+    const auto to = from + static_cast<ptrdiff_t>(capacity_);
+    WideSamples& w = wide_[slot];
+    w.bytes.assign(bytes_.begin() + from, bytes_.begin() + to);
+    w.instances.assign(instances_.begin() + from, instances_.begin() + to);
+    std::fill(bytes_.begin() + from, bytes_.begin() + to, 0);
+    std::fill(instances_.begin() + from, instances_.begin() + to, 0);
+    st.wide = true;
   }
+  WideSamples& w = wide_.at(slot);
+  w.bytes[pos] = bytes;
+  w.instances[pos] = instances;
+}
+
+TrendDetector::Samples TrendDetector::BytesOf(uint32_t slot) const {
+  if (states_[slot].wide) return Samples{nullptr, wide_.at(slot).bytes.data()};
+  return Samples{bytes_.data() + slot * capacity_, nullptr};
+}
+
+TrendDetector::Samples TrendDetector::InstancesOf(uint32_t slot) const {
+  if (states_[slot].wide) return Samples{nullptr, wide_.at(slot).instances.data()};
+  return Samples{instances_.data() + slot * capacity_, nullptr};
+}
+
+void TrendDetector::AddRow(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances) {
+  // The first row of the class with objects in this snapshot overwrites the old value; another
+  // (several class loaders) adds to it. A row without objects leaves last_nonzero_seq: it writes 0,
+  // which the next row may overwrite, as 0 + that row.
+  ClassState& st = states_[slot];
+  uint64_t b = bytes, i = instances;
+  if (st.last_nonzero_seq == seq_) {
+    b = SaturatingAdd(BytesOf(slot)[pos], bytes);
+    i = SaturatingAdd(InstancesOf(slot)[pos], instances);
+  }
+  SetSample(slot, pos, b, i);
+  if (b > 0 || i > 0) st.last_nonzero_seq = seq_;
+}
+
+bool TrendDetector::Observe(const Snapshot& snapshot) {
+  HW_CHECK(!keyed_);  // one way of feeding per detector (see ObserveKeyed)
+  if (!Accept(snapshot.time, snapshot.agent)) return false;
+  const size_t pos = StartSnapshot(snapshot.time);
   // Rows usually come in the same order every snapshot: try the slot of the previous snapshot's
   // row at the same position (a string compare) before the hash map (hash, probe, compare).
   const auto& rows = snapshot.histogram.rows;
@@ -167,36 +227,70 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
             ? hint
             : SlotFor(row.class_name);
     slot_hint_[r] = slot;
-    uint64_t& b = bytes_[slot * capacity_ + pos];
-    uint64_t& i = instances_[slot * capacity_ + pos];
-    b = SaturatingAdd(b, row.bytes);
-    i = SaturatingAdd(i, row.instances);
-    if (b > 0 || i > 0) states_[slot].last_nonzero_seq = seq_;
+    AddRow(slot, pos, row.bytes, row.instances);
   }
+  EndSnapshot(pos, snapshot.time, snapshot.cost.mode);
+  return true;
+}
+
+bool TrendDetector::ObserveKeyed(absl::Time time, const AgentId& agent, HistogramMode mode,
+                                 std::span<const KeyedRow> rows) {
+  HW_CHECK(keyed_ || seq_ == 0);  // one way of feeding per detector
+  keyed_ = true;
+  if (!Accept(time, agent)) return false;
+  const size_t pos = StartSnapshot(time);
+  // As Observe, with the keys compared instead of the names.
+  slot_hint_.resize(rows.size(), UINT32_MAX);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const KeyedRow& row = rows[r];
+    const uint32_t hint = slot_hint_[r];
+    uint32_t slot;
+    if (hint < states_.size() && states_[hint].in_use && states_[hint].key == row.key) {
+      slot = hint;
+    } else if (auto it = slot_of_key_.find(row.key); it != slot_of_key_.end()) {
+      slot = it->second;
+    } else {
+      slot = SlotFor(std::string(row.name));
+      ClassState& st = states_[slot];
+      if (st.key != kNoKey) slot_of_key_.erase(st.key);  // the caller renumbered the class
+      st.key = row.key;
+      slot_of_key_[row.key] = slot;
+    }
+    slot_hint_[r] = slot;
+    AddRow(slot, pos, row.bytes, row.instances);
+  }
+  EndSnapshot(pos, time, mode);
+  return true;
+}
+
+bool TrendDetector::TracksKey(uint32_t key) const { return slot_of_key_.contains(key); }
+
+void TrendDetector::EndSnapshot(size_t pos, absl::Time time, HistogramMode mode) {
   // Garbage in `-all` histograms (taken without a GC) only ever adds to a class: such a snapshot
   // counts, per class, the smaller of its own value and the previous snapshot's raw value (a
   // minimum over buckets of two snapshots), which removes most garbage spikes and lags a steady
   // growth by one snapshot without changing its slope (docs/trend-detection.md).
   // Both -all modes: right after the JVM's own old-generation collection the old generation is
   // clean, but the young generation has refilled with garbage by the time the histogram runs.
-  const bool has_garbage =
-      snapshot.cost.mode == HistogramMode::kAll || snapshot.cost.mode == HistogramMode::kAllAfterGc;
+  const bool has_garbage = mode == HistogramMode::kAll || mode == HistogramMode::kAllAfterGc;
   for (size_t s = 0; s < states_.size(); ++s) {
     ClassState& st = states_[s];
     if (!st.in_use) continue;
-    uint64_t& b = bytes_[s * capacity_ + pos];
-    uint64_t& i = instances_[s * capacity_ + pos];
-    const uint64_t raw_b = b, raw_i = i;
+    const uint32_t slot = static_cast<uint32_t>(s);
+    // No row with objects: 0 (the column still held old values; see StartSnapshot).
+    if (st.last_nonzero_seq != seq_) SetSample(slot, pos, 0, 0);
+    const uint64_t raw_b = BytesOf(slot)[pos], raw_i = InstancesOf(slot)[pos];
     if (has_garbage && seq_ > 0) {
-      b = std::min(b, st.previous_raw_bytes);
-      i = std::min(i, st.previous_raw_instances);
+      // Never larger than the raw values: stays in the slot's width.
+      SetSample(slot, pos, std::min(raw_b, st.previous_raw_bytes),
+                std::min(raw_i, st.previous_raw_instances));
     }
     st.previous_raw_bytes = raw_b;
     st.previous_raw_instances = raw_i;
   }
   const int64_t current = seq_;
   ++seq_;
-  last_time_ = snapshot.time;
+  last_time_ = time;
 
   if (warmup_end_seq_ < 0) {
     const absl::Time origin =
@@ -204,7 +298,7 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
             ? agent_start_
             : first_time_;
     if (current >= static_cast<int64_t>(options_.warmup_snapshots) &&
-        snapshot.time >= origin + options_.warmup) {
+        time >= origin + options_.warmup) {
       warmup_end_seq_ = current;
     }
   }
@@ -225,9 +319,11 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
     // shared by every class's evaluation.
     for (size_t p = 0; p < capacity_; ++p) ring_seconds_[p] = absl::ToDoubleSeconds(times_[p] - t0);
     window_seconds_.resize(window_n_);
+    window_pos_.resize(window_n_);
     for (size_t k = 0; k < window_n_; ++k) {
       const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) %
                                            static_cast<int64_t>(capacity_));
+      window_pos_[k] = p;
       window_seconds_[k] = ring_seconds_[p];
     }
     inverse_dt_.clear();
@@ -256,7 +352,7 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
         st.pass_streak = e.pass && !vanished ? st.pass_streak + 1 : 0;
         if (st.pass_streak >= options_.confirm_snapshots) {
           st.suspect = true;
-          st.first_seen = snapshot.time;
+          st.first_seen = time;
           st.pass_streak = 0;
           st.fail_streak = 0;
         }
@@ -284,7 +380,6 @@ bool TrendDetector::Observe(const Snapshot& snapshot) {
       FreeSlot(slot);
     }
   }
-  return true;
 }
 
 TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
@@ -297,16 +392,14 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
   if (explain != nullptr) full = true;
   const size_t cap = capacity_;
   const int64_t icap = static_cast<int64_t>(cap);
-  const uint64_t* samples = bytes_.data() + slot * cap;
-  const int64_t window_start = seq_ - static_cast<int64_t>(n);
+  const Samples samples = BytesOf(slot);
 
   // Gather the window (oldest first) and its range.
   y_.resize(n);
   double wmin = std::numeric_limits<double>::infinity();
   double wmax = -wmin;
   for (size_t k = 0; k < n; ++k) {
-    const double v = static_cast<double>(
-        samples[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
+    const double v = static_cast<double>(samples[window_pos_[k]]);
     y_[k] = v;
     wmin = std::min(wmin, v);
     wmax = std::max(wmax, v);
@@ -537,11 +630,11 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     // instances in every snapshot of the window (every class whose objects all have one size, i.e.
     // every non-array class), it is the bytes slope divided by that size; only arrays need their
     // own pass.
-    const uint64_t* inst = instances_.data() + slot * cap;
+    const Samples inst = InstancesOf(slot);
     uint64_t object_size = 0;
     bool proportional = true;
     for (size_t k = 0; k < n && proportional; ++k) {
-      const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap);
+      const size_t p = window_pos_[k];
       if (inst[p] == 0) {
         proportional = samples[p] == 0;
       } else if (object_size == 0) {
@@ -554,10 +647,7 @@ TrendDetector::Evaluation TrendDetector::Evaluate(uint32_t slot, bool full,
     if (proportional && object_size > 0) {
       e.slope_instances = slope / static_cast<double>(object_size);
     } else {
-      for (size_t k = 0; k < n; ++k) {
-        y_[k] = static_cast<double>(
-            inst[static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap)]);
-      }
+      for (size_t k = 0; k < n; ++k) y_[k] = static_cast<double>(inst[window_pos_[k]]);
       e.slope_instances = TheilSenSlopePrecomputed(inverse_dt_, y_, &scratch_);
     }
   }
@@ -572,8 +662,8 @@ Suspect TrendDetector::MakeSuspect(const ClassState& st, uint32_t slot) const {
   s.first_seen = st.first_seen;
   s.growth_bytes_per_second = st.slope_bytes;
   s.growth_instances_per_second = st.slope_instances;
-  s.bytes = bytes_[slot * capacity_ + pos];
-  s.instances = instances_[slot * capacity_ + pos];
+  s.bytes = BytesOf(slot)[pos];
+  s.instances = InstancesOf(slot)[pos];
   s.p_value = st.p_value;
   s.window_size = st.window;
   s.window_growth_bytes = st.growth_bytes;
@@ -616,7 +706,7 @@ bool TrendDetector::Window(std::string_view class_name, std::vector<double>* sec
   if (it == slot_of_.end() || warmup_end_seq_ < 0 || window_n_ == 0) return false;
   const int64_t icap = static_cast<int64_t>(capacity_);
   const int64_t window_start = seq_ - static_cast<int64_t>(window_n_);
-  const uint64_t* samples = bytes_.data() + it->second * capacity_;
+  const Samples samples = BytesOf(it->second);
   for (size_t k = 0; k < window_n_; ++k) {
     const size_t p = static_cast<size_t>((window_start + static_cast<int64_t>(k)) % icap);
     seconds->push_back(window_seconds_[k]);

@@ -42,10 +42,11 @@
 // below min_relative_growth of its size (a leak that has run for a long time) stays cleared until
 // then, and first_seen is the first time it passed in the replayed span.
 //
-// Memory: per tracked class, 16 bytes per snapshot of the ring (max(window_snapshots,
-// peak_lookback_snapshots) = 36 at the defaults, so 576 bytes) plus about 150 bytes of state and
-// the class name. A class with no objects in any snapshot of the ring, and not a suspect, is
-// forgotten.
+// Memory: per tracked class, 8 bytes per snapshot of the ring (max(window_snapshots,
+// peak_lookback_snapshots) = 36 at the defaults, so 288 bytes: bytes and instances in 32 bits each;
+// a class whose bytes or instances reach 2^32 keeps 16 bytes per snapshot, exact) plus about 150
+// bytes of state and the class name. A class with no objects in any snapshot of the ring, and not a
+// suspect, is forgotten.
 //
 // Thread-safety: a TrendDetector is not thread-safe; one per agent, and the caller serialises calls
 // (const methods other than Explain() may run concurrently with each other, but not with
@@ -57,6 +58,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -232,6 +234,25 @@ class TrendDetector {
   // histogram, 22 ms when every class is a leaking suspect.
   bool Observe(const Snapshot& snapshot);
 
+  // For a caller that has resolved the rows to its own class keys already (LeakDetector: one
+  // name lookup per row for all its detectors). `name` is read only when the key is new to the
+  // detector. A key must stand for one class name while TracksKey(key); the caller may give it to
+  // another class once no detector tracks it.
+  struct KeyedRow {
+    uint32_t key = 0;
+    std::string_view name;
+    uint64_t bytes = 0;
+    uint64_t instances = 0;
+  };
+  // Observe() of a snapshot of `agent` at `time` in `mode` whose rows are `rows` (in that order,
+  // with those names): the same state and results, with keys compared instead of names (no name
+  // compare, hash or copy except for a key new to the detector). A detector is fed either by
+  // Observe() or by ObserveKeyed(), not both (HW_CHECKed). Same complexity as Observe().
+  bool ObserveKeyed(absl::Time time, const AgentId& agent, HistogramMode mode,
+                    std::span<const KeyedRow> rows);
+  // True when the detector keeps history for the class of `key` (ObserveKeyed). O(1) expected.
+  bool TracksKey(uint32_t key) const;
+
   // Current suspects, sorted by score descending, then class name ascending. O(s log s) for s
   // suspects.
   std::vector<Suspect> Suspects() const;
@@ -274,9 +295,12 @@ class TrendDetector {
 
  private:
   // Everything the detector keeps per class besides its samples.
+  static constexpr uint32_t kNoKey = UINT32_MAX;
   struct ClassState {
     std::string name;
     bool in_use = false;
+    uint32_t key = kNoKey;  // the caller's key (ObserveKeyed), else kNoKey
+    bool wide = false;      // samples in wide_ (a value reached 2^32), not bytes_/instances_
     int64_t last_nonzero_seq = -1;  // latest snapshot in which the class had a row with objects
     // The class's counts as the previous snapshot reported them (before the -all minimum below).
     uint64_t previous_raw_bytes = 0;
@@ -305,6 +329,23 @@ class TrendDetector {
 
   uint32_t SlotFor(const std::string& class_name);
   void FreeSlot(uint32_t slot);
+  // Observe's steps: the time-order and agent check (first snapshot: takes its agent), the ring
+  // position of the new snapshot (its column zeroed), one row added to a slot, and everything
+  // after the rows (-all minimum, warm-up, evaluation, forgetting).
+  bool Accept(absl::Time time, const AgentId& agent);
+  size_t StartSnapshot(absl::Time time);
+  void AddRow(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances);
+  void EndSnapshot(size_t pos, absl::Time time, HistogramMode mode);
+  // A slot's samples, 32- or 64-bit (see bytes_).
+  struct Samples {
+    const uint32_t* narrow = nullptr;
+    const uint64_t* wide = nullptr;
+    uint64_t operator[](size_t pos) const { return wide != nullptr ? wide[pos] : narrow[pos]; }
+  };
+  Samples BytesOf(uint32_t slot) const;
+  Samples InstancesOf(uint32_t slot) const;
+  // Stores one snapshot's values of a slot, widening the slot when one does not fit in 32 bits.
+  void SetSample(uint32_t slot, size_t pos, uint64_t bytes, uint64_t instances);
   // Runs tests A-D for one class. `full` is true for a current suspect: every figure is computed
   // (no short-circuit) and the entry-only conditions (test C, the relative part of test B) are
   // skipped. With `explain`, nothing is short-circuited, the entry conditions are evaluated too
@@ -326,15 +367,24 @@ class TrendDetector {
 
   // Per-class history, slot-major: samples of slot s are [s * capacity_, (s + 1) * capacity_),
   // indexed by seq % capacity_. Zero for snapshots in which the class had no row (or before it was
-  // first seen).
-  std::vector<uint64_t> bytes_;
-  std::vector<uint64_t> instances_;
+  // first seen). 32-bit while every value of the slot fits (8 bytes per snapshot and class instead
+  // of 16); a slot whose bytes or instances reach 2^32 (a class of 4 GiB or more) keeps all its
+  // samples in wide_ from then on, exactly (never saturated or cut).
+  std::vector<uint32_t> bytes_;
+  std::vector<uint32_t> instances_;
+  struct WideSamples {
+    std::vector<uint64_t> bytes, instances;  // capacity_ each, indexed like the narrow rings
+  };
+  absl::flat_hash_map<uint32_t, WideSamples> wide_;  // by slot
   std::vector<ClassState> states_;
   std::vector<uint32_t> free_slots_;  // LIFO, so that slot reuse is deterministic
   absl::flat_hash_map<std::string, uint32_t> slot_of_;
   // Per row position of the last snapshot, the slot of its class (a guess for the next snapshot's
   // row there, checked by name; UINT32_MAX = none).
   std::vector<uint32_t> slot_hint_;
+  // ObserveKeyed: the caller's key -> slot, for the classes tracked.
+  absl::flat_hash_map<uint32_t, uint32_t> slot_of_key_;
+  bool keyed_ = false;  // fed by ObserveKeyed
 
   std::function<bool(std::string_view)> entry_veto_;
 
@@ -342,6 +392,7 @@ class TrendDetector {
   std::vector<double> ring_seconds_;
   // Times of the window's snapshots, seconds since the window start.
   std::vector<double> window_seconds_;
+  std::vector<size_t> window_pos_;  // ring position of each window snapshot, oldest first
   std::vector<double> inverse_dt_;  // 1 / (t[j] - t[i]) for window pairs i < j
 
   // Scratch space reused by every evaluation (no allocation per class once grown). Mutable: const

@@ -170,6 +170,64 @@ TEST(PrintableText, CutsAtCodePointsAndReplacesWhatIsNotPrintable) {
   EXPECT_TRUE(daemon::IsPrintableUtf8(cut, 400));
 }
 
+// A stream decodes every histogram into one Snapshot (its row strings reused): each result must
+// equal a fresh decode, whether the next histogram has more rows, fewer, another order, or shorter
+// names and modules than the rows it overwrites; a refused histogram leaves the dictionary as it
+// was.
+TEST(ToSnapshot, DecodingIntoAReusedSnapshotEqualsAFreshDecode) {
+  daemon::ClassDictionary fresh_dict, reused_dict;
+  Snapshot reused;
+  auto histogram = [](uint64_t seq, const std::vector<uint32_t>& refs, bool define) {
+    av1::Histogram h;
+    h.set_sequence(seq);
+    h.mutable_time()->set_seconds(1'700'000'000 + static_cast<int64_t>(seq));
+    h.set_mode(av1::HISTOGRAM_MODE_LIVE);
+    if (define) {
+      for (uint32_t ref = 1; ref <= 4; ++ref) {
+        av1::ClassDefinition* c = h.add_new_classes();
+        c->set_class_ref(ref);
+        // Names and modules of very different lengths (SSO and heap strings).
+        c->set_class_name(ref == 2 ? "B"
+                                   : "com.example.a.rather.long.pkg.Class" + std::to_string(ref));
+        c->set_module(ref % 2 == 0 ? "" : "java.base@17.0.15-with-a-long-version-suffix");
+      }
+    }
+    uint64_t ti = 0, tb = 0;
+    for (uint32_t ref : refs) {
+      h.add_class_refs(ref);
+      h.add_instances(ref * 10 + seq);
+      h.add_bytes(ref * 100 + seq);
+      ti += ref * 10 + seq;
+      tb += ref * 100 + seq;
+    }
+    h.set_total_instances(ti);
+    h.set_total_bytes(tb);
+    return h;
+  };
+  const std::vector<std::vector<uint32_t>> sequences = {{1, 2, 3, 4},       {4, 3, 2, 1}, {2},
+                                                        {1, 3, 1, 4, 2, 2}, {},           {3, 2}};
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const av1::Histogram h = histogram(i + 1, sequences[i], i == 0);
+    auto expected = daemon::ToSnapshot(h, AgentId("agent-a"), &fresh_dict);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    ASSERT_TRUE(daemon::ToSnapshot(h, AgentId("agent-a"), &reused_dict, &reused).ok());
+    EXPECT_EQ(reused.agent, expected->agent);
+    EXPECT_EQ(reused.time, expected->time);
+    EXPECT_EQ(reused.cost.mode, expected->cost.mode);
+    EXPECT_EQ(reused.histogram, expected->histogram) << "histogram " << i;
+  }
+  // Refused (an undefined class ref): the dictionary is unchanged, and the next valid histogram
+  // decodes as before.
+  av1::Histogram bad = histogram(10, {1, 9}, false);
+  EXPECT_FALSE(daemon::ToSnapshot(bad, AgentId("agent-a"), &reused_dict, &reused).ok());
+  EXPECT_EQ(reused_dict.classes.size(), 4u);
+  const av1::Histogram h = histogram(11, {4, 1}, false);
+  auto expected = daemon::ToSnapshot(h, AgentId("agent-a"), &fresh_dict);
+  ASSERT_TRUE(expected.ok());
+  ASSERT_TRUE(daemon::ToSnapshot(h, AgentId("agent-a"), &reused_dict, &reused).ok());
+  EXPECT_EQ(reused.histogram, expected->histogram);
+}
+
 class AgentGatewayTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -328,6 +328,54 @@ TEST(Metrics, ClassSeriesCoverTopClassesPlusSuspectsAndFollowThem) {
               ::testing::SizeIs(1));
 }
 
+// The daemon publishes the classes LeakDetector::LatestClasses chose (no second hashing of every
+// row's name): the class series must be exactly those of PublishSnapshot from the snapshot's rows,
+// through repeated names (several class loaders), ties, classes leaving and entering the top, and
+// suspects in and out of the snapshot.
+TEST(Metrics, ClassesChosenByTheDetectorExportTheSameSeriesAsTheRows) {
+  Metrics from_rows, from_detector;
+  from_rows.AddAgent(Info("a"));
+  from_detector.AddAgent(Info("a"));
+  const AgentId a("a");
+  diff::LeakDetector detector(diff::LeakOptions{});
+  const std::vector<std::vector<std::tuple<std::string, uint64_t, uint64_t>>> snapshots = {
+      {{"Big", 10, 5000}, {"Mid", 5, 500}, {"Small", 1, 10}, {"Tie", 2, 500}},
+      {{"Small", 1, 10}, {"Big", 10, 5000}, {"Small", 3, 600}, {"Tie", 2, 500}},
+      {{"New", 2, 700}, {"Big", 10, 5000}},
+      {{"Big", 10, 5000}, {"Mid", 5, 500}, {"Aaa", 1, 500}, {"Tie", 2, 500}, {"Zero", 0, 0}},
+      {{"Zero", 0, 0}},
+  };
+  const std::vector<std::vector<diff::Suspect>> suspects = {
+      {},
+      {SuspectOf("Small", 610)},
+      {SuspectOf("Small", 0), SuspectOf("Mid", 0)},
+      {SuspectOf("Tie", 500)},
+      {SuspectOf("Big", 5000)}};
+  auto class_lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (const std::string& line : Samples(text, {"heapwatch_"})) {
+      if (absl::StrContains(line, "class") || absl::StrContains(line, "last_snapshot")) {
+        out.push_back(line);
+      }
+    }
+    return out;
+  };
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    for (int top : {2, 3}) {
+      const Snapshot s = Snap("a", 1000 + static_cast<int64_t>(i) * 2 + (top == 3), snapshots[i]);
+      ASSERT_TRUE(detector.Observe(s));
+      from_rows.PublishSnapshot(a, s, suspects[i], top);
+      std::vector<std::string> names;
+      for (const diff::Suspect& x : suspects[i]) names.push_back(x.class_name);
+      from_detector.PublishSnapshot(a, s.time, detector.LatestClasses(top, names), suspects[i]);
+      const std::vector<std::string> want = class_lines(from_rows.ExpositionText());
+      EXPECT_FALSE(want.empty());
+      EXPECT_EQ(class_lines(from_detector.ExpositionText()), want)
+          << "snapshot " << i << ", top " << top;
+    }
+  }
+}
+
 // One growth series per current leak, labelled with its id and main class; the count per agent
 // starts at 0 with the agent; a leak that ends loses its series, one whose main class changes gets
 // a new series in place of the old; everything goes with the agent.

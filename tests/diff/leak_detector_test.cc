@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -188,6 +189,36 @@ TEST(LeakDetectorTest, WithoutTheCycleVetoEveryMorningIsALeak) {
   r.length = absl::Seconds(4 * kDay);
   const ReplayResult res = Replay(options, classes, r);
   EXPECT_GE(res.classes.back().episodes, 3u);
+}
+
+// The cycle veto keeps its maxima in 32 bits where they fit: a class of more than 4 GiB keeps exact
+// 64-bit maxima, so its daily cycle is vetoed like a small one's (maxima saturated at 4 GiB or
+// wrapped around would let every morning's rise through, as without the veto).
+TEST(LeakDetectorTest, CycleVetoHoldsForAClassAbove4GiB) {
+  for (bool veto : {false, true}) {
+    LeakOptions options;
+    if (!veto) options.cycle_lookback = absl::ZeroDuration();
+    std::vector<ReplayClass> classes = Background();
+    classes.push_back({"com.example.Session", DailyCycle(4.5e9, 2e9), 1e6});
+    ReplayOptions r;
+    r.length = absl::Seconds(4 * kDay);
+    double peak_threshold = 0;
+    const ReplayResult res = Replay(options, classes, r, [&](const LeakDetector& d, double t) {
+      if (veto && t > 3.5 * kDay) {
+        const Explanation e = d.Explain("com.example.Session");
+        if (e.cycle_veto) peak_threshold = std::max(peak_threshold, e.cycle_veto->threshold);
+      }
+      return false;
+    });
+    if (veto) {
+      EXPECT_LE(res.classes.back().episodes, 1u) << "only the first morning may be flagged";
+      EXPECT_FALSE(res.classes.back().flagged_at_end);
+      // The past peak (6.5 GB) plus a quarter of G.
+      EXPECT_GT(peak_threshold, 6.4e9);
+    } else {
+      EXPECT_GE(res.classes.back().episodes, 3u);
+    }
+  }
 }
 
 // A leak on top of a daily cycle (peaks rise every day) is still found.
@@ -511,6 +542,60 @@ TEST(LeakDetectorTest, JdkClasses) {
   EXPECT_FALSE(IsJdkClass("com.example.Event"));
   EXPECT_FALSE(IsJdkClass("com.example.Event[]"));
   EXPECT_FALSE(IsJdkClass("javalike.Foo"));
+}
+
+// LatestClasses: the latest snapshot's classes summed by name (saturating), the top ones by bytes
+// with ties by name, then the requested ones that are in the snapshot; each class once. Checked
+// against sums computed here over snapshots whose rows change order, repeat names and drop classes.
+TEST(LeakDetectorTest, LatestClassesSumsTheLatestSnapshotsRowsByName) {
+  LeakDetector detector(LeakOptions{});
+  EXPECT_TRUE(detector.LatestClasses(5, {"A"}).empty());
+  std::mt19937_64 rng(7);
+  for (int k = 0; k < 200; ++k) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = absl::FromUnixSeconds(1'700'000'000 + k);
+    std::vector<std::string> names;
+    for (int c = 0; c < 12; ++c) {
+      if (rng() % 5 != 0) names.push_back(absl::StrFormat("C%02d", c));  // classes come and go
+    }
+    if (k % 3 == 0) std::shuffle(names.begin(), names.end(), rng);
+    if (k % 4 == 0 && !names.empty()) names.push_back(names.front());  // two class loaders
+    std::map<std::string, std::pair<uint64_t, uint64_t>> expected;
+    for (const std::string& n : names) {
+      const uint64_t bytes = (rng() % 4) * 100;  // many ties, some zero
+      s.histogram.rows.push_back({n, "", bytes / 10, bytes});
+      expected[n].first += bytes;
+      expected[n].second += bytes / 10;
+    }
+    if (k == 100) {
+      // Beyond 64 bits summed: saturates instead of wrapping around.
+      s.histogram.rows.push_back({"Huge", "", 1, UINT64_MAX - 5});
+      s.histogram.rows.push_back({"Huge", "", 1, 100});
+      expected["Huge"] = {UINT64_MAX, 2};
+    }
+    ASSERT_TRUE(detector.Observe(s));
+    std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> by_bytes(expected.begin(),
+                                                                                expected.end());
+    std::stable_sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) {
+      return a.second.first > b.second.first;  // map order: ties by name
+    });
+    const size_t top = 4;
+    std::vector<ClassTotal> want;
+    for (size_t i = 0; i < std::min(top, by_bytes.size()); ++i) {
+      want.push_back({by_bytes[i].first, by_bytes[i].second.first, by_bytes[i].second.second});
+    }
+    const std::vector<std::string> also = {"C11", "Absent", "C00", "C11"};
+    for (const std::string& n : also) {
+      auto it = expected.find(n);
+      if (it == expected.end()) continue;
+      if (std::any_of(want.begin(), want.end(),
+                      [&](const ClassTotal& c) { return c.class_name == n; }))
+        continue;
+      want.push_back({n, it->second.first, it->second.second});
+    }
+    EXPECT_EQ(detector.LatestClasses(top, also), want) << "snapshot " << k;
+  }
 }
 }  // namespace
 }  // namespace heapwatch::diff

@@ -3,7 +3,9 @@
 // trend_patterns_test.cc.
 #include "diff/trend_detector.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -435,6 +437,145 @@ TEST(TrendDetectorTest, AllObjectsSnapshotsStillFlagASteadyLeak) {
   ASSERT_TRUE(s.has_value());
   // The slope is the leak's (2 MiB a minute), not changed by the one-snapshot lag.
   EXPECT_NEAR(s->growth_bytes_per_second, 2 * kMiB / 60, 0.05 * 2 * kMiB / 60);
+}
+
+// ObserveKeyed (LeakDetector's path: rows by class id) keeps exactly the state Observe keeps:
+// same suspects with every figure, same explanations, same tracked classes, over leaks, noise,
+// -all snapshots, rows in changing order, a class on two rows, and classes that vanish long enough
+// to be forgotten and come back.
+TEST(TrendDetectorTest, ObserveKeyedKeepsTheSameStateAsObserve) {
+  TrendOptions o;
+  o.min_growth_bytes = 1000;
+  TrendDetector by_name(o), by_key(o);
+  std::mt19937_64 rng(11);
+  const int kClasses = 40;
+  std::vector<std::string> names;
+  for (int c = 0; c < kClasses; ++c) names.push_back("com.example.C" + std::to_string(c));
+  for (int k = 0; k < 300; ++k) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = absl::FromUnixSeconds(1'700'000'000 + 10 * k);
+    s.cost.mode = k % 7 == 0 ? HistogramMode::kAll : HistogramMode::kLive;
+    std::vector<int> order;
+    for (int c = 0; c < kClasses; ++c) {
+      // Classes 30..39 vanish for 60 snapshots (longer than the ring) now and then.
+      if (c >= 30 && (k / 60) % 2 == 1) continue;
+      order.push_back(c);
+    }
+    if (k % 5 == 0) std::shuffle(order.begin(), order.end(), rng);
+    if (k % 3 == 0) order.push_back(order.front());  // a class on two rows
+    std::vector<TrendDetector::KeyedRow> keyed;
+    for (int c : order) {
+      // Classes 0..9 leak at various rates, the others are noise around a level.
+      const uint64_t level = 10000 + 1000 * static_cast<uint64_t>(c);
+      const uint64_t bytes = c < 10 ? level + static_cast<uint64_t>(k) * (50 + 40 * c) + rng() % 300
+                                    : level + rng() % 3000;
+      s.histogram.rows.push_back({names[c], "", bytes / 8, bytes});
+      keyed.push_back({static_cast<uint32_t>(c), names[c], bytes, bytes / 8});
+    }
+    ASSERT_EQ(by_name.Observe(s), by_key.ObserveKeyed(s.time, s.agent, s.cost.mode, keyed));
+    ASSERT_EQ(by_name.Suspects(), by_key.Suspects()) << "snapshot " << k;
+    ASSERT_EQ(by_name.tracked_classes(), by_key.tracked_classes()) << "snapshot " << k;
+    for (int c = 0; c < kClasses; c += 7) {
+      ASSERT_EQ(by_name.Explain(names[c]), by_key.Explain(names[c])) << k << " " << names[c];
+      ASSERT_EQ(by_name.Tracks(names[c]), by_key.TracksKey(static_cast<uint32_t>(c)));
+    }
+  }
+  EXPECT_FALSE(by_key.Suspects().empty());
+  // An older snapshot is refused by both paths alike.
+  EXPECT_FALSE(by_key.ObserveKeyed(absl::FromUnixSeconds(1'700'000'000), AgentId("a"),
+                                   HistogramMode::kLive, {}));
+}
+
+// Samples are kept in 32 bits while they fit: a class that passes 2^32 bytes and instances keeps
+// exact values. Scaling every value and min_growth_bytes by 2^20 scales every figure by 2^20
+// exactly (Mann-Kendall, Theil-Sen and the tests are scale-equivariant, and a power of two
+// multiplies doubles exactly), so the scaled run, whose leaks cross 4 GiB midway, must report the
+// small run's suspects with bytes, instances and slopes times 2^20 and the same p-values; values
+// cut to 32 bits or saturated would not.
+TEST(TrendDetectorTest, ClassesBeyond32BitsKeepExactValues) {
+  constexpr uint64_t kScale = uint64_t{1} << 20;
+  TrendOptions small_options;
+  small_options.min_growth_bytes = 1000;
+  TrendOptions big_options = small_options;
+  big_options.min_growth_bytes = small_options.min_growth_bytes * kScale;
+  TrendDetector small(small_options), big(big_options);
+  std::mt19937_64 rng(5);
+  bool crossed = false;
+  for (int k = 0; k < 200; ++k) {
+    Snapshot a, b;
+    a.agent = b.agent = AgentId("a");
+    a.time = b.time = absl::FromUnixSeconds(1'700'000'000 + 10 * k);
+    a.cost.mode = b.cost.mode = k % 5 == 0 ? HistogramMode::kAll : HistogramMode::kLive;
+    for (int c = 0; c < 12; ++c) {
+      // Classes 0..5 leak from 3,000 units (3 GiB scaled) by 100-150 a snapshot; the others are
+      // noise.
+      const uint64_t bytes = c < 6 ? 3000 + static_cast<uint64_t>(k) * (100 + 10 * c) + rng() % 50
+                                   : 2000 + rng() % 1500;
+      const uint64_t instances = bytes / (c + 1) + 4096;  // > 2^32 scaled, too
+      const std::string name = "C" + std::to_string(c);
+      a.histogram.rows.push_back({name, "", instances, bytes});
+      b.histogram.rows.push_back({name, "", instances * kScale, bytes * kScale});
+      crossed = crossed || bytes * kScale > UINT32_MAX;
+    }
+    ASSERT_TRUE(small.Observe(a));
+    ASSERT_TRUE(big.Observe(b));
+    std::vector<Suspect> want = small.Suspects();
+    for (Suspect& x : want) {
+      x.bytes *= kScale;
+      x.instances *= kScale;
+      x.growth_bytes_per_second *= static_cast<double>(kScale);
+      x.growth_instances_per_second *= static_cast<double>(kScale);
+      x.window_growth_bytes *= static_cast<double>(kScale);
+    }
+    ASSERT_EQ(big.Suspects(), want) << "snapshot " << k;
+  }
+  EXPECT_TRUE(crossed);
+  EXPECT_GE(big.Suspects().size(), 3u);
+  for (const Suspect& x : big.Suspects()) EXPECT_GT(x.bytes, uint64_t{5} << 30) << x.class_name;
+}
+
+// Rows of one class are summed, rows without objects count as 0, and a class without a row has 0:
+// whatever the ring position held from capacity snapshots before (the column is overwritten, not
+// zeroed first).
+TEST(TrendDetectorTest, RowsOfAClassAreSummedAndMissingClassesAreZero) {
+  TrendDetector d(TrendOptions{});
+  std::vector<double> want;
+  for (int k = 0; k < 100; ++k) {
+    Snapshot s;
+    s.agent = AgentId("a");
+    s.time = absl::FromUnixSeconds(1'700'000'000 + k);
+    s.histogram.rows.push_back({"Other", "", 1, 8});  // keeps the detector's ring going
+    const uint64_t v = 1000 + static_cast<uint64_t>(k);
+    switch (k % 5) {
+      case 0:
+        s.histogram.rows.push_back({"A", "", 0, 0});
+        s.histogram.rows.push_back({"A", "", 1, v});
+        break;
+      case 1:
+        s.histogram.rows.push_back({"A", "", 1, v});
+        s.histogram.rows.push_back({"A", "", 0, 0});
+        break;
+      case 2:
+        s.histogram.rows.push_back({"A", "", 1, v});
+        s.histogram.rows.push_back({"A", "", 2, v});
+        break;
+      case 3:
+        break;  // no row
+      case 4:
+        s.histogram.rows.push_back({"A", "", 0, 0});
+        break;
+    }
+    want.push_back(k % 5 == 2   ? 2.0 * static_cast<double>(v)
+                   : k % 5 >= 3 ? 0.0
+                                : static_cast<double>(v));
+    ASSERT_TRUE(d.Observe(s));
+    std::vector<double> t, y;
+    ASSERT_TRUE(d.Window("A", &t, &y) || k < 5);
+    if (y.empty()) continue;
+    const std::vector<double> tail(want.end() - static_cast<ptrdiff_t>(y.size()), want.end());
+    ASSERT_EQ(y, tail) << "snapshot " << k;
+  }
 }
 
 }  // namespace
