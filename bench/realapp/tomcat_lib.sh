@@ -21,6 +21,9 @@ tomcat_prepare_base() {
   sed -i 's#^<Context>#<Context>\n    <Manager pathname="" />#' "$base/conf/context.xml"
   echo 'org.apache.catalina.core.ContainerBase.[Catalina].[localhost].[/examples].level = WARNING' \
     >>"$base/conf/logging.properties"
+  # /etc/tomcat10/Catalina/localhost exists only once the package's own service has run long enough to
+  # create it (deps.sh stops that service right after installation, so on a fresh machine it may not).
+  mkdir -p "$base/conf/Catalina/localhost"
   [[ -f $base/conf/Catalina/localhost/examples.xml ]] ||
     printf '<Context path="/examples" docBase="%s">\n  <Resources allowLinking="true"/>\n</Context>\n' \
       "$TOMCAT_EXAMPLES" >"$base/conf/Catalina/localhost/examples.xml"
