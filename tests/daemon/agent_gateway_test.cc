@@ -1163,7 +1163,14 @@ TEST_F(AgentGatewayTest, CollectHistogramOfAnAttachAgentIsTakenByTheSchedulerAtO
   config_.collection.pause_budget = 1;
   config_.collection.discovery_interval = absl::Milliseconds(100);
   StartDaemon();
-  ASSERT_TRUE(Eventually([&] { return FindAgent(info.id.value).has_value(); }, absl::Seconds(10)));
+  // Watched, not only listed: the daemon records a JVM in the store (and ListAgents shows that
+  // record) a moment before it starts watching it (seen under TSan).
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto a = FindAgent(info.id.value);
+        return a.has_value() && a->has_watched_since_time();
+      },
+      absl::Seconds(10)));
   for (v1::HistogramMode mode : {v1::HISTOGRAM_MODE_LIVE, v1::HISTOGRAM_MODE_ALL}) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
