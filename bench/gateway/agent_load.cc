@@ -13,7 +13,24 @@
 //  - random (the worst case): every count is drawn anew each time (1,000..1,049 instances of 24
 //    bytes, class 1 growing), so the top classes and the stored deltas change every histogram.
 //
-// Usage: heapwatch_agent_load TARGET AGENTS CLASSES SECONDS THREADS [realistic|random]
+// Every simulated agent runs on its own thread with its own stream, as a real agent runs in its
+// own JVM: it sends on its own 1-second schedule, and a slow acknowledgement delays only that
+// agent. (Until 2026-11-25 a few threads each served 62 agents in turn, so one slow ack held back
+// 61 other agents' histograms: that measured the load generator's queueing, not the daemon.) An
+// agent whose previous histogram is still unacknowledged when its next one is due does not burst:
+// the slot is counted as missed ("late slots"), and the histograms/s figure falls short.
+//
+// Phases: all agents connect and register at once; each agent's first histogram defines its
+// classes (3,000 names: the daemon interns them into its store), so the first second is a burst of
+// a fleet's start, not the steady state. The measured window of SECONDS seconds starts
+// kSettleSeconds after every agent's first histogram was acknowledged; the start-up phase is
+// reported on its own line (how long until every first histogram was stored, and the slots missed
+// meanwhile).
+// The agents share CONNECTIONS gRPC connections (HTTP/2 multiplexes their streams); the default
+// is one per agent, as real agents in separate JVMs have.
+//
+// Usage: heapwatch_agent_load TARGET AGENTS CLASSES SECONDS [CONNECTIONS] [realistic|random]
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +62,7 @@ struct Agent {
   uint64_t sequence = 0;
   absl::Time next = absl::InfinitePast();
   bool defined = false;
+  bool defined_acked = false;  // its first histogram (with the class definitions) was acknowledged
   bool failed = false;
   // Realistic mode: the agent's current counts and sizes per instance, per class.
   std::vector<uint64_t> instances;
@@ -116,115 +134,128 @@ av1::AgentMessage Histogram(Agent& a, int classes, Mode mode, std::mt19937_64& r
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6 && argc != 7) {
-    std::fprintf(stderr, "usage: %s TARGET AGENTS CLASSES SECONDS THREADS [realistic|random]\n",
+  if (argc < 5 || argc > 7) {
+    std::fprintf(stderr,
+                 "usage: %s TARGET AGENTS CLASSES SECONDS [CONNECTIONS] [realistic|random]\n",
                  argv[0]);
     return 2;
   }
+  const std::string target = argv[1];
+  const int agents = std::atoi(argv[2]), classes = std::atoi(argv[3]);
+  const int seconds = std::atoi(argv[4]);
+  const int connections = argc >= 6 ? std::atoi(argv[5]) : agents;
   const std::string mode_name = argc == 7 ? argv[6] : "realistic";
   if (mode_name != "realistic" && mode_name != "random") {
     std::fprintf(stderr, "unknown mode %s (realistic or random)\n", mode_name.c_str());
     return 2;
   }
+  if (agents < 1 || classes < 1 || seconds < 1 || connections < 1) {
+    std::fprintf(stderr, "AGENTS, CLASSES, SECONDS and CONNECTIONS must be positive\n");
+    return 2;
+  }
   const Mode mode = mode_name == "random" ? Mode::kRandom : Mode::kRealistic;
-  const std::string target = argv[1];
-  const int agents = std::atoi(argv[2]), classes = std::atoi(argv[3]);
-  const int seconds = std::atoi(argv[4]), threads = std::atoi(argv[5]);
+  const absl::Time run_start = absl::Now();
   const absl::Time start_time = absl::FromUnixMillis(absl::ToUnixMillis(absl::Now()));
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   const std::string agent_host = std::string("load-") + host;
 
-  std::atomic<uint64_t> acked{0}, acked_total{0}, lost{0}, refused{0};
+  std::vector<std::unique_ptr<av1::AgentGateway::Stub>> stubs;
+  for (int c = 0; c < std::min(connections, agents); ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt("grpc.channel_id", c);  // distinct connections
+    stubs.push_back(av1::AgentGateway::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
+  }
+
+  std::atomic<uint64_t> acked{0}, acked_total{0}, lost{0}, refused{0}, late{0}, late_startup{0};
+  std::atomic<int> first_acked{0};
   std::mutex lat_mu;
   std::vector<double> latencies_ms;
   std::vector<std::thread> pool;
-  const absl::Time end = absl::Now() + absl::Seconds(seconds) + absl::Seconds(5);
-  std::atomic<int64_t> measure_from_ns{INT64_MAX};  // Unix ns; set once all agents registered
+  // Unix ns: the measured window [measure_from, end), set by the main thread once the start-up is
+  // over (or after kStartupLimit).
+  std::atomic<int64_t> measure_from_ns{INT64_MAX}, end_ns{INT64_MAX};
   std::atomic<int> registered{0};
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      std::mt19937_64 rng(t);
-      // A few channels per thread (HTTP/2 stream limits), agents spread over them.
-      std::vector<std::shared_ptr<grpc::Channel>> channels;
-      for (int c = 0; c < 4; ++c) {
-        grpc::ChannelArguments args;
-        args.SetInt("grpc.channel_id", t * 16 + c);  // distinct connections
-        channels.push_back(
-            grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  pool.reserve(agents);
+  for (int i = 0; i < agents; ++i) {
+    pool.emplace_back([&, i] {
+      std::mt19937_64 rng(i);
+      Agent a;
+      a.context = std::make_unique<grpc::ClientContext>();
+      a.stream = stubs[i % stubs.size()]->Connect(a.context.get());
+      av1::AgentMessage reg;
+      av1::Register* r = reg.mutable_register_();
+      const int64_t pid = 100000 + i;
+      r->set_agent_id(heapwatch::collectors::MakeAgentId(agent_host, pid, start_time).value);
+      r->set_host(agent_host);
+      r->set_pid(pid);
+      heapwatch::proto::ToTimestamp(start_time, r->mutable_jvm_start_time());
+      r->set_main_class("com.example.load.Main");
+      r->set_protocol_version(1);
+      av1::DaemonMessage reply;
+      if (!a.stream->Write(reg) || !a.stream->Read(&reply) || !reply.has_registered()) {
+        refused++;
+        a.context->TryCancel();
+        return;
       }
-      std::vector<std::unique_ptr<av1::AgentGateway::Stub>> stubs;
-      for (auto& ch : channels) stubs.push_back(av1::AgentGateway::NewStub(ch));
-      std::vector<Agent> mine;
-      for (int i = t; i < agents; i += threads) {
-        Agent a;
-        a.context = std::make_unique<grpc::ClientContext>();
-        a.stream = stubs[mine.size() % stubs.size()]->Connect(a.context.get());
-        av1::AgentMessage reg;
-        av1::Register* r = reg.mutable_register_();
-        const int64_t pid = 100000 + i;
-        r->set_agent_id(heapwatch::collectors::MakeAgentId(agent_host, pid, start_time).value);
-        r->set_host(agent_host);
-        r->set_pid(pid);
-        heapwatch::proto::ToTimestamp(start_time, r->mutable_jvm_start_time());
-        r->set_main_class("com.example.load.Main");
-        r->set_protocol_version(1);
-        av1::DaemonMessage reply;
-        if (!a.stream->Write(reg) || !a.stream->Read(&reply) || !reply.has_registered()) {
-          refused++;
+      a.sequence = reply.registered().stored_through();
+      registered++;
+      // Agents start at random points of the second, as JVMs started at different times do.
+      a.next = absl::Now() + absl::Milliseconds(rng() % 1000);
+      std::vector<double> local;
+      while (!a.failed) {
+        const absl::Time now = absl::Now();
+        if (absl::ToUnixNanos(a.next) >= end_ns.load()) break;
+        if (a.next > now) {
+          absl::SleepFor(a.next - now);
           continue;
         }
-        a.sequence = reply.registered().stored_through();
-        // Spread the agents over the second.
-        a.next = absl::Now() + absl::Milliseconds(rng() % 1000);
-        mine.push_back(std::move(a));
-        registered++;
-      }
-      std::vector<double> local;
-      while (absl::Now() < end) {
-        absl::Time soonest = end;
-        for (Agent& a : mine) {
-          if (a.failed) continue;
-          const absl::Time now = absl::Now();
-          if (a.next > now) {
-            soonest = std::min(soonest, a.next);
-            continue;
-          }
+        const bool measured = absl::ToUnixNanos(a.next) >= measure_from_ns.load();
+        a.next += absl::Seconds(1);
+        while (a.next < now) {  // behind: skip the missed slots, do not burst
+          (measured ? late : late_startup)++;
           a.next += absl::Seconds(1);
-          if (a.next < now) a.next = now + absl::Seconds(1);  // behind: skip, do not burst
-          av1::AgentMessage m = Histogram(a, classes, mode, rng);
-          const absl::Time sent = absl::Now();
-          av1::DaemonMessage reply;
-          if (!a.stream->Write(m) || !a.stream->Read(&reply) || !reply.has_ack()) {
-            a.failed = true;
-            lost++;
-            continue;
-          }
-          if (reply.ack().stored_through() != a.sequence) lost++;
-          acked_total++;
-          if (absl::ToUnixNanos(sent) >= measure_from_ns.load()) {
-            acked++;
-            local.push_back(absl::ToDoubleMilliseconds(absl::Now() - sent));
-          }
         }
-        const absl::Time now = absl::Now();
-        if (soonest > now) absl::SleepFor(std::min(soonest - now, absl::Milliseconds(20)));
+        av1::AgentMessage m = Histogram(a, classes, mode, rng);
+        const absl::Time sent = absl::Now();
+        if (!a.stream->Write(m) || !a.stream->Read(&reply) || !reply.has_ack()) {
+          a.failed = true;
+          lost++;
+          break;
+        }
+        if (reply.ack().stored_through() != a.sequence) lost++;
+        acked_total++;
+        if (!a.defined_acked) {
+          a.defined_acked = true;
+          first_acked++;
+        }
+        if (absl::ToUnixNanos(sent) >= measure_from_ns.load()) {
+          acked++;
+          local.push_back(absl::ToDoubleMilliseconds(absl::Now() - sent));
+        }
       }
-      for (Agent& a : mine) {
-        a.stream->WritesDone();
-        a.context->TryCancel();
-      }
+      a.stream->WritesDone();
+      a.context->TryCancel();
       std::lock_guard<std::mutex> lock(lat_mu);
       latencies_ms.insert(latencies_ms.end(), local.begin(), local.end());
     });
   }
-  // Measure the last SECONDS seconds (the first 5 s register and define the classes).
-  while (registered.load() + refused.load() < agents &&
-         absl::Now() < end - absl::Seconds(seconds)) {
-    absl::SleepFor(absl::Milliseconds(50));
+  // Start-up: until every registered agent's first histogram is acknowledged (at most
+  // kStartupLimit), then kSettleSeconds more for the backlog; then the window.
+  constexpr absl::Duration kStartupLimit = absl::Seconds(120), kSettle = absl::Seconds(10);
+  while (absl::Now() < run_start + kStartupLimit &&
+         (registered.load() + refused.load() < static_cast<uint64_t>(agents) ||
+          first_acked.load() < registered.load())) {
+    absl::SleepFor(absl::Milliseconds(20));
   }
+  const double startup_s = absl::ToDoubleSeconds(absl::Now() - run_start);
+  const int startup_done = first_acked.load();
+  absl::SleepFor(kSettle);
   const absl::Time measure_start = absl::Now();
+  const absl::Time end = measure_start + absl::Seconds(seconds);
   measure_from_ns = absl::ToUnixNanos(measure_start);
+  end_ns = absl::ToUnixNanos(end);
   for (std::thread& t : pool) t.join();
   const double window = absl::ToDoubleSeconds(end - measure_start);
   std::sort(latencies_ms.begin(), latencies_ms.end());
@@ -235,16 +266,31 @@ int main(int argc, char** argv) {
                                        static_cast<size_t>(p * latencies_ms.size()))];
   };
   std::printf(
-      "agents %d registered %d refused %llu classes %d mode %s window %.1f s\n"
+      "start-up: %d of %d agents' first histograms (class definitions) acknowledged %.1f s after "
+      "the start; %llu slots missed before the window (which starts %.0f s later)\n",
+      startup_done, registered.load(), startup_s,
+      static_cast<unsigned long long>(late_startup.load()), absl::ToDoubleSeconds(kSettle));
+  std::printf(
+      "agents %d registered %d refused %llu classes %d mode %s connections %zu window %.1f s\n"
       "acked %llu histograms = %.1f histograms/s (target %d/s)\n"
+      "late slots (an agent's previous histogram still unacknowledged when the next was due) %llu\n"
       "ack latency ms: p50 %.1f p99 %.1f max %.1f\n"
       "lost or out-of-order acks %llu\n"
       "acked in total (registration phase included) %llu\n",
       agents, registered.load(), static_cast<unsigned long long>(refused.load()), classes,
-      mode_name.c_str(), window, static_cast<unsigned long long>(acked.load()),
-      acked.load() / window, agents, pct(0.5), pct(0.99),
-      latencies_ms.empty() ? 0.0 : latencies_ms.back(),
+      mode_name.c_str(), stubs.size(), window, static_cast<unsigned long long>(acked.load()),
+      acked.load() / window, agents, static_cast<unsigned long long>(late.load()), pct(0.5),
+      pct(0.99), latencies_ms.empty() ? 0.0 : latencies_ms.back(),
       static_cast<unsigned long long>(lost.load()),
       static_cast<unsigned long long>(acked_total.load()));
+  // The load generator shares the machine with the daemon: its own CPU is part of the picture.
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  const double cpu_s = self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + self.ru_stime.tv_sec +
+                       self.ru_stime.tv_usec / 1e6;
+  std::printf(
+      "load generator CPU: %.1f s = %.3f cores over the whole run, %.3f ms per acked histogram\n",
+      cpu_s, cpu_s / absl::ToDoubleSeconds(absl::Now() - run_start),
+      acked_total.load() ? cpu_s * 1000 / acked_total.load() : 0.0);
   return lost.load() == 0 && refused.load() == 0 ? 0 : 1;
 }

@@ -5,7 +5,10 @@
 # deliveries, the daemon's CPU (user+system seconds per second) and peak RSS, and the snapshots the
 # store holds afterwards (must equal the acknowledged deliveries, registration histograms included).
 #
-# Usage: bench/gateway/run.sh [AGENTS=1000] [CLASSES=3000] [SECONDS=120] [THREADS=16] [MODE=realistic]
+# Usage: bench/gateway/run.sh [AGENTS=1000] [CLASSES=3000] [SECONDS=120] [CONNECTIONS=AGENTS]
+#                             [MODE=realistic]
+# Each simulated agent has its own thread and stream (a real agent's independence); CONNECTIONS is
+# how many gRPC connections they share (default one each, as agents in separate JVMs).
 # MODE: realistic (stable class set, counts drifting, a few classes growing) or random (every count
 # drawn anew each time: the worst case); see bench/gateway/agent_load.cc.
 # Needs a build in $HEAPWATCH_BUILD_DIR (default build/) with heapwatchd, heapwatchctl and
@@ -13,7 +16,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${HEAPWATCH_BUILD_DIR:-$root/build}
-agents=${1:-1000} classes=${2:-3000} seconds=${3:-120} threads=${4:-16} mode=${5:-realistic}
+agents=${1:-1000} classes=${2:-3000} seconds=${3:-120} connections=${4:-${1:-1000}}
+mode=${5:-realistic}
 work=$(mktemp -d /tmp/heapwatch-gw-load-XXXXXX)
 trap 'kill "$daemon" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 cat > "$work/config.yaml" <<YAML
@@ -37,7 +41,7 @@ port=$(cat "$work/agent.port")
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
 cpu0=$(cpu); t0=$(date +%s.%N)
-"$build/bench/gateway/heapwatch_agent_load" "127.0.0.1:$port" "$agents" "$classes" "$seconds" "$threads" "$mode" || status=$?
+"$build/bench/gateway/heapwatch_agent_load" "127.0.0.1:$port" "$agents" "$classes" "$seconds" "$connections" "$mode" || status=$?
 cpu1=$(cpu); t1=$(date +%s.%N)
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$daemon/status")
 # What the resident memory is: anonymous (heap) or file pages (the LMDB map, libraries).
