@@ -134,7 +134,7 @@ std::optional<collectors::PauseBudgetOptions> BudgetOptionsOf(const v1::AgentCon
   }
   o.fraction = fraction;
   o.credit_window = ProtoDuration(c.pause_budget_window()).value_or(absl::Minutes(10));
-  o.max_interval = std::max(ProtoDuration(c.max_interval()).value_or(absl::Hours(1)), interval);
+  o.max_interval = std::max(ProtoDuration(c.max_interval()).value_or(absl::Hours(6)), interval);
   return o;
 }
 

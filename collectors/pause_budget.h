@@ -52,7 +52,7 @@ struct PauseBudgetOptions {
   // buy a burst of pauses later.
   absl::Duration credit_window = absl::Minutes(10);
   // Longest time between two histograms (collection.max_interval); see "over budget" above.
-  absl::Duration max_interval = absl::Hours(1);
+  absl::Duration max_interval = absl::Hours(6);
   // Pause priors per GB of heap, used until a mode has been measured on this agent (seconds per
   // GiB): live from post-GC occupancy, -all from heap used.
   double live_seconds_per_gib = 1.5;

@@ -107,7 +107,7 @@ struct AgentGatewayOptions {
   // The rest of the pause budget (collectors/pause_budget.h), pushed with the fraction (AgentConfig
   // fields 50-52) so that the agent's scheduler runs the daemon's budget.
   absl::Duration pause_budget_window = absl::Minutes(10);
-  absl::Duration max_interval = absl::Hours(1);
+  absl::Duration max_interval = absl::Hours(6);
   // gRPC limits as on the query listener; the gateway raises max_receive_message_bytes to at least
   // 4 MiB (a first histogram with 3,000 class names is ~200 KB, an upload chunk 1 MiB), the
   // threads to max_connected + 16 and the call time limit to unlimited (Connect lives as long as
