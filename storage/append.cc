@@ -36,6 +36,7 @@ StatusOr<AgentCache*> SnapshotStore::Impl::CacheFor(const AgentId& id) {
   auto c = std::make_unique<AgentCache>();
   c->agent_no = record->agent_no;
   c->next_class = record->next_class;
+  c->chain_limit = options.keyframe_interval;
   {
     HW_ASSIGN_OR_RETURN(LmdbCursor cur, LmdbCursor::Open(&txn, classes));
     std::string prefix = detail::AgentPrefix(c->agent_no);
@@ -199,7 +200,7 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
   const bool in_order = cache == nullptr || !cache->has_latest || micros > cache->latest_micros;
   const bool delta = cache != nullptr && cache->has_latest && cache->latest_decoded &&
                      micros > cache->latest_micros &&
-                     cache->latest_depth + 1 < s.options.keyframe_interval;
+                     cache->latest_depth + 1 < cache->chain_limit;
   const uint32_t depth = delta ? cache->latest_depth + 1 : 0;
   const std::string value =
       delta ? detail::EncodeDeltaSnapshot(cache->latest, next, micros - cache->latest_micros, depth,
@@ -318,6 +319,11 @@ Status SnapshotStore::Append(const Snapshot& snapshot, const std::vector<RecordP
   if (!new_classes.empty()) cache->position.clear();  // the inserts may have moved the entries
   cache->next_class = ClassNo{static_cast<uint32_t>(next_class)};
   if (in_order) {
+    if (depth == 0) {
+      const uint32_t interval = s.options.keyframe_interval;
+      cache->chain_limit =
+          cache->has_latest ? interval : interval - cache->agent_no.value % interval;
+    }
     cache->has_latest = true;
     cache->latest_micros = micros;
     cache->latest_decoded = true;

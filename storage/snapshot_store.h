@@ -10,8 +10,9 @@
 //  - snapshots keyed by (agent, time in Unix microseconds), big-endian so they sort by agent then
 //    time; a value is a key frame (every row, varint-coded) or a delta against the agent's
 //    previous snapshot (only the classes that changed, appeared or vanished), zlib-compressed when
-//    that makes it smaller. Every `keyframe_interval`-th snapshot is a key frame, so reading one
-//    snapshot decodes at most that many values.
+//    that makes it smaller. Every `keyframe_interval`-th snapshot is a key frame (an agent's first
+//    chain is shorter by its agent number mod the interval, so that agents started together do not
+//    write their key frames at once), so reading one snapshot decodes at most that many values.
 //  - records: a generic (table, key) -> bytes table for other features (e.g. drill-down reports).
 //
 // Durability: every mutating call commits an LMDB write transaction holding its changes before it

@@ -114,6 +114,11 @@ struct AgentCache {
   bool latest_decoded =
       false;  // `latest` holds it (false if it could not be decoded: no delta on it)
   uint32_t latest_depth = 0;  // 0 for a key frame
+  // The chain that `latest` belongs to ends (the next snapshot is a key frame) at this depth:
+  // keyframe_interval, except for an agent's first chain, cut to keyframe_interval - (agent number
+  // mod keyframe_interval) so that agents that start together (a fleet, the load benchmark) do
+  // not all write their key frames in the same second.
+  uint32_t chain_limit = 1;
   NumberedHistogram latest;
   uint64_t last_use = 0;
 };

@@ -17,6 +17,7 @@ namespace {
 
 using testing::ExpectSameSnapshot;
 using ::testing::HasSubstr;
+using testing::Peek;
 using testing::Poke;
 using testing::SyntheticSnapshot;
 using testing::T0;
@@ -443,6 +444,57 @@ TEST(SnapshotStoreTest, MapFullAtMaxIsResourceExhaustedAndChangesNothing) {
   auto got = store->ReadSnapshot(AgentId("a"), times->back());
   ASSERT_TRUE(got.ok());
   ExpectSameSnapshot(*got, SyntheticSnapshot("a", 4, appended - 1, 2000));
+}
+
+// Agents that start together do not write their key frames in the same second: an agent's first
+// chain ends keyframe_interval - (agent number mod keyframe_interval) snapshots after its first
+// key frame, every later chain after keyframe_interval. Agent 0 keeps the plain schedule.
+TEST(SnapshotStoreTest, AgentsStartingTogetherStaggerTheirKeyFrames) {
+  TempDir tmp;
+  auto o = TestOptions(tmp.path());
+  o.keyframe_interval = 4;
+  const std::vector<std::string> agents = {"a", "b", "c", "d", "e"};  // agent numbers 0..4
+  constexpr int kSteps = 12;
+  {
+    auto store = OpenOrDie(o);
+    for (int step = 0; step < kSteps; ++step) {
+      for (const std::string& agent : agents) {
+        ASSERT_TRUE(store->Append(SyntheticSnapshot(agent, 6, step, 30)).ok());
+      }
+    }
+  }
+  // Key frames (depth 0) per agent, by step.
+  const std::vector<std::vector<int>> want = {
+      {0, 4, 8},      // a: 4 - 0 % 4 = 4
+      {0, 3, 7, 11},  // b: first chain 3
+      {0, 2, 6, 10},  // c: 2
+      {0, 1, 5, 9},   // d: 1
+      {0, 4, 8},      // e: 4 - 4 % 4 = 4
+  };
+  for (size_t a = 0; a < agents.size(); ++a) {
+    std::vector<int> key_frames;
+    for (int step = 0; step < kSteps; ++step) {
+      const Snapshot s = SyntheticSnapshot(agents[a], 6, step, 30);
+      const std::string value =
+          Peek(tmp.path(), "snapshots",
+               detail::SnapshotKey(detail::AgentNo{static_cast<uint32_t>(a)},
+                                   absl::ToUnixMicros(s.time)));
+      auto sv = detail::ParseSnapshotValue(value, "test");
+      ASSERT_TRUE(sv.ok()) << agents[a] << " step " << step << ": " << sv.status();
+      if (sv->kind == detail::SnapshotKind::kFull) key_frames.push_back(step);
+    }
+    EXPECT_EQ(key_frames, want[a]) << "agent " << agents[a];
+  }
+  // Every snapshot reads back.
+  auto store = OpenOrDie(o);
+  for (const std::string& agent : agents) {
+    for (int step = 0; step < kSteps; ++step) {
+      const Snapshot want_snapshot = SyntheticSnapshot(agent, 6, step, 30);
+      auto got = store->ReadSnapshot(want_snapshot.agent, want_snapshot.time);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectSameSnapshot(*got, want_snapshot);
+    }
+  }
 }
 
 TEST(SnapshotStoreTest, CorruptValuesAreDataLossNamingTheKey) {

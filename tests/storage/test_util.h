@@ -144,6 +144,25 @@ inline void Poke(const std::string& dir, const char* table, const std::string& k
   mdb_env_close(env);
 }
 
+// The value under `key` of LMDB table `table` in the store at `dir` (closed); "" when absent.
+inline std::string Peek(const std::string& dir, const char* table, const std::string& key) {
+  MDB_env* env;
+  HW_CHECK(mdb_env_create(&env) == 0);
+  HW_CHECK(mdb_env_set_maxdbs(env, 8) == 0);
+  HW_CHECK(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0600) == 0);
+  MDB_txn* txn;
+  HW_CHECK(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == 0);
+  MDB_dbi dbi;
+  HW_CHECK(mdb_dbi_open(txn, table, 0, &dbi) == 0);
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{};
+  std::string out;
+  if (mdb_get(txn, dbi, &k, &v) == 0) out.assign(static_cast<const char*>(v.mv_data), v.mv_size);
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return out;
+}
+
 // Runs `fn` in a forked child and returns what it returned ("" = success). The child never returns
 // to the test framework: it reports through a pipe and _exit()s. A child that dies without
 // reporting is a failure described by its wait status.
