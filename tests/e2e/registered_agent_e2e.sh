@@ -116,24 +116,20 @@ EOF
 daemon_yaml unix "unix:$tmp/run/agent.sock" 1s >"$tmp/unix.yml"
 daemon_yaml tcp "127.0.0.1:0" 1s "auth:
   tokens_file: $tmp/tokens" >"$tmp/tcp.yml"
+# The TLS daemons' client-certificate roles and server certificate (the end of their auth: section).
+certificates_yaml="  client_certificates:
+    e2e-agent-mtls: agent
+    e2e-reader: read
+tls:
+  cert_file: $tmp/pki/server.pem
+  key_file: $tmp/pki/server.key
+  client_ca_file: $tmp/pki/ca.pem"
 daemon_yaml tls "127.0.0.1:0" 1h "auth:
   tokens_file: $tmp/tokens
-  client_certificates:
-    e2e-agent-mtls: agent
-    e2e-reader: read
-tls:
-  cert_file: $tmp/pki/server.pem
-  key_file: $tmp/pki/server.key
-  client_ca_file: $tmp/pki/ca.pem" >"$tmp/tls.yml"
+$certificates_yaml" >"$tmp/tls.yml"
 # No tokens file: client certificates are the only credential, so the handshake requires one.
 daemon_yaml mtls "127.0.0.1:0" 1h "auth:
-  client_certificates:
-    e2e-agent-mtls: agent
-    e2e-reader: read
-tls:
-  cert_file: $tmp/pki/server.pem
-  key_file: $tmp/pki/server.key
-  client_ca_file: $tmp/pki/ca.pem" >"$tmp/mtls.yml"
+$certificates_yaml" >"$tmp/mtls.yml"
 
 declare -A dpid gport
 start_daemon() {  # NAME
