@@ -47,6 +47,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/gateway/realistic_counts.h"
 #include "collectors/agent_identity.h"
 #include "grpcpp/grpcpp.h"
 #include "heapwatch/agent/v1/agent.grpc.pb.h"
@@ -64,34 +65,10 @@ struct Agent {
   bool defined = false;
   bool defined_acked = false;  // its first histogram (with the class definitions) was acknowledged
   bool failed = false;
-  // Realistic mode: the agent's current counts and sizes per instance, per class.
-  std::vector<uint64_t> instances;
-  std::vector<uint32_t> instance_bytes;
+  heapwatch::bench::RealisticCounts counts;  // realistic mode
 };
 
 enum class Mode { kRealistic, kRandom };
-
-// Realistic mode: this histogram's counts from the last ones (see the file comment).
-void Drift(Agent& a, int classes, std::mt19937_64& rng) {
-  if (a.instances.empty()) {
-    a.instances.resize(classes);
-    a.instance_bytes.resize(classes);
-    for (int i = 0; i < classes; ++i) {
-      // Heavy-tailed: about 1,000,000 / rank instances, at least 1.
-      a.instances[i] = 1 + 1000000 / (1 + (rng() % (classes + 1)));
-      a.instance_bytes[i] = 16 + 8 * static_cast<uint32_t>(rng() % 16);
-    }
-  }
-  for (int i = 0; i < classes; ++i) {
-    if (i < 3) {  // the growing classes
-      a.instances[i] += a.instances[i] / 500 + 1;
-    } else if (rng() % 10 == 0) {  // drift by up to +-1 %
-      const uint64_t range = a.instances[i] / 50 + 1;
-      const uint64_t step = rng() % (range + 1);
-      a.instances[i] = std::max<uint64_t>(1, a.instances[i] + step - range / 2);
-    }
-  }
-}
 
 av1::AgentMessage Histogram(Agent& a, int classes, Mode mode, std::mt19937_64& rng) {
   av1::AgentMessage m;
@@ -109,13 +86,13 @@ av1::AgentMessage Histogram(Agent& a, int classes, Mode mode, std::mt19937_64& r
     }
     a.defined = true;
   }
-  if (mode == Mode::kRealistic) Drift(a, classes, rng);
+  if (mode == Mode::kRealistic) heapwatch::bench::NextRealisticCounts(classes, rng, &a.counts);
   uint64_t ti = 0, tb = 0;
   for (int i = 1; i <= classes; ++i) {
     uint64_t inst, bytes;
     if (mode == Mode::kRealistic) {
-      inst = a.instances[i - 1];
-      bytes = inst * a.instance_bytes[i - 1];
+      inst = a.counts.instances[i - 1];
+      bytes = inst * a.counts.instance_bytes[i - 1];
     } else {
       inst = 1000 + (rng() % 50) + (i == 1 ? a.sequence * 100 : 0);
       bytes = inst * 24;

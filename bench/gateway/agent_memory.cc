@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "bench/gateway/realistic_counts.h"
 #include "common/histogram.h"
 #include "diff/leak_detector.h"
 #include "storage/snapshot_store.h"
@@ -38,33 +39,19 @@ size_t HeapBytes() {
   return mi.uordblks + mi.hblkhd;
 }
 
-struct Series {
-  std::vector<uint64_t> instances;
-  std::vector<uint32_t> size;
-};
+using Series = heapwatch::bench::RealisticCounts;
 
 Snapshot Next(const std::string& agent, int classes, int step, Series& s, std::mt19937_64& rng) {
-  if (s.instances.empty()) {
-    for (int i = 0; i < classes; ++i) {
-      s.instances.push_back(1 + 1000000 / (1 + rng() % (classes + 1)));
-      s.size.push_back(16 + 8 * static_cast<uint32_t>(rng() % 16));
-    }
-  }
+  heapwatch::bench::NextRealisticCounts(classes, rng, &s);
   Snapshot snap;
   snap.agent = AgentId(agent);
   snap.time = absl::FromUnixSeconds(1'800'000'000 + step);
   for (int i = 0; i < classes; ++i) {
-    if (i < 3) {
-      s.instances[i] += s.instances[i] / 500 + 1;
-    } else if (rng() % 10 == 0) {
-      const uint64_t range = s.instances[i] / 50 + 1;
-      s.instances[i] = std::max<uint64_t>(1, s.instances[i] + rng() % (range + 1) - range / 2);
-    }
     ClassHistogramRow row;
     row.class_name = absl::StrCat("com.example.load.pkg", (i + 1) % 97, ".Class", i + 1);
     row.module = (i + 1) % 3 == 0 ? "java.base@17.0.15" : "";
     row.instances = s.instances[i];
-    row.bytes = s.instances[i] * s.size[i];
+    row.bytes = s.instances[i] * s.instance_bytes[i];
     snap.histogram.total_instances += row.instances;
     snap.histogram.total_bytes += row.bytes;
     snap.histogram.rows.push_back(std::move(row));

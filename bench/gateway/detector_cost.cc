@@ -1,7 +1,7 @@
 // heapwatch_detector_cost: CPU per histogram of the daemon's per-histogram work outside gRPC, with
 // many agents' state cold in the caches as in heapwatchd under load (docs/agents.md, "Load"):
 // AGENTS agents, each one LeakDetector (default options) fed CLASSES-class realistic histograms
-// (the load generator's realistic mode), round robin, one per agent per simulated second. The
+// (bench/gateway/realistic_counts.h), round robin, one per agent per simulated second. The
 // first WARMUP rounds fill the detectors' history (not timed); the next ROUNDS are timed.
 //
 // Usage: heapwatch_detector_cost [AGENTS=300] [CLASSES=3000] [WARMUP=40] [ROUNDS=20]
@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "bench/gateway/realistic_counts.h"
 #include "common/histogram.h"
 #include "diff/leak_detector.h"
 
@@ -29,22 +30,17 @@ double CpuSeconds() {
 
 struct Agent {
   heapwatch::Snapshot snapshot;
-  std::vector<uint32_t> size;
+  heapwatch::bench::RealisticCounts counts;
   std::unique_ptr<heapwatch::diff::LeakDetector> detector;
 };
 
-// The load generator's realistic drift, in place: 3 growing classes, 10 % drifting by +-1 %.
-void Drift(Agent& a, std::mt19937_64& rng) {
+// The next histogram, in place (its rows' names stay).
+void Next(Agent& a, std::mt19937_64& rng) {
   auto& rows = a.snapshot.histogram.rows;
+  heapwatch::bench::NextRealisticCounts(static_cast<int>(rows.size()), rng, &a.counts);
   for (size_t i = 0; i < rows.size(); ++i) {
-    uint64_t& n = rows[i].instances;
-    if (i < 3) {
-      n += n / 500 + 1;
-    } else if (rng() % 10 == 0) {
-      const uint64_t range = n / 50 + 1;
-      n = std::max<uint64_t>(1, n + rng() % (range + 1) - range / 2);
-    }
-    rows[i].bytes = n * a.size[i];
+    rows[i].instances = a.counts.instances[i];
+    rows[i].bytes = a.counts.instances[i] * a.counts.instance_bytes[i];
   }
   a.snapshot.time += absl::Seconds(1);
 }
@@ -67,8 +63,6 @@ int main(int argc, char** argv) {
       heapwatch::ClassHistogramRow row;
       row.class_name = absl::StrCat("com.example.load.pkg", (i + 1) % 97, ".Class", i + 1);
       row.module = (i + 1) % 3 == 0 ? "java.base@17.0.15" : "";
-      row.instances = 1 + 1000000 / (1 + rng() % (classes + 1));
-      ag.size.push_back(16 + 8 * static_cast<uint32_t>(rng() % 16));
       ag.snapshot.histogram.rows.push_back(std::move(row));
     }
     ag.detector = std::make_unique<heapwatch::diff::LeakDetector>(heapwatch::diff::LeakOptions(),
@@ -77,7 +71,7 @@ int main(int argc, char** argv) {
   double timed = 0;
   for (int r = 0; r < warmup + rounds; ++r) {
     for (Agent& a : all) {
-      Drift(a, rng);
+      Next(a, rng);
       const double t0 = CpuSeconds();
       a.detector->Observe(a.snapshot);
       (void)a.detector->Suspects();
