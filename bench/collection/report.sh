@@ -121,6 +121,60 @@ for c in $configs; do
   fi
 done
 echo
+echo "### heapwatchd against no watcher, round by round"
+echo
+echo "One heapwatchd ran through all arms, stopped (SIGSTOP) outside its own; its pause budget accrued over the"
+echo "whole run and was spent in its arms only, so its arms carry up to (run time / its arms' time) x the default"
+echo "rate. Ratio = the heapwatch arm's ops/s / the no-watcher arm's in the same round (order alternates: ABBA);"
+echo "mean over rounds ± the 95 % interval (Student t, rounds - 1 degrees of freedom). Histogram pause = the"
+echo "GC_HeapInspection safepoints in heapwatchd's arms (-Xlog:safepoint), as a share of its arms' time and of the"
+echo "whole alternating run (the budget's reference). CPU = heapwatchd's user + system time in its arms / their time."
+if grep -q 'placebo=1' "$run_dir/settings.txt"; then
+  echo
+  echo "**Placebo run (HEAPWATCH_BENCH_PLACEBO=1): heapwatchd stayed stopped in its arms too; the rows below measure the"
+  echo "design itself (an A/A comparison), not heapwatch.**"
+fi
+echo
+echo "| collector | live set | rounds x s | heapwatch / none per round | mean ratio | 95 % interval | histograms (live + all) | their pause | share of its arms | share of the run | heapwatchd CPU |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+clk=$(awk '$1 == "clk_tck" { print $2 }' "$run_dir/settings.txt"); clk=${clk:-100}
+for c in $configs; do
+  d=$run_dir/$c
+  [[ -s $d/arms.txt ]] && grep -q '^heapwatch ' "$d/arms.txt" && grep -q '^none ' "$d/arms.txt" || continue
+  live=$(cat "$d/live_bytes")
+  # One line per arm of the pairs: name round wall_s ops_per_s histograms live_histograms pause_s cpu_ticks
+  awk -v out="$d/workload.out" -v sp="$d/safepoint.log" -v gc="$d/gc.log" '
+    $1 == "none" || $1 == "heapwatch" { n++; nm[n] = $1; rd[n] = $2; t0[n] = $3; t1[n] = $4; cpu[n] = $7 + 0 }
+    END {
+      while ((getline line < out) > 0) { split(line, w, " "); if (w[1] != "ops") continue
+        for (i = 1; i <= n; i++) if (w[2] >= t0[i] && w[2] <= t1[i]) {
+          if (!(i in a_ms)) { a_ms[i] = w[2]; a_c[i] = w[3] }
+          b_ms[i] = w[2]; b_c[i] = w[3] } }
+      while ((getline line < sp) > 0) { if (line !~ /HeapInspection/) continue
+        t = substr(line, 2) + 0
+        for (i = 1; i <= n; i++) if (t >= t0[i] && t <= t1[i]) {
+          h[i]++; k = split(line, w, " "); for (j = 1; j < k; j++) if (w[j] == "Total:") hp[i] += w[j + 1] / 1e9 } }
+      while ((getline line < gc) > 0) { if (line !~ /Pause Full \(Heap Inspection Initiated GC\)/) continue
+        t = substr(line, 2) + 0
+        for (i = 1; i <= n; i++) if (t >= t0[i] && t <= t1[i]) lh[i]++ }
+      for (i = 1; i <= n; i++)
+        printf "%s %d %.3f %.1f %d %d %.4f %d\n", nm[i], rd[i], (t1[i] - t0[i]) / 1000,
+          (b_c[i] - a_c[i]) / (b_ms[i] - a_ms[i]) * 1000, h[i], lh[i], hp[i], cpu[i] }' "$d/arms.txt" |
+  awk -v gc="${c%%-*}" -v live="$(gib "$live") GiB" -v clk="$clk" '
+    { r = $2; rate[$1, r] = $4; if ($2 > R) R = $2; run += $3
+      if ($1 == "heapwatch") { hw += $3; hist += $5; lhist += $6; hpause += $7; ticks += $8 } else sec = $3 }
+    END {
+      split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 2.13", tq, " ")
+      m = 0; k = 0; list = ""
+      for (r = 1; r <= R; r++) if ((("none", r) in rate) && (("heapwatch", r) in rate)) {
+        q[++k] = rate["heapwatch", r] / rate["none", r]; m += q[k]; list = list (k > 1 ? " " : "") sprintf("%.4f", q[k]) }
+      m /= k; for (i = 1; i <= k; i++) v += (q[i] - m) ^ 2
+      half = k > 1 ? (k - 1 <= 15 ? tq[k - 1] : 2.0) * sqrt(v / (k - 1)) / sqrt(k) : 0
+      printf "| %s | %s | %d x %.0f | %s | %.4f | %.4f - %.4f (± %.2f %%) | %d (%d + %d) | %.3f s | %.3f %% | %.3f %% | %.4f cores |\n",
+        gc, live, k, sec, list, m, m - half, m + half, 100 * half, hist, lhist, hist - lhist, hpause,
+        100 * hpause / hw, 100 * hpause / run, ticks / clk / hw }'
+done
+echo
 echo "Settings: $(grep '^settings' "$run_dir/settings.txt" | cut -d' ' -f2-)"
 echo "Machine: $(grep '^host' "$run_dir/settings.txt" | cut -d' ' -f2-)"
 echo "heapwatchd: $(grep '^heapwatchd' "$run_dir/settings.txt" | cut -d' ' -f2-)"

@@ -7,19 +7,28 @@
 #      `-parallel=N`; the pause is the change of the JVM's sun.rt.safepointTime counter across the jcmd,
 #      with the workload paused so that no young collection falls in the same window, cross-checked
 #      against the operation's "Total" in -Xlog:safepoint;
-#   2. the workload's throughput in three arms in the same JVM, one after the other: no watcher; the JDK's
-#      own default (jcmd GC.class_histogram every 60 s); heapwatchd with its defaults (only
-#      watch.agents.include set, to this JVM). Rounds alternate the order (none jdk heapwatch, then
-#      heapwatch jdk none). Per arm: ops/s, ratio to the no-watcher arm, and the paused fraction of wall
-#      time (change of sun.rt.safepointTime / wall time).
+#   2. the workload's throughput in arms in the same JVM, one after the other: no watcher and heapwatchd
+#      with its defaults (only watch.agents.include set, to this JVM) alternate in rounds whose order
+#      alternates too (none heapwatch, heapwatch none, ...: an ABBA design, so that a linear drift of the
+#      machine or the JVM cancels); then the JDK's own default (jcmd GC.class_histogram every 60 s). One
+#      heapwatchd runs through all the arms and is stopped (SIGSTOP) outside its own: it keeps its pause
+#      budget's state like a daemon that has watched the JVM all along, and costs nothing in the other
+#      arms. Its budget accrues over the whole run and is spent only in its arms, so those arms carry up to
+#      (all arms' time / its arms' time) x the default pause rate: the measurement errs against heapwatch.
+#      Per arm: ops/s, ratio to the no-watcher arm, the paused fraction of wall time (change of
+#      sun.rt.safepointTime / wall time); per round the ratio heapwatch / none, and their mean with a 95 %
+#      interval over the rounds; the daemon's CPU.
 # Prints two markdown tables and writes them to $run_dir/results.md (path printed at the end).
 #
 # Usage: bash bench/collection/run.sh [--quick]
 # Environment (defaults; --quick or HEAPWATCH_BENCH_QUICK=1 changes those marked q):
 #   HEAPWATCH_BENCH_LIVE_MB="512 2048 8192"   live sets (MiB) to build; -Xms = -Xmx = 2x       (q: 512)
 #   HEAPWATCH_BENCH_GCS="G1 Parallel"         collectors
-#   HEAPWATCH_BENCH_ARM_SECONDS=180           seconds per throughput arm and round            (q: 40)
-#   HEAPWATCH_BENCH_ROUNDS=1                  rounds of the three arms (order alternates)
+#   HEAPWATCH_BENCH_ARM_SECONDS=120           seconds per throughput arm                      (q: 40)
+#   HEAPWATCH_BENCH_ROUNDS=4                  rounds of the none/heapwatch pair (order alternates) (q: 2)
+#   HEAPWATCH_BENCH_JDK_ARMS=1                JDK-default arms, after the rounds
+#   HEAPWATCH_BENCH_PLACEBO=0                 1: heapwatchd stays stopped in its arms too (an A/A control of the
+#                                             design: the ratio must then be 1 within its interval)
 #   HEAPWATCH_BENCH_REPS=5                    repetitions of each histogram mode               (q: 2)
 #   HEAPWATCH_BENCH_NATURAL_REPS=3            histograms after a natural old GC                (q: 1)
 #   HEAPWATCH_BENCH_NATURAL_WAIT=300          seconds to wait for each natural old GC          (q: 120)
@@ -39,8 +48,10 @@ quick=${HEAPWATCH_BENCH_QUICK:-0}
 q() { if [[ $quick == 1 ]]; then echo "$2"; else echo "$1"; fi; }
 lives=${HEAPWATCH_BENCH_LIVE_MB:-$(q "512 2048 8192" 512)}
 gcs=${HEAPWATCH_BENCH_GCS:-G1 Parallel}
-arm_s=${HEAPWATCH_BENCH_ARM_SECONDS:-$(q 180 40)}
-rounds=${HEAPWATCH_BENCH_ROUNDS:-1}
+arm_s=${HEAPWATCH_BENCH_ARM_SECONDS:-$(q 120 40)}
+rounds=${HEAPWATCH_BENCH_ROUNDS:-$(q 4 2)}
+jdk_arms=${HEAPWATCH_BENCH_JDK_ARMS:-1}
+placebo=${HEAPWATCH_BENCH_PLACEBO:-0}
 reps=${HEAPWATCH_BENCH_REPS:-$(q 5 2)}
 natural_reps=${HEAPWATCH_BENCH_NATURAL_REPS:-$(q 3 1)}
 natural_wait=${HEAPWATCH_BENCH_NATURAL_WAIT:-$(q 300 120)}
@@ -62,29 +73,30 @@ now_ms() { date +%s%3N; }
 hsperf() { python3 "$here/hsperf.py" "$@"; }
 
 if [[ -x "$heapwatchd" ]]; then
-  arms_all="none jdk heapwatch"
+  pair="none heapwatch"
   # The binary may be rebuilt while the benchmark runs: every arm runs this copy.
   cp "$heapwatchd" "$run_dir/heapwatchd"
   heapwatchd_sum=$(sha256sum "$heapwatchd" | cut -c1-16)
   heapwatchd=$run_dir/heapwatchd
 else
-  arms_all="none jdk"
+  pair="none"
   log "no heapwatchd at $heapwatchd (set HEAPWATCHD): the heapwatch arm is SKIPPED"
 fi
-log "run directory $run_dir; live sets (MiB): $lives; collectors: $gcs; arms $arms_all, ${arm_s}s x $rounds round(s)"
+log "run directory $run_dir; live sets (MiB): $lives; collectors: $gcs; arms ($pair) x $rounds round(s), then jdk x $jdk_arms, ${arm_s}s each"
 {
   echo "# collection benchmark $(date -u +%FT%TZ)"
   echo "host $(hostname) cpus $(nproc) load $(cut -d' ' -f1-3 /proc/loadavg) java $("${bin}java" -version 2>&1 | head -1)"
   echo "heapwatchd ${HEAPWATCHD:-$root/build/daemon/heapwatchd} ${heapwatchd_sum:-missing}"
+  echo "clk_tck $(getconf CLK_TCK)"
   echo "settings lives=[$lives] gcs=[$gcs] arm_s=$arm_s rounds=$rounds reps=$reps natural_reps=$natural_reps" \
-    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads jdk_interval=$jdk_interval"
+    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads jdk_interval=$jdk_interval jdk_arms=$jdk_arms placebo=$placebo"
 } >"$run_dir/settings.txt"
 
 # --- One JVM at a time; everything it needs is in these globals while it runs. ---
 pid=""; dir=""; out=""; hw_pid=""; jdk_loop=""
 cleanup() {
   [[ -n "$jdk_loop" ]] && kill "$jdk_loop" 2>/dev/null || true
-  [[ -n "$hw_pid" ]] && kill "$hw_pid" 2>/dev/null || true
+  [[ -n "$hw_pid" ]] && { kill -CONT "$hw_pid"; kill "$hw_pid"; } 2>/dev/null || true
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
   exec 3>&- 2>/dev/null || true
 }
@@ -170,37 +182,59 @@ jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) un
   done
 }
 
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system CPU of a process, in clock ticks
+
+start_heapwatchd() {  # one daemon per configuration; it runs only during heapwatch arms (SIGSTOP otherwise)
+  "$heapwatchd" --config "$dir/heapwatchd.yaml" --data-dir "$dir/heapwatchd-data" \
+    --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --metrics-port-file "$dir/metrics.port" \
+    >"$dir/heapwatchd.log" 2>&1 &
+  hw_pid=$!
+  local deadline=$((SECONDS + 30))
+  until [[ -s $dir/metrics.port ]]; do
+    kill -0 "$hw_pid" 2>/dev/null || { log "heapwatchd exited; see $dir/heapwatchd.log"; exit 1; }
+    (( SECONDS < deadline )) || { log "heapwatchd did not start; see $dir/heapwatchd.log"; exit 1; }
+    sleep 0.1
+  done
+  kill -STOP "$hw_pid"
+}
+stop_heapwatchd() {
+  [[ -n "$hw_pid" ]] || return 0
+  kill -CONT "$hw_pid"
+  curl -s "http://127.0.0.1:$(cat "$dir/metrics.port")/metrics" >"$dir/heapwatchd.metrics" || true
+  kill -TERM "$hw_pid"; wait "$hw_pid" || log "heapwatchd exited with $?; see $dir/heapwatchd.log"
+  hw_pid=""
+}
+
 # arm NAME ROUND: runs the workload for arm_s seconds with that watcher; appends to arms.txt:
-# name round t0_ms t1_ms ticks other_heapwatchd_processes_at_mid_arm
+# name round t0_ms t1_ms ticks other_heapwatchd_processes_at_mid_arm heapwatchd_cpu_ticks
 arm() {
-  local name=$1 round=$2 t0 t1 before after
-  if [[ $name == heapwatch ]]; then
-    "$heapwatchd" --config "$dir/heapwatchd.yaml" --data-dir "$dir/heapwatchd-data" \
-      --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --metrics-port-file "$dir/metrics.port" \
-      >"$dir/heapwatchd-$round.log" 2>&1 &
-    hw_pid=$!
-  fi
+  local name=$1 round=$2 t0 t1 before after cpu0=0 cpu1=0
   before=$(counters)
   t0=$(now_ms)
+  if [[ $name == heapwatch ]]; then  # after t0: a histogram it takes at once falls in this arm
+    cpu0=$(cpu_ticks "$hw_pid")
+    [[ $placebo == 1 ]] || kill -CONT "$hw_pid"
+  fi
   if [[ $name == jdk ]]; then
     jdk_default_loop "$t0" "$((t0 + arm_s * 1000))" &
     jdk_loop=$!
   fi
-  # Other heapwatchd processes (not this arm's) that could watch this JVM; their configs are not checked.
+  # Other heapwatchd processes (not this run's) that could watch this JVM; their configs are not checked.
   local foreign
   sleep "$((arm_s / 2))"
   foreign=$(pgrep -x heapwatchd | grep -cvx "${hw_pid:-0}" || true)
   sleep "$((arm_s - arm_s / 2))"
+  if [[ $name == heapwatch ]]; then
+    kill -STOP "$hw_pid"
+    cpu1=$(cpu_ticks "$hw_pid")
+    # A histogram it asked for just before the stop still runs in the JVM: let it end in this arm.
+    sleep 1
+  fi
   t1=$(now_ms)
   after=$(counters)
   if [[ $name == jdk ]]; then wait "$jdk_loop" || true; jdk_loop=""; fi
-  if [[ $name == heapwatch ]]; then
-    curl -s "http://127.0.0.1:$(cat "$dir/metrics.port")/metrics" >"$dir/heapwatchd-$round.metrics" || true
-    kill -TERM "$hw_pid"; wait "$hw_pid" || log "heapwatchd exited with $?; see $dir/heapwatchd-$round.log"
-    hw_pid=""
-  fi
   set -- $before $after
-  echo "$name $round $t0 $t1 $(($5 - $1)) $foreign" >>"$dir/arms.txt"
+  echo "$name $round $t0 $t1 $(($5 - $1)) $foreign $((cpu1 - cpu0))" >>"$dir/arms.txt"
   log "arm $name (round $round) done"
 }
 
@@ -259,11 +293,14 @@ EOF
   done
 
   local r a order
+  [[ $pair == *heapwatch* ]] && start_heapwatchd
   for ((r = 1; r <= rounds; r++)); do
-    order=$arms_all
+    order=$pair
     (( r % 2 == 0 )) && order=$(echo "$order" | tr ' ' '\n' | tac | paste -sd' ')
     for a in $order; do arm "$a" "$r"; done
   done
+  stop_heapwatchd
+  for ((r = 1; r <= jdk_arms; r++)); do arm jdk "$r"; done
   echo stop >&3
   exec 3>&-
   wait "$pid" || true
