@@ -8,6 +8,7 @@
 #   frequency    sun.os.hrt.frequency;  live_bytes  the live set measured by the workload after a System.gc()
 set -euo pipefail
 run_dir=$1
+here=$(cd "$(dirname "$0")" && pwd)
 modes="live live-parallel all all-parallel all-after-old-gc"
 configs=$(cd "$run_dir" && ls -d */ 2>/dev/null | tr -d / | sort -t- -k2,2n -k1,1 || true)
 
@@ -173,6 +174,31 @@ for c in $configs; do
       printf "| %s | %s | %d x %.0f | %s | %.4f | %.4f - %.4f (± %.2f %%) | %d (%d + %d) | %.3f s | %.3f %% | %.3f %% | %.4f cores |\n",
         gc, live, k, sec, list, m, m - half, m + half, 100 * half, hist, lhist, hist - lhist, hpause,
         100 * hpause / hw, 100 * hpause / run, ticks / clk / hw }'
+done
+echo
+echo "### What one histogram costs in lost work, against its pause"
+echo
+echo "Around every histogram in the arms (lost_work.py): the ops the workload would have done in [start - 1 s,"
+echo "end + 15 s] at its rate of the 20 s before, minus the ops it did, in seconds of that rate. lost / pause = 1"
+echo "means a histogram costs exactly its pause; above 1, the heap walk slows the application beyond it. The"
+echo "placebo rows are the same computation at points of the no-watcher arms with no histogram near: the method's"
+echo "own noise (mean about 0 s; sd = what one window resolves). Upper bound: the one-sided 95 % bound of lost /"
+echo "pause over the windows; x the pause budget (0.1 %), it bounds what the histograms cost in throughput at"
+echo "steady state, where the budget caps their pause at 0.1 % of wall time."
+echo
+echo "| collector | live set | histograms | n | pause (sum) | lost work (sum) | lost / pause | 95 % upper bound | x 0.1 % budget | lost per window: mean ± sd |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for c in $configs; do
+  d=$run_dir/$c
+  [[ -s $d/arms.txt && -s $d/safepoint.log ]] || continue
+  live=$(cat "$d/live_bytes")
+  python3 "$here/lost_work.py" "$d" | awk -v gc="${c%%-*}" -v live="$(gib "$live") GiB" '
+    { names["heapwatch-all"] = "heapwatchd, -all"; names["heapwatch-live"] = "heapwatchd, live"
+      names["probe-all"] = "probe, -all -parallel=N"; names["probe-live"] = "probe, live"
+      names["jdk-live"] = "JDK default, live"; names["jdk-all"] = "JDK default, -all"; names["placebo"] = "placebo (none)"
+      ratio = $3 > 0 ? sprintf("%.2f", $4 / $3) : "-"
+      ub = $7 == "-" ? "-" : sprintf("%.3f", $7); at = $7 == "-" ? "-" : sprintf("%.3f %%", 0.1 * $7)
+      printf "| %s | %s | %s | %d | %.3f s | %.3f s | %s | %s | %s | %+.3f ± %.3f s |\n", gc, live, names[$1], $2, $3, $4, ratio, ub, at, $5, $6 }'
 done
 echo
 echo "Settings: $(grep '^settings' "$run_dir/settings.txt" | cut -d' ' -f2-)"

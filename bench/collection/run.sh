@@ -27,6 +27,8 @@
 #   HEAPWATCH_BENCH_ARM_SECONDS=120           seconds per throughput arm                      (q: 40)
 #   HEAPWATCH_BENCH_ROUNDS=4                  rounds of the none/heapwatch pair (order alternates) (q: 2)
 #   HEAPWATCH_BENCH_JDK_ARMS=1                JDK-default arms, after the rounds
+#   HEAPWATCH_BENCH_JDK_ARM_SECONDS=<ARM_SECONDS>  seconds per JDK-default arm (a multiple of the JDK interval
+#                                             keeps its rate at one histogram per interval)
 #   HEAPWATCH_BENCH_PLACEBO=0                 1: heapwatchd stays stopped in its arms too (an A/A control of the
 #                                             design: the ratio must then be 1 within its interval)
 #   HEAPWATCH_BENCH_REPS=5                    repetitions of each histogram mode               (q: 2)
@@ -35,6 +37,11 @@
 #   HEAPWATCH_BENCH_WARMUP_SECONDS=30         workload warm-up before anything is measured     (q: 15)
 #   HEAPWATCH_BENCH_GAP_SECONDS=10            workload runs this long between two histograms   (q: 5)
 #   HEAPWATCH_BENCH_THREADS=$(nproc)          workload threads; -parallel=N uses N=$(nproc) too
+#   HEAPWATCH_BENCH_CHURN=0.2                 fraction of the live set the workload replaces per minute
+#   HEAPWATCH_BENCH_HOT=0                     requests read only the first N sessions (0: all; README.md "Noise")
+#   HEAPWATCH_BENCH_PROBES=0                  histograms like heapwatchd's (-all -parallel=N) taken with the
+#                                             workload running, one per probe window, for the lost-work table
+#   HEAPWATCH_BENCH_PROBE_SECONDS=60          length of a probe window (the histogram starts 25 s into it)
 #   HEAPWATCH_BENCH_JDK_INTERVAL=60           the JDK-default arm's histogram interval (seconds)
 #   HEAPWATCHD=<repo>/build/daemon/heapwatchd the daemon of the third arm (skipped when missing)
 #   HEAPWATCH_BENCH_CACHE=/var/tmp/heapwatch-bench   compiled classes and run directories
@@ -51,6 +58,7 @@ gcs=${HEAPWATCH_BENCH_GCS:-G1 Parallel}
 arm_s=${HEAPWATCH_BENCH_ARM_SECONDS:-$(q 120 40)}
 rounds=${HEAPWATCH_BENCH_ROUNDS:-$(q 4 2)}
 jdk_arms=${HEAPWATCH_BENCH_JDK_ARMS:-1}
+jdk_arm_s=${HEAPWATCH_BENCH_JDK_ARM_SECONDS:-$arm_s}
 placebo=${HEAPWATCH_BENCH_PLACEBO:-0}
 reps=${HEAPWATCH_BENCH_REPS:-$(q 5 2)}
 natural_reps=${HEAPWATCH_BENCH_NATURAL_REPS:-$(q 3 1)}
@@ -58,6 +66,10 @@ natural_wait=${HEAPWATCH_BENCH_NATURAL_WAIT:-$(q 300 120)}
 warmup=${HEAPWATCH_BENCH_WARMUP_SECONDS:-$(q 30 15)}
 gap=${HEAPWATCH_BENCH_GAP_SECONDS:-$(q 10 5)}
 threads=${HEAPWATCH_BENCH_THREADS:-$(nproc)}
+churn=${HEAPWATCH_BENCH_CHURN:-0.2}
+hot=${HEAPWATCH_BENCH_HOT:-0}
+probes=${HEAPWATCH_BENCH_PROBES:-0}
+probe_s=${HEAPWATCH_BENCH_PROBE_SECONDS:-60}
 jdk_interval=${HEAPWATCH_BENCH_JDK_INTERVAL:-60}
 heapwatchd=${HEAPWATCHD:-$root/build/daemon/heapwatchd}
 heapwatchd_sum=""
@@ -89,7 +101,7 @@ log "run directory $run_dir; live sets (MiB): $lives; collectors: $gcs; arms ($p
   echo "heapwatchd ${HEAPWATCHD:-$root/build/daemon/heapwatchd} ${heapwatchd_sum:-missing}"
   echo "clk_tck $(getconf CLK_TCK)"
   echo "settings lives=[$lives] gcs=[$gcs] arm_s=$arm_s rounds=$rounds reps=$reps natural_reps=$natural_reps" \
-    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads jdk_interval=$jdk_interval jdk_arms=$jdk_arms placebo=$placebo"
+    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads churn=$churn hot=$hot probes=$probes probe_s=$probe_s jdk_interval=$jdk_interval jdk_arms=$jdk_arms jdk_arm_s=$jdk_arm_s placebo=$placebo"
 } >"$run_dir/settings.txt"
 
 # --- One JVM at a time; everything it needs is in these globals while it runs. ---
@@ -182,6 +194,24 @@ jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) un
   done
 }
 
+# probe ROUND: one histogram as heapwatchd takes it (-all -parallel=N) with the workload running, 25 s into
+# a window of probe_s seconds; appends the window to arms.txt as arm "probe" (lost_work.py reads it).
+probe() {
+  local round=$1 t0 t1 before after
+  before=$(counters)
+  t0=$(now_ms)
+  sleep 25
+  # Over the attach socket from python (attach.py), not jcmd: jcmd's own JVM start would cost the
+  # machine about a second of CPU beside the workload; heapwatchd's attach costs milliseconds.
+  python3 "$here/attach.py" "$pid" "GC.class_histogram -all -parallel=$par" >/dev/null || log "probe: attach failed"
+  sleep "$(awk -v e="$((t0 + probe_s * 1000))" -v n="$(now_ms)" 'BEGIN { d = (e - n) / 1000; print (d > 0 ? d : 0) }')"
+  t1=$(now_ms)
+  after=$(counters)
+  set -- $before $after
+  echo "probe $round $t0 $t1 $(($5 - $1)) 0 0" >>"$dir/arms.txt"
+  log "probe $round done"
+}
+
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system CPU of a process, in clock ticks
 
 start_heapwatchd() {  # one daemon per configuration; it runs only during heapwatch arms (SIGSTOP otherwise)
@@ -208,7 +238,8 @@ stop_heapwatchd() {
 # arm NAME ROUND: runs the workload for arm_s seconds with that watcher; appends to arms.txt:
 # name round t0_ms t1_ms ticks other_heapwatchd_processes_at_mid_arm heapwatchd_cpu_ticks
 arm() {
-  local name=$1 round=$2 t0 t1 before after cpu0=0 cpu1=0
+  local name=$1 round=$2 t0 t1 before after cpu0=0 cpu1=0 arm_s=$arm_s
+  [[ $name == jdk ]] && arm_s=$jdk_arm_s
   before=$(counters)
   t0=$(now_ms)
   if [[ $name == heapwatch ]]; then  # after t0: a histogram it takes at once falls in this arm
@@ -262,7 +293,7 @@ EOF
   "${bin}java" -Xms${xmx}m -Xmx${xmx}m -XX:+Use${gc}GC "${sizing[@]}" \
     -Xlog:safepoint:file="$dir/safepoint.log":tm:filecount=0 -Xlog:gc:file="$dir/gc.log":tm:filecount=0 \
     -cp "$classes" heapwatch.bench.Workload --live-mb "$live_mb" --threads "$threads" \
-    --warmup-seconds "$warmup" <"$fifo" >"$out" 2>"$dir/workload.err" &
+    --churn-per-min "$churn" --hot-sessions "$hot" --warmup-seconds "$warmup" <"$fifo" >"$out" 2>"$dir/workload.err" &
   pid=$!
   exec 3>"$fifo"
   wait_line '^READY' 0 3600
@@ -291,6 +322,8 @@ EOF
     sleep "$gap"; measure live
     sleep "$gap"; measure live-parallel -parallel="$par"
   done
+
+  for ((i = 1; i <= probes; i++)); do probe "$i"; done
 
   local r a order
   [[ $pair == *heapwatch* ]] && start_heapwatchd
