@@ -10,6 +10,10 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Weight of a new measurement in the estimate (an increase is taken at once).
 constexpr double kEstimateWeight = 0.3;
+// The smallest prior: no histogram is free (a safepoint and a walk over every loaded class). It
+// also covers an agent whose heap has not been read yet (sizes 0): without it a new JVM's first
+// histograms would all be estimated at 0, fit an empty budget, and run back to back.
+constexpr absl::Duration kMinimumPrior = absl::Milliseconds(10);
 
 std::string Seconds(absl::Duration d) { return absl::StrFormat("%.3gs", absl::ToDoubleSeconds(d)); }
 
@@ -54,11 +58,17 @@ absl::Duration PauseBudget::EstimatedCost(HistogramMode mode, uint64_t post_gc_b
   if (mode == HistogramMode::kAll && measured_[static_cast<size_t>(HistogramMode::kAllAfterGc)]) {
     return estimate_[static_cast<size_t>(HistogramMode::kAllAfterGc)];
   }
+  // Before the JVM's first old-generation collection its post-GC occupancy reads 0; the heap in
+  // use bounds the live set from above until then.
+  const uint64_t live = post_gc_bytes > 0 ? post_gc_bytes : heap_used_bytes;
+  double seconds;
   if (mode == HistogramMode::kLive) {
-    return absl::Seconds(options_.live_seconds_per_gib * static_cast<double>(post_gc_bytes) / kGiB);
+    seconds = options_.live_seconds_per_gib * static_cast<double>(live) / kGiB;
+  } else {
+    const uint64_t walked = mode == HistogramMode::kAllAfterGc ? live : heap_used_bytes;
+    seconds = options_.all_seconds_per_gib * static_cast<double>(walked) / kGiB;
   }
-  const uint64_t walked = mode == HistogramMode::kAllAfterGc ? post_gc_bytes : heap_used_bytes;
-  return absl::Seconds(options_.all_seconds_per_gib * static_cast<double>(walked) / kGiB);
+  return std::max(kMinimumPrior, absl::Seconds(seconds));
 }
 
 absl::Time PauseBudget::FitsAt(absl::Time now, absl::Duration cost) const {

@@ -21,7 +21,10 @@
 //   4. nothing fits: postpone until the cheapest mode fits (the interval stretches).
 // Costs are estimated per mode from this agent's measured pauses (an exponentially weighted mean
 // that follows increases at once), before any measurement from the heap size with the per-GB
-// figures of docs/collection-cost.md.
+// figures of docs/collection-cost.md, and never below 10 ms before a measurement: a JVM whose heap
+// has not been read yet (sizes 0) or that has not collected its old generation yet (post-GC
+// occupancy 0; the heap in use stands in for it) would otherwise be estimated at 0 and get
+// histograms back to back out of an empty budget.
 //
 // An agent is over budget when even the cheapest mode at `max_interval` would cost more than
 // fraction * max_interval: it is then collected every max_interval regardless (it stays watched),
@@ -85,7 +88,8 @@ class PauseBudget {
   // Records a pause heapwatch caused at `now` (a histogram of `mode`, or an extended dump with
   // mode kUnknown, which does not update the estimates). O(1).
   void Spend(absl::Time now, HistogramMode mode, absl::Duration pause);
-  // Estimated pause of `mode` given the heap's current post-GC and total occupancy in bytes.
+  // Estimated pause of `mode` given the heap's current post-GC and total occupancy in bytes (0 when
+  // not known yet): the measured estimate, else the prior (see the file comment; at least 10 ms).
   absl::Duration EstimatedCost(HistogramMode mode, uint64_t post_gc_bytes,
                                uint64_t heap_used_bytes) const;
   // Whether `mode` has been measured on this agent.
