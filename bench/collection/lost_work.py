@@ -10,16 +10,21 @@ This measures it around every histogram the arms saw, from the workload's per-se
   lost (s)   = rate x (window's length) - ops done in the window, / rate
                where the window is [start - 1, end + AFTER] s, and start = end - Total.
 
+The window is short on purpose: the workload's rate wanders by 5-20 % over tens of seconds here, so the
+method's noise grows with the window (placebo sd on 512 MiB runs: 0.6-3.0 s with 20 s before and 15 s after,
+0.2-0.75 s with 10 s before and 3 s after), while what a heap walk should leave behind (caches and TLBs to refill,
+the attach listener printing the histogram) is milliseconds of work: the histogram rows say whether it is.
+
 A window whose baseline or own span holds another histogram, a full collection of the workload's own (a
 Parallel full GC of seconds would swamp the figure), or a gap in the counter, is skipped. The same
-computation at points outside the watchers' arms that no histogram is near (every 5 s, so neighbouring placebo
+computation at points outside the watchers' arms that no histogram is near (every 2 s, so neighbouring placebo
 windows overlap) is the method's own noise (placebo):
 its mean must be about 0 s, and its spread says what one window can resolve.
 
   lost_work.py CONFIG_DIR          prints one line per kind of histogram, then one for the placebo:
     kind n pause_sum_s lost_sum_s lost_mean_s lost_sd_s lost_per_pause_upper
   lost_per_pause_upper: the one-sided 95 % upper bound of lost / pause (Student t over the windows, which
-  are independent for histograms taken 60 s apart; "-" for the placebo and for fewer than 2 windows).
+  do not overlap for histograms taken 30 s apart; "-" for the placebo and for fewer than 2 windows).
   kinds: heapwatch-live, heapwatch-all (histograms in heapwatchd's arms), probe-all (run.sh's probes: what
   heapwatchd runs, -all -parallel=N, taken over the attach socket with the workload running), jdk-live (the
   JDK-default arms), placebo (no histogram).
@@ -32,12 +37,12 @@ import os
 import re
 import sys
 
-BASE_S = 20.0
+BASE_S = 10.0
 # One-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (30 and more use the last).
 T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771, 1.761,
        1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701,
        1.699, 1.697]
-AFTER_S = 15.0
+AFTER_S = 3.0
 
 
 def read_arms(d):
@@ -152,7 +157,7 @@ def main():
         kind = f"{arm}-{'live' if h[2] else 'all'}"
         rows.setdefault(kind, []).append((h[1] - h[0], lost))
 
-    # Placebo: every 5 s from the first arm's start to the last one's end, where the baseline and the window
+    # Placebo: every 2 s from the first arm's start to the last one's end, where the baseline and the window
     # overlap no arm of a watcher (heapwatchd, JDK) and no histogram is near.
     if arms:
         watched = [(t0, t1) for name, t0, t1 in arms if name in ("heapwatch", "jdk")]
@@ -164,7 +169,7 @@ def main():
                 lost = lost_seconds(ts, cs, t, t)
                 if lost is not None:
                     rows.setdefault("placebo", []).append((0.0, lost))
-            t += 5.0
+            t += 2.0
 
     for kind in ("heapwatch-live", "heapwatch-all", "probe-all", "probe-live", "jdk-live", "jdk-all", "placebo"):
         r = rows.get(kind)

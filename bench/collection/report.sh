@@ -179,7 +179,7 @@ echo
 echo "### What one histogram costs in lost work, against its pause"
 echo
 echo "Around every histogram in the arms (lost_work.py): the ops the workload would have done in [start - 1 s,"
-echo "end + 15 s] at its rate of the 20 s before, minus the ops it did, in seconds of that rate. lost / pause = 1"
+echo "end + 3 s] at its rate of the 10 s before, minus the ops it did, in seconds of that rate. lost / pause = 1"
 echo "means a histogram costs exactly its pause; above 1, the heap walk slows the application beyond it. The"
 echo "placebo rows are the same computation at points of the no-watcher arms with no histogram near: the method's"
 echo "own noise (mean about 0 s; sd = what one window resolves). Upper bound: the one-sided 95 % bound of lost /"

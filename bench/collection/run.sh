@@ -17,8 +17,13 @@
 #      (all arms' time / its arms' time) x the default pause rate: the measurement errs against heapwatch.
 #      Per arm: ops/s, ratio to the no-watcher arm, the paused fraction of wall time (change of
 #      sun.rt.safepointTime / wall time); per round the ratio heapwatch / none, and their mean with a 95 %
-#      interval over the rounds; the daemon's CPU.
-# Prints two markdown tables and writes them to $run_dir/results.md (path printed at the end).
+#      interval over the rounds; the daemon's CPU. The daemon is started after the warm-up and stopped as
+#      soon as it lists the JVM, so its budget accrues from then on;
+#   3. with HEAPWATCH_BENCH_PROBES=K (before the arms): K histograms as heapwatchd takes them (-all
+#      -parallel=N over the attach socket) with the workload running, 30 s apart, and per histogram the work
+#      the workload lost around it against its pause (lost_work.py), with placebo windows for the method's
+#      noise: whether a histogram costs the application more than its pause.
+# Prints its markdown tables and writes them to $run_dir/results.md (path printed at the end).
 #
 # Usage: bash bench/collection/run.sh [--quick]
 # Environment (defaults; --quick or HEAPWATCH_BENCH_QUICK=1 changes those marked q):
@@ -41,7 +46,7 @@
 #   HEAPWATCH_BENCH_HOT=0                     requests read only the first N sessions (0: all; README.md "Noise")
 #   HEAPWATCH_BENCH_PROBES=0                  histograms like heapwatchd's (-all -parallel=N) taken with the
 #                                             workload running, one per probe window, for the lost-work table
-#   HEAPWATCH_BENCH_PROBE_SECONDS=60          length of a probe window (the histogram starts 25 s into it)
+#   HEAPWATCH_BENCH_PROBE_SECONDS=30          length of a probe window (the histogram starts 15 s into it)
 #   HEAPWATCH_BENCH_JDK_INTERVAL=60           the JDK-default arm's histogram interval (seconds)
 #   HEAPWATCHD=<repo>/build/daemon/heapwatchd the daemon of the third arm (skipped when missing)
 #   HEAPWATCH_BENCH_CACHE=/var/tmp/heapwatch-bench   compiled classes and run directories
@@ -69,7 +74,7 @@ threads=${HEAPWATCH_BENCH_THREADS:-$(nproc)}
 churn=${HEAPWATCH_BENCH_CHURN:-0.2}
 hot=${HEAPWATCH_BENCH_HOT:-0}
 probes=${HEAPWATCH_BENCH_PROBES:-0}
-probe_s=${HEAPWATCH_BENCH_PROBE_SECONDS:-60}
+probe_s=${HEAPWATCH_BENCH_PROBE_SECONDS:-30}
 jdk_interval=${HEAPWATCH_BENCH_JDK_INTERVAL:-60}
 heapwatchd=${HEAPWATCHD:-$root/build/daemon/heapwatchd}
 heapwatchd_sum=""
@@ -194,13 +199,13 @@ jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) un
   done
 }
 
-# probe ROUND: one histogram as heapwatchd takes it (-all -parallel=N) with the workload running, 25 s into
+# probe ROUND: one histogram as heapwatchd takes it (-all -parallel=N) with the workload running, 15 s into
 # a window of probe_s seconds; appends the window to arms.txt as arm "probe" (lost_work.py reads it).
 probe() {
   local round=$1 t0 t1 before after
   before=$(counters)
   t0=$(now_ms)
-  sleep 25
+  sleep 15
   # Over the attach socket from python (attach.py), not jcmd: jcmd's own JVM start would cost the
   # machine about a second of CPU beside the workload; heapwatchd's attach costs milliseconds.
   python3 "$here/attach.py" "$pid" "GC.class_histogram -all -parallel=$par" >/dev/null || log "probe: attach failed"
@@ -224,6 +229,14 @@ start_heapwatchd() {  # one daemon per configuration; it runs only during heapwa
     kill -0 "$hw_pid" 2>/dev/null || { log "heapwatchd exited; see $dir/heapwatchd.log"; exit 1; }
     (( SECONDS < deadline )) || { log "heapwatchd did not start; see $dir/heapwatchd.log"; exit 1; }
     sleep 0.1
+  done
+  # Let it find the JVM before it is stopped: a JVM's pause budget starts empty when the daemon first sees
+  # it and accrues from then on, also while the daemon is stopped, as it would for a daemon that ran all
+  # along (histograms before the arms, taken while it is stopped, are neither seen nor charged to it).
+  deadline=$((SECONDS + 30))
+  until curl -s "http://127.0.0.1:$(cat "$dir/metrics.port")/metrics" | grep -q '^heapwatch_agent_info{.*Workload'; do
+    (( SECONDS < deadline )) || { log "heapwatchd did not list the workload's JVM within 30 s"; break; }
+    sleep 0.5
   done
   kill -STOP "$hw_pid"
 }
@@ -301,6 +314,7 @@ EOF
   log "$(grep '^READY' "$out"); warming up ${warmup}s"
   wait_line '^CALIBRATED' 0 $((warmup + 120))
   log "$(grep '^CALIBRATED' "$out")"
+  [[ $pair == *heapwatch* ]] && start_heapwatchd
 
   local i
   for ((i = 0; i < reps; i++)); do
@@ -326,7 +340,6 @@ EOF
   for ((i = 1; i <= probes; i++)); do probe "$i"; done
 
   local r a order
-  [[ $pair == *heapwatch* ]] && start_heapwatchd
   for ((r = 1; r <= rounds; r++)); do
     order=$pair
     (( r % 2 == 0 )) && order=$(echo "$order" | tr ' ' '\n' | tac | paste -sd' ')
