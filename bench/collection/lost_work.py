@@ -23,8 +23,11 @@ its mean must be about 0 s, and its spread says what one window can resolve.
 
   lost_work.py CONFIG_DIR          prints one line per kind of histogram, then one for the placebo:
     kind n pause_sum_s lost_sum_s lost_mean_s lost_sd_s lost_per_pause_upper
+    corrected corrected_upper
   lost_per_pause_upper: the one-sided 95 % upper bound of lost / pause (Student t over the windows, which
   do not overlap for histograms taken 30 s apart; "-" for the placebo and for fewer than 2 windows).
+  corrected, corrected_upper: the same with the placebo's mean lost subtracted from every window's (the
+  workload's drift: a rate that is still rising after the warm-up makes every window's "lost" negative).
   kinds: heapwatch-live, heapwatch-all (histograms in heapwatchd's arms), probe-all (run.sh's probes: what
   heapwatchd runs, -all -parallel=N, taken over the attach socket with the workload running), jdk-live (the
   JDK-default arms), placebo (no histogram).
@@ -171,6 +174,8 @@ def main():
                     rows.setdefault("placebo", []).append((0.0, lost))
             t += 2.0
 
+    placebo = rows.get("placebo", [])
+    drift = sum(l for _, l in placebo) / len(placebo) if placebo else 0.0
     for kind in ("heapwatch-live", "heapwatch-all", "probe-all", "probe-live", "jdk-live", "jdk-all", "placebo"):
         r = rows.get(kind)
         if not r:
@@ -180,11 +185,13 @@ def main():
         lost = sum(l for _, l in r)
         mean = lost / n
         sd = math.sqrt(sum((l - mean) ** 2 for _, l in r) / (n - 1)) if n > 1 else 0.0
-        upper = "-"
+        upper = corrected = corrected_upper = "-"
         if kind != "placebo" and n > 1 and pause > 0:
             t95 = T95[min(n - 1, len(T95)) - 1]
             upper = f"{(mean + t95 * sd / math.sqrt(n)) / (pause / n):.3f}"
-        print(f"{kind} {n} {pause:.4f} {lost:.4f} {mean:.4f} {sd:.4f} {upper}")
+            corrected = f"{(mean - drift) / (pause / n):.3f}"
+            corrected_upper = f"{(mean - drift + t95 * sd / math.sqrt(n)) / (pause / n):.3f}"
+        print(f"{kind} {n} {pause:.4f} {lost:.4f} {mean:.4f} {sd:.4f} {upper} {corrected} {corrected_upper}")
 
 
 if __name__ == "__main__":
