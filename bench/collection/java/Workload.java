@@ -31,11 +31,10 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * collections in the same window.
  *
  * <p>With --hot-sessions H (default 0: all), requests read only the sessions of the first H slots, as a
- * service whose traffic goes to a few hot keys of a big cache: the requests' reads then stay in the CPU's
- * caches, and the speed no longer follows the memory traffic of whatever else runs on the host (on the
- * 2-core VM here, uniform reads over 512 MiB moved requests/s by 20 % from one 10 s stretch to the next).
- * The whole live set still has to be walked by every histogram, and replacements still go through all
- * slots.
+ * service whose traffic goes to a few hot keys of a big cache. It was tried to steady the speed on the
+ * 2-core VM here and did not (570-1,080 k requests/s from second to second with 4,096 hot sessions,
+ * against 300-450 k with uniform reads; bench/collection/README.md, "Noise"); it is kept as a knob. The
+ * whole live set is still walked by every histogram, and replacements still go through all slots.
  *
  * <p>Usage: java -cp CLASSES heapwatch.bench.Workload --live-mb 512 [--threads 2] [--warmup-seconds 20]
  * [--churn-per-min 0.2] [--hot-sessions 0] [--report-ms 1000]
