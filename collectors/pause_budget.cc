@@ -124,7 +124,11 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
     plan.mode = HistogramMode::kAllAfterGc;
     return plan;
   }
-  if (FitsAt(now, live) <= now) {
+  // A live histogram whose pause exceeds the cap never truly fits (FitsAt only waits for the cap):
+  // it is taken only when no -all would be cheaper, or an 8 GiB heap would pay 10 s of full GC
+  // where a 2-5 s -all does (docs/collection-cost.md).
+  const bool live_eligible = live <= Cap() || live <= all;
+  if (live_eligible && FitsAt(now, live) <= now) {
     plan.mode = HistogramMode::kLive;
     return plan;
   }
@@ -137,7 +141,8 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
       plan.mode = HistogramMode::kAll;  // no natural GC came in time
       return plan;
     }
-    plan.retry_at = std::min(due_since + wait, FitsAt(now, live));
+    plan.retry_at = due_since + wait;
+    if (live_eligible) plan.retry_at = std::min(plan.retry_at, FitsAt(now, live));
     plan.note = "waiting for the JVM's own old-generation collection to take -all after it";
     return plan;
   }

@@ -13,11 +13,11 @@
 //
 // Mode choice when the agent is due (its interval has passed):
 //   1. the JVM has just reclaimed its old generation by itself and `-all` fits: kAllAfterGc;
-//   2. a live histogram (forced full GC) fits: kLive;
+//   2. a live histogram (forced full GC) fits: kLive; one whose estimated pause exceeds the cap
+//      (it never truly fits) only when it is not dearer than `-all`;
 //   3. `-all` fits: wait for the JVM's own old-generation collection (rule 1) for up to one
-//   interval
-//      as the budget stretches it (-all's estimated pause / fraction, at least `interval`), then
-//      kAll; meanwhile a live histogram is taken as soon as it fits (rule 2);
+//      interval as the budget stretches it (-all's estimated pause / fraction, at least
+//      `interval`), then kAll; meanwhile a live histogram is taken as soon as it fits (rule 2);
 //   4. nothing fits: postpone until the cheapest mode fits (the interval stretches).
 // Costs are estimated per mode from this agent's measured pauses (an exponentially weighted mean
 // that follows increases at once), before any measurement from the heap size with the per-GB
