@@ -508,7 +508,10 @@ StatusOr<v1::ExtendedDump> Escalation::Trigger(const AgentId& agent) {
   if (d.stopping) return absl::UnavailableError("heapwatchd is shutting down");
   auto it = d.agents.find(agent);
   if (it == d.agents.end() || !it->second.live) {
-    return absl::NotFoundError(absl::StrCat("agent ", agent.value, " is not a live agent"));
+    // Escalation learns of an agent from its first class histogram (its size estimates the dump),
+    // so an agent listed a moment ago is "not live" here until that histogram is stored.
+    return absl::NotFoundError(absl::StrCat(
+        "agent ", agent.value, " is not a live agent, or has no class histogram yet"));
   }
   Impl::AgentEsc& a = it->second;
   d.Load(agent, a);

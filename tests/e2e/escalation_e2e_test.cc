@@ -639,8 +639,16 @@ escalation:
   // ---- 1. request a dump; kill -9 the JVM as soon as the dump file appears ----
   v1::TriggerExtendedDumpRequest trigger;
   trigger.set_agent(big_agent);
-  const v1::TriggerExtendedDumpResponse triggered =
-      Call(&v1::QueryService::Stub::TriggerExtendedDump, trigger);
+  // The snapshot is stored a moment before escalation hears of it: NOT_FOUND until then.
+  v1::TriggerExtendedDumpResponse triggered;
+  grpc::Status trigger_status;
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    triggered.Clear();
+    trigger_status = CallStatus(&v1::QueryService::Stub::TriggerExtendedDump, trigger, &triggered);
+    return trigger_status.error_code() != grpc::StatusCode::NOT_FOUND;
+  })) << trigger_status.error_message() << DaemonLog();
+  ASSERT_TRUE(trigger_status.ok()) << trigger_status.error_code() << " "
+                                   << trigger_status.error_message();
   const v1::ExtendedDump& requested = triggered.dump();
   ASSERT_FALSE(requested.dump_id().empty()) << triggered.DebugString() << DaemonLog();
   EXPECT_EQ(requested.agent(), big_agent);
