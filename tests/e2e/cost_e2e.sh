@@ -8,8 +8,10 @@
 #  A. heapwatchd with a pause budget of 1% (so that 100 s show a dozen histograms per JVM; the default 0.1%
 #     allows about one a minute to these JVMs on a loaded 2-core machine) at a 2 s interval watches LeakyApp (leaking 1 MB/s),
 #     SteadyApp "quiet" (a constant 64 MiB live set, no garbage: no safepoints of its own, started with
-#     -Xlog:safepoint) and SteadyApp "busy" (64 MiB live, 1 MB/s of garbage, System.gc() every 10 s as RMI's
-#     distributed GC does). After HEAPWATCH_E2E_OBSERVE seconds (default 100):
+#     -Xlog:safepoint) and SteadyApp "busy" (64 MiB live, 1 MB/s of garbage, System.gc() every 2 s: a reclaim
+#     counts as "just now" for 2 GC samples, so whenever the budget has credit for an -all, one is fresh;
+#     every 10 s failed under CI load, where the credit usually reached the live estimate first). After
+#     HEAPWATCH_E2E_OBSERVE seconds (default 100):
 #       - LeakyApp's live-set series (heapwatchctl liveset --json) rises by at least half of what it leaked
 #         between its first and last exact points, and the busy SteadyApp's stays flat (spread of its exact
 #         points under 8 MiB, around 64 MiB); at least one of its histograms was taken right after its own
@@ -103,7 +105,7 @@ java -Xmx512m -Xlog:safepoint:file="$tmp/steady-safepoint.txt" -jar "$tmp/a/Stea
 steady_pid=$!
 pids+=("$steady_pid")
 java -Xmx512m -jar "$tmp/a/BusySteadyApp.jar" --live-mb 64 --garbage-kb-per-second 1024 \
-  --system-gc-seconds 10 --max-seconds $max_s >"$tmp/busy.log" 2>&1 &
+  --system-gc-seconds 2 --max-seconds $max_s >"$tmp/busy.log" 2>&1 &
 pids+=($!)
 java -Xmx1g -jar "$tmp/b/SteadyApp.jar" --live-mb 256 --max-seconds $max_s >"$tmp/steady-b.log" 2>&1 &
 pids+=($!)
