@@ -3,7 +3,10 @@
 
 Used by bench/collection/run.sh for the probe histograms: `jcmd` starts a whole JVM for every call (about a
 second of CPU on the 2-core machine, next to the workload), which the lost-work figure would then charge to
-the histogram; heapwatchd speaks the protocol natively and costs the machine a few milliseconds instead.
+the histogram. This script is cheaper but not free: starting python3 costs 0.4 CPU-seconds on this VM, and a
+no-op command through it (VM.version) cost the workload 0.53 s of work (2026-12-02 control,
+bench/collection/README.md), which the lost-work figure charges to the histogram too. heapwatchd, a running
+process, pays no start per histogram.
 
   attach.py PID 'GC.class_histogram -all -parallel=2'     prints the JVM's reply; exit 1 on an error
 
