@@ -10,7 +10,7 @@
 #     SteadyApp "quiet" (a constant 64 MiB live set, no garbage: no safepoints of its own, started with
 #     -Xlog:safepoint) and SteadyApp "busy" (64 MiB live, 1 MB/s of garbage, System.gc() every 2 s: a reclaim
 #     counts as "just now" for 2 GC samples, so whenever the budget has credit for an -all, one is fresh;
-#     every 10 s failed under CI load, where the credit usually reached the live estimate first). After
+#     every 10 s failed under load (here, with tests beside it as in CI): the credit reached live first). After
 #     HEAPWATCH_E2E_OBSERVE seconds (default 100):
 #       - LeakyApp's live-set series (heapwatchctl liveset --json) rises by at least half of what it leaked
 #         between its first and last exact points, and the busy SteadyApp's stays flat (spread of its exact
