@@ -2,9 +2,14 @@
 """Reads a HotSpot JVM's performance counters from its hsperfdata file, without attaching to it.
 
 Used by bench/collection/run.sh, where a `jcmd PerfCounter.print` (a new JVM and an attach per read) would
-cost a second of CPU on a 2-core machine and disturb what is measured.
+cost a second of CPU on a 2-core machine and disturb what is measured. Even a python3 start costs 0.4
+CPU-seconds on this VM (about half a second of the workload's work when it keeps both CPUs busy), so run.sh
+reads the counters it takes at the edges of its windows through one `hsperf.py serve` that runs all along.
 
   hsperf.py get PID NAME...        prints the counters' values, one a line, in the order asked
+  hsperf.py serve                  reads "PID NAME..." lines from stdin; answers each with one line of the
+                                   values, space-separated ("NA" for a missing counter, "error" for a
+                                   missing or corrupt file)
 
 The file format (PerfDataPrologue and PerfDataEntry, hotspot/share/runtime/perfMemory.hpp and
 perfData.hpp): a 32-byte prologue (magic 0xcafec0c0 big-endian, byte order, version, ..., entry offset at
@@ -14,9 +19,12 @@ are int64, 'B' vectors are strings. The file is /tmp/hsperfdata_<user>/<pid>, or
 Counters are in the JVM's units: times in ticks of sun.os.hrt.frequency, sizes in bytes.
 """
 import glob
-import os
 import struct
 import sys
+
+
+class PerfError(Exception):
+    pass
 
 
 def perf_file(pid):
@@ -24,14 +32,14 @@ def perf_file(pid):
         hits = glob.glob(f"{root}/tmp/hsperfdata_*/{pid}")
         if hits:
             return hits[0]
-    sys.exit(f"hsperf: no hsperfdata file for pid {pid}")
+    raise PerfError(f"no hsperfdata file for pid {pid}")
 
 
 def read_counters(path):
     with open(path, "rb") as f:
         data = f.read()
     if struct.unpack_from(">I", data, 0)[0] != 0xCAFEC0C0:
-        sys.exit(f"hsperf: {path}: bad magic")
+        raise PerfError(f"{path}: bad magic")
     order = "<" if data[4] == 1 else ">"
     entry_offset, entries = struct.unpack_from(order + "ii", data, 24)
     out = {}
@@ -50,15 +58,32 @@ def read_counters(path):
     return out
 
 
+def serve():
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        try:
+            c = read_counters(perf_file(words[0]))
+            print(" ".join(str(c.get(name, "NA")) for name in words[1:]), flush=True)
+        except (OSError, PerfError, struct.error, ValueError) as e:
+            print(f"hsperf: {e}", file=sys.stderr, flush=True)
+            print("error", flush=True)
+
+
 def main():
+    if sys.argv[1:2] == ["serve"]:
+        serve()
+        return
     cmd, pid = sys.argv[1], sys.argv[2]
-    path = perf_file(pid)
-    if cmd == "get":
-        c = read_counters(path)
-        for name in sys.argv[3:]:
-            print(c.get(name, "NA"))
-    else:
+    if cmd != "get":
         sys.exit(__doc__)
+    try:
+        c = read_counters(perf_file(pid))
+    except PerfError as e:
+        sys.exit(f"hsperf: {e}")
+    for name in sys.argv[3:]:
+        print(c.get(name, "NA"))
 
 
 if __name__ == "__main__":

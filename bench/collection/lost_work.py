@@ -21,16 +21,20 @@ computation at points outside the watchers' arms that no histogram is near (ever
 windows overlap) is the method's own noise (placebo):
 its mean must be about 0 s, and its spread says what one window can resolve.
 
-  lost_work.py CONFIG_DIR          prints one line per kind of histogram, then one for the placebo:
+  lost_work.py CONFIG_DIR          prints one line per kind of histogram, then the control's and the placebo's:
     kind n pause_sum_s lost_sum_s lost_mean_s lost_sd_s lost_per_pause_upper
-    corrected corrected_upper
+    corrected corrected_upper net net_upper
   lost_per_pause_upper: the one-sided 95 % upper bound of lost / pause (Student t over the windows, which
-  do not overlap for histograms taken 30 s apart; "-" for the placebo and for fewer than 2 windows).
+  do not overlap; "-" for the placebo, the control and for fewer than 2 windows).
   corrected, corrected_upper: the same with the placebo's mean lost subtracted from every window's (the
   workload's drift: a rate that is still rising after the warm-up makes every window's "lost" negative).
+  net, net_upper (probe rows only): lost / pause with the control's mean lost subtracted: the histogram's
+  own cost without the attach client's, which heapwatchd pays as its own CPU (measured in its arms); the
+  bound uses Welch's standard error of the two means and t with the smaller sample's degrees of freedom.
   kinds: heapwatch-live, heapwatch-all (histograms in heapwatchd's arms), probe-all (run.sh's probes: what
   heapwatchd runs, -all -parallel=N, taken over the attach socket with the workload running), jdk-live (the
-  JDK-default arms), placebo (no histogram).
+  JDK-default arms), control (run.sh's control windows: a no-op command, VM.version, through the same
+  attach client as the probes, its attach's start and end standing for a pause's), placebo (no histogram).
 
 Inputs (written by run.sh): arms.txt ("arm round t0_ms t1_ms ..."), workload.out ("ops EPOCH_MS
 CUMULATIVE"), safepoint.log and gc.log (-Xlog with the 'tm' decorator: milliseconds since the epoch).
@@ -56,6 +60,17 @@ def read_arms(d):
             if len(w) >= 4:
                 arms.append((w[0], int(w[2]) / 1000.0, int(w[3]) / 1000.0))
     return arms
+
+
+def read_controls(d):
+    """(start_s, end_s) of the no-op attaches of run.sh's control windows (arms.txt columns 8 and 9)."""
+    out = []
+    with open(os.path.join(d, "arms.txt")) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 9 and w[0] == "control" and int(w[7]) > 0:
+                out.append((int(w[7]) / 1000.0, int(w[8]) / 1000.0))
+    return out
 
 
 def read_ops(d):
@@ -136,6 +151,7 @@ def main():
     ts, cs = read_ops(d)
     hists = read_histograms(d)
     own_full = read_own_full_gcs(d)
+    controls = read_controls(d)
 
     def arm_of(t):
         for name, t0, t1 in arms:
@@ -160,6 +176,15 @@ def main():
         kind = f"{arm}-{'live' if h[2] else 'all'}"
         rows.setdefault(kind, []).append((h[1] - h[0], lost))
 
+    # Controls: the same computation around each no-op attach (VM.version: no safepoint) of run.sh's control
+    # windows, the attach's start and end standing for the pause's: what the probe's own attach costs.
+    for a0, a1 in controls:
+        if not clear(a0 - 2 - BASE_S - 1, a1 + AFTER_S + 1):
+            continue
+        lost = lost_seconds(ts, cs, a0, a1)
+        if lost is not None:
+            rows.setdefault("control", []).append((0.0, lost))
+
     # Placebo: every 2 s from the first arm's start to the last one's end, where the baseline and the window
     # overlap no arm of a watcher (heapwatchd, JDK) and no histogram is near.
     if arms:
@@ -168,7 +193,8 @@ def main():
         t = first + 2 + BASE_S + 1
         while t + AFTER_S + 1 <= last:
             a, b = t - 2 - BASE_S - 1, t + AFTER_S + 1
-            if clear(a, b) and all(w1 < a or w0 > b for w0, w1 in watched):
+            if (clear(a, b) and all(w1 < a or w0 > b for w0, w1 in watched) and
+                    all(c1 < a or c0 > b for c0, c1 in controls)):
                 lost = lost_seconds(ts, cs, t, t)
                 if lost is not None:
                     rows.setdefault("placebo", []).append((0.0, lost))
@@ -176,7 +202,13 @@ def main():
 
     placebo = rows.get("placebo", [])
     drift = sum(l for _, l in placebo) / len(placebo) if placebo else 0.0
-    for kind in ("heapwatch-live", "heapwatch-all", "probe-all", "probe-live", "jdk-live", "jdk-all", "placebo"):
+    control = rows.get("control", [])
+    control_mean = sum(l for _, l in control) / len(control) if control else None
+    control_sd = (math.sqrt(sum((l - control_mean) ** 2 for _, l in control) / (len(control) - 1))
+                  if len(control) > 1 else None)
+    kinds = ("heapwatch-live", "heapwatch-all", "probe-all", "probe-live", "jdk-live", "jdk-all", "control",
+             "placebo")
+    for kind in kinds:
         r = rows.get(kind)
         if not r:
             continue
@@ -185,14 +217,21 @@ def main():
         lost = sum(l for _, l in r)
         mean = lost / n
         sd = math.sqrt(sum((l - mean) ** 2 for _, l in r) / (n - 1)) if n > 1 else 0.0
-        upper = corrected = corrected_upper = "-"
-        if kind != "placebo" and n > 1 and pause > 0:
+        upper = corrected = corrected_upper = net = net_upper = "-"
+        if kind not in ("placebo", "control") and n > 1 and pause > 0:
             t95 = T95[min(n - 1, len(T95)) - 1]
             upper = f"{(mean + t95 * sd / math.sqrt(n)) / (pause / n):.3f}"
             corrected = f"{(mean - drift) / (pause / n):.3f}"
             corrected_upper = f"{(mean - drift + t95 * sd / math.sqrt(n)) / (pause / n):.3f}"
-        print(f"{kind} {n} {pause:.4f} {lost:.4f} {mean:.4f} {sd:.4f} {upper} {corrected} {corrected_upper}")
-
+            if kind.startswith("probe-") and control_sd is not None:
+                # Welch's standard error of the difference of the two means; t with the smaller sample's
+                # degrees of freedom (conservative).
+                se = math.sqrt(sd ** 2 / n + control_sd ** 2 / len(control))
+                t_net = T95[min(min(n, len(control)) - 1, len(T95)) - 1]
+                net = f"{(mean - control_mean) / (pause / n):.3f}"
+                net_upper = f"{(mean - control_mean + t_net * se) / (pause / n):.3f}"
+        print(f"{kind} {n} {pause:.4f} {lost:.4f} {mean:.4f} {sd:.4f} {upper} {corrected} {corrected_upper} "
+              f"{net} {net_upper}")
 
 if __name__ == "__main__":
     main()

@@ -186,10 +186,15 @@ echo "own noise (mean about 0 s; sd = what one window resolves). Upper bound: th
 echo "pause over the windows; x the pause budget (0.1 %), it bounds what the histograms cost in throughput at"
 echo "steady state, where the budget caps their pause at 0.1 % of wall time."
 echo
-echo "Corrected: the placebo's mean lost (the workload's drift) subtracted from every window's."
+echo "Corrected: the placebo's mean lost (the workload's drift) subtracted from every window's. Net (probes only):"
+echo "the control's mean lost subtracted instead: the control windows run a no-op command (VM.version, no"
+echo "safepoint) through the same attach client, alternating with the probes, so net is the histogram's own cost"
+echo "without the client's (heapwatchd's client cost is its CPU, in the throughput table). The bound:"
+echo "Welch's standard error, t with the smaller sample's degrees of freedom. Net upper bound x 0.1 %"
+echo "budget is what the histograms cost in throughput at steady state, beside the daemon's CPU."
 echo
-echo "| collector | live set | histograms | n | pause (sum) | lost work (sum) | lost / pause | 95 % upper bound | corrected: lost / pause, upper bound | upper bound x 0.1 % budget | lost per window: mean ± sd |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| collector | live set | histograms | n | pause (sum) | lost work (sum) | lost / pause | 95 % upper bound | corrected: lost / pause, upper bound | net of the control: lost / pause, upper bound | net upper bound x 0.1 % budget | lost per window: mean ± sd |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $configs; do
   d=$run_dir/$c
   [[ -s $d/arms.txt && -s $d/safepoint.log ]] || continue
@@ -197,12 +202,14 @@ for c in $configs; do
   python3 "$here/lost_work.py" "$d" | awk -v gc="${c%%-*}" -v live="$(gib "$live") GiB" '
     { names["heapwatch-all"] = "heapwatchd, -all"; names["heapwatch-live"] = "heapwatchd, live"
       names["probe-all"] = "probe, -all -parallel=N"; names["probe-live"] = "probe, live"
-      names["jdk-live"] = "JDK default, live"; names["jdk-all"] = "JDK default, -all"; names["placebo"] = "placebo (none)"
+      names["jdk-live"] = "JDK default, live"; names["jdk-all"] = "JDK default, -all"
+      names["control"] = "control (no-op attach)"; names["placebo"] = "placebo (none)"
       ratio = $3 > 0 ? sprintf("%.2f", $4 / $3) : "-"
       ub = $7 == "-" ? "-" : sprintf("%.3f", $7)
       cor = $8 == "-" ? "-" : sprintf("%.3f, %.3f", $8, $9)
-      worst = ($7 == "-") ? "-" : sprintf("%.3f %%", 0.1 * ($9 > $7 ? $9 : $7))
-      printf "| %s | %s | %s | %d | %.3f s | %.3f s | %s | %s | %s | %s | %+.3f ± %.3f s |\n", gc, live, names[$1], $2, $3, $4, ratio, ub, cor, worst, $5, $6 }'
+      net = $10 == "-" ? "-" : sprintf("%.3f, %.3f", $10, $11)
+      worst = ($11 == "-") ? "-" : sprintf("%.3f %%", 0.1 * $11)
+      printf "| %s | %s | %s | %d | %.3f s | %.3f s | %s | %s | %s | %s | %s | %+.3f ± %.3f s |\n", gc, live, names[$1], $2, $3, $4, ratio, ub, cor, net, worst, $5, $6 }'
 done
 echo
 echo "Settings: $(grep '^settings' "$run_dir/settings.txt" | cut -d' ' -f2-)"

@@ -20,9 +20,11 @@
 #      interval over the rounds; the daemon's CPU. The daemon is started after the warm-up and stopped as
 #      soon as it lists the JVM, so its budget accrues from then on;
 #   3. with HEAPWATCH_BENCH_PROBES=K (before the arms): K histograms as heapwatchd takes them (-all
-#      -parallel=N over the attach socket) with the workload running, 30 s apart, and per histogram the work
-#      the workload lost around it against its pause (lost_work.py), with placebo windows for the method's
-#      noise: whether a histogram costs the application more than its pause.
+#      -parallel=N over the attach socket, from one attach client that runs all along, as heapwatchd
+#      does) with the workload running, one per probe window, each paired with a control window in which
+#      the same client runs a no-op command (VM.version); per histogram the work the workload lost around
+#      it against its pause (lost_work.py), with the controls for the attach's own cost and placebo
+#      windows for the method's noise: whether a histogram costs the application more than its pause.
 # Prints its markdown tables and writes them to $run_dir/results.md (path printed at the end).
 #
 # Usage: bash bench/collection/run.sh [--quick]
@@ -47,6 +49,8 @@
 #   HEAPWATCH_BENCH_PROBES=0                  histograms like heapwatchd's (-all -parallel=N) taken with the
 #                                             workload running, one per probe window, for the lost-work table
 #   HEAPWATCH_BENCH_PROBE_SECONDS=30          length of a probe window (the histogram starts 15 s into it)
+#   HEAPWATCH_BENCH_CONTROLS=1                1: every probe window is paired with a control window, a no-op
+#                                             command (VM.version) through the same attach client (0: none)
 #   HEAPWATCH_BENCH_JDK_INTERVAL=60           the JDK-default arm's histogram interval (seconds)
 #   HEAPWATCHD=<repo>/build/daemon/heapwatchd the daemon of the third arm (skipped when missing)
 #   HEAPWATCH_BENCH_CACHE=/var/tmp/heapwatch-bench   compiled classes and run directories
@@ -75,6 +79,7 @@ churn=${HEAPWATCH_BENCH_CHURN:-0.2}
 hot=${HEAPWATCH_BENCH_HOT:-0}
 probes=${HEAPWATCH_BENCH_PROBES:-0}
 probe_s=${HEAPWATCH_BENCH_PROBE_SECONDS:-30}
+controls=${HEAPWATCH_BENCH_CONTROLS:-1}
 jdk_interval=${HEAPWATCH_BENCH_JDK_INTERVAL:-60}
 heapwatchd=${HEAPWATCHD:-$root/build/daemon/heapwatchd}
 heapwatchd_sum=""
@@ -106,16 +111,18 @@ log "run directory $run_dir; live sets (MiB): $lives; collectors: $gcs; arms ($p
   echo "heapwatchd ${HEAPWATCHD:-$root/build/daemon/heapwatchd} ${heapwatchd_sum:-missing}"
   echo "clk_tck $(getconf CLK_TCK)"
   echo "settings lives=[$lives] gcs=[$gcs] arm_s=$arm_s rounds=$rounds reps=$reps natural_reps=$natural_reps" \
-    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads churn=$churn hot=$hot probes=$probes probe_s=$probe_s jdk_interval=$jdk_interval jdk_arms=$jdk_arms jdk_arm_s=$jdk_arm_s placebo=$placebo"
+    "natural_wait=$natural_wait warmup=$warmup gap=$gap threads=$threads churn=$churn hot=$hot probes=$probes controls=$controls probe_s=$probe_s jdk_interval=$jdk_interval jdk_arms=$jdk_arms jdk_arm_s=$jdk_arm_s placebo=$placebo"
 } >"$run_dir/settings.txt"
 
 # --- One JVM at a time; everything it needs is in these globals while it runs. ---
-pid=""; dir=""; out=""; hw_pid=""; jdk_loop=""
+pid=""; dir=""; out=""; hw_pid=""; jdk_loop=""; attach_pid=""; hsperf_pid=""
 cleanup() {
   [[ -n "$jdk_loop" ]] && kill "$jdk_loop" 2>/dev/null || true
   [[ -n "$hw_pid" ]] && { kill -CONT "$hw_pid"; kill "$hw_pid"; } 2>/dev/null || true
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-  exec 3>&- 2>/dev/null || true
+  [[ -n "$attach_pid" ]] && kill "$attach_pid" 2>/dev/null || true
+  [[ -n "$hsperf_pid" ]] && kill "$hsperf_pid" 2>/dev/null || true
+  exec 3>&- 4>&- 5<&- 6>&- 7<&- 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
@@ -135,10 +142,30 @@ workload() {  # workload pause|resume: sends the command and waits for its ackno
   echo "$1" >&3
   wait_line "^$ack" "$n" 60
 }
+# hsperf_server start|stop: one hsperf.py serve for the whole run, fed and answered through fifos (fd 6
+# and 7): counters() is read at the edges of every window, and a python3 start each time would cost the
+# workload about half a second of work right where the windows begin and end.
+hsperf_server() {
+  if [[ $1 == start ]]; then
+    mkfifo "$run_dir/hsperf.in" "$run_dir/hsperf.out"
+    python3 "$here/hsperf.py" serve <"$run_dir/hsperf.in" >"$run_dir/hsperf.out" 2>"$run_dir/hsperf.err" &
+    hsperf_pid=$!
+    exec 6>"$run_dir/hsperf.in" 7<"$run_dir/hsperf.out"
+  elif [[ -n $hsperf_pid ]]; then
+    exec 6>&- 7<&-
+    wait "$hsperf_pid" || true
+    hsperf_pid=""
+    rm -f "$run_dir/hsperf.in" "$run_dir/hsperf.out"
+  fi
+}
 counters() {  # safepoint ticks, safepoint count, heap used bytes (young + old), old used
-  hsperf get "$pid" sun.rt.safepointTime sun.rt.safepoints sun.gc.generation.0.space.0.used \
-    sun.gc.generation.0.space.1.used sun.gc.generation.0.space.2.used sun.gc.generation.1.space.0.used |
-    paste -sd' ' | awk '{print $1, $2, $3+$4+$5+$6, $6}'
+  local values
+  echo "$pid sun.rt.safepointTime sun.rt.safepoints sun.gc.generation.0.space.0.used" \
+    "sun.gc.generation.0.space.1.used sun.gc.generation.0.space.2.used sun.gc.generation.1.space.0.used" >&6
+  read -r -t 60 -u 7 values || { log "hsperf.py: no answer within 60 s; see $run_dir/hsperf.err"; exit 1; }
+  set -- $values
+  [[ $# == 6 && $1 != NA ]] || { log "hsperf.py: '$values'; see $run_dir/hsperf.err"; exit 1; }
+  echo "$1 $2 $(($3 + $4 + $5 + $6)) $6"
 }
 
 # measure MODE [OPTIONS...]: one histogram with the workload paused; appends to pauses.txt:
@@ -199,22 +226,53 @@ jdk_default_loop() {  # one histogram every jdk_interval seconds from $1 (ms) un
   done
 }
 
-# probe ROUND: one histogram as heapwatchd takes it (-all -parallel=N) with the workload running, 15 s into
-# a window of probe_s seconds; appends the window to arms.txt as arm "probe" (lost_work.py reads it).
+# attach_server start|stop: one attach.py --serve per JVM, fed and answered through fifos (fd 4 and 5; the
+# replies are also appended to attach.out), so that a probe costs the attach alone, as heapwatchd's does,
+# not a python3 start, and waiting for the reply is a blocking read, not polling beside the workload.
+attach_server() {
+  if [[ $1 == start ]]; then
+    mkfifo "$dir/attach.in" "$dir/attach.reply"
+    python3 "$here/attach.py" --serve <"$dir/attach.in" >"$dir/attach.reply" 2>"$dir/attach.err" &
+    attach_pid=$!
+    exec 4>"$dir/attach.in" 5<"$dir/attach.reply"
+    attach_cmd VM.version >/dev/null  # starts the JVM's attach listener before the first probe
+  elif [[ -n $attach_pid ]]; then
+    exec 4>&- 5<&-
+    wait "$attach_pid" || true
+    attach_pid=""
+    rm -f "$dir/attach.in" "$dir/attach.reply"
+  fi
+}
+attach_cmd() {  # attach_cmd COMMAND: runs it through the server; prints "ok|error START_MS END_MS BYTES"
+  local reply
+  printf '%s\t%s\n' "$pid" "$*" >&4
+  read -r -t 600 -u 5 reply || { log "attach.py: no reply within 600 s; see $dir/attach.err"; exit 1; }
+  echo "$reply" >>"$dir/attach.out"
+  echo "$reply"
+}
+
+# probe KIND ROUND: 15 s into a window, with the workload running, one attach: KIND "probe" runs a
+# histogram as heapwatchd takes it (-all -parallel=N), KIND "control" a no-op command (VM.version, no
+# safepoint): what the probe's own attach costs the workload. The window lasts probe_s seconds, and at
+# least until 5 s after the attach ends (counters() at its edges stays outside lost_work.py's span). Appends "KIND ROUND t0 t1 ticks 0 0 attach_start_ms attach_end_ms" to arms.txt.
 probe() {
-  local round=$1 t0 t1 before after
+  local kind=$1 round=$2 t0 t1 before after reply command="GC.class_histogram -all -parallel=$par"
+  [[ $kind == control ]] && command=VM.version
   before=$(counters)
   t0=$(now_ms)
   sleep 15
-  # Over the attach socket from python (attach.py), not jcmd: jcmd's own JVM start would cost the
-  # machine about a second of CPU beside the workload; heapwatchd's attach costs milliseconds.
-  python3 "$here/attach.py" "$pid" "GC.class_histogram -all -parallel=$par" >/dev/null || log "probe: attach failed"
-  sleep "$(awk -v e="$((t0 + probe_s * 1000))" -v n="$(now_ms)" 'BEGIN { d = (e - n) / 1000; print (d > 0 ? d : 0) }')"
+  reply=$(attach_cmd "$command")
+  set -- $reply
+  local status=$1 a0=${2:-0} a1=${3:-0} bytes=${4:-0}
+  local end=$((t0 + probe_s * 1000)); (( end >= a1 + 5000 )) || end=$((a1 + 5000))
+  local rest=$((end - $(now_ms)))
+  (( rest > 0 )) && sleep "$((rest / 1000)).$(printf %03d $((rest % 1000)))"
   t1=$(now_ms)
   after=$(counters)
   set -- $before $after
-  echo "probe $round $t0 $t1 $(($5 - $1)) 0 0" >>"$dir/arms.txt"
-  log "probe $round done"
+  echo "$kind $round $t0 $t1 $(($5 - $1)) 0 0 $a0 $a1" >>"$dir/arms.txt"
+  [[ $status == ok ]] || log "$kind: attach failed: $reply (see $dir/attach.err)"
+  log "$kind $round done ($((a1 - a0)) ms, $bytes bytes)"
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system CPU of a process, in clock ticks
@@ -337,7 +395,15 @@ EOF
     sleep "$gap"; measure live-parallel -parallel="$par"
   done
 
-  for ((i = 1; i <= probes; i++)); do probe "$i"; done
+  if (( probes > 0 )); then
+    attach_server start
+    for ((i = 1; i <= probes; i++)); do  # histogram and no-op control alternate; their order too
+      if (( controls == 1 && i % 2 == 0 )); then probe control "$i"; fi
+      probe probe "$i"
+      if (( controls == 1 && i % 2 == 1 )); then probe control "$i"; fi
+    done
+    attach_server stop
+  fi
 
   local r a order
   for ((r = 1; r <= rounds; r++)); do
@@ -356,11 +422,14 @@ EOF
   grep '^READY' "$out" | awk '{print $3}' >"$dir/live_bytes"
 }
 
+hsperf_server start
 for live_mb in $lives; do
   for gc in $gcs; do
     run_config "$live_mb" "$gc"
   done
 done
+
+hsperf_server stop
 
 bash "$here/report.sh" "$run_dir" | tee "$run_dir/results.md"
 log "results: $run_dir/results.md"
