@@ -46,9 +46,10 @@
 #   HEAPWATCH_BENCH_THREADS=$(nproc)          workload threads; -parallel=N uses N=$(nproc) too
 #   HEAPWATCH_BENCH_CHURN=0.2                 fraction of the live set the workload replaces per minute
 #   HEAPWATCH_BENCH_HOT=0                     requests read only the first N sessions (0: all; README.md "Noise")
-#   HEAPWATCH_BENCH_PROBES=0                  histograms like heapwatchd's (-all -parallel=N) taken with the
-#                                             workload running, one per probe window, for the lost-work table
-#   HEAPWATCH_BENCH_PROBE_SECONDS=30          length of a probe window (the histogram starts 15 s into it)
+#   HEAPWATCH_BENCH_PROBES=10                 histograms like heapwatchd's (-all -parallel=N) taken with the
+#                                             workload running, one per probe window, for the lost-work table (q: 4)
+#   HEAPWATCH_BENCH_PROBE_SECONDS=20          length of a probe window (the histogram starts 15 s into it; the
+#                                             window lasts until at least 5 s after the histogram ends)
 #   HEAPWATCH_BENCH_CONTROLS=1                1: every probe window is paired with a control window, a no-op
 #                                             command (VM.version) through the same attach client (0: none)
 #   HEAPWATCH_BENCH_JDK_INTERVAL=60           the JDK-default arm's histogram interval (seconds)
@@ -77,8 +78,8 @@ gap=${HEAPWATCH_BENCH_GAP_SECONDS:-$(q 10 5)}
 threads=${HEAPWATCH_BENCH_THREADS:-$(nproc)}
 churn=${HEAPWATCH_BENCH_CHURN:-0.2}
 hot=${HEAPWATCH_BENCH_HOT:-0}
-probes=${HEAPWATCH_BENCH_PROBES:-0}
-probe_s=${HEAPWATCH_BENCH_PROBE_SECONDS:-30}
+probes=${HEAPWATCH_BENCH_PROBES:-$(q 10 4)}
+probe_s=${HEAPWATCH_BENCH_PROBE_SECONDS:-20}
 controls=${HEAPWATCH_BENCH_CONTROLS:-1}
 jdk_interval=${HEAPWATCH_BENCH_JDK_INTERVAL:-60}
 heapwatchd=${HEAPWATCHD:-$root/build/daemon/heapwatchd}
