@@ -255,7 +255,8 @@ attach_cmd() {  # attach_cmd COMMAND: runs it through the server; prints "ok|err
 # probe KIND ROUND: 15 s into a window, with the workload running, one attach: KIND "probe" runs a
 # histogram as heapwatchd takes it (-all -parallel=N), KIND "control" a no-op command (VM.version, no
 # safepoint): what the probe's own attach costs the workload. The window lasts probe_s seconds, and at
-# least until 5 s after the attach ends (counters() at its edges stays outside lost_work.py's span). Appends "KIND ROUND t0 t1 ticks 0 0 attach_start_ms attach_end_ms" to arms.txt.
+# least until 5 s after the attach ends (counters() at its edges stays outside lost_work.py's span).
+# Appends "KIND ROUND t0 t1 ticks 0 0 attach_start_ms attach_end_ms" to arms.txt.
 probe() {
   local kind=$1 round=$2 t0 t1 before after reply command="GC.class_histogram -all -parallel=$par"
   [[ $kind == control ]] && command=VM.version
