@@ -53,24 +53,25 @@ AFTER_S = 3.0
 
 
 def read_arms(d):
-    arms = []
+    """The windows of arms.txt as (name, t0_s, t1_s), and the (start_s, end_s) of the no-op attaches of
+    run.sh's control windows (columns 8 and 9 of their lines)."""
+    arms, controls = [], []
     with open(os.path.join(d, "arms.txt")) as f:
         for line in f:
             w = line.split()
             if len(w) >= 4:
                 arms.append((w[0], int(w[2]) / 1000.0, int(w[3]) / 1000.0))
-    return arms
-
-
-def read_controls(d):
-    """(start_s, end_s) of the no-op attaches of run.sh's control windows (arms.txt columns 8 and 9)."""
-    out = []
-    with open(os.path.join(d, "arms.txt")) as f:
-        for line in f:
-            w = line.split()
             if len(w) >= 9 and w[0] == "control" and int(w[7]) > 0:
-                out.append((int(w[7]) / 1000.0, int(w[8]) / 1000.0))
-    return out
+                controls.append((int(w[7]) / 1000.0, int(w[8]) / 1000.0))
+    return arms, controls
+
+
+def mean_sd(values):
+    """Mean and sample standard deviation (0 for fewer than 2 values) of a non-empty list."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return mean, sd
 
 
 def read_ops(d):
@@ -147,11 +148,10 @@ def lost_seconds(ts, cs, start, end):
 
 def main():
     d = sys.argv[1]
-    arms = read_arms(d)
+    arms, controls = read_arms(d)
     ts, cs = read_ops(d)
     hists = read_histograms(d)
     own_full = read_own_full_gcs(d)
-    controls = read_controls(d)
 
     def arm_of(t):
         for name, t0, t1 in arms:
@@ -202,10 +202,8 @@ def main():
 
     placebo = rows.get("placebo", [])
     drift = sum(l for _, l in placebo) / len(placebo) if placebo else 0.0
-    control = rows.get("control", [])
-    control_mean = sum(l for _, l in control) / len(control) if control else None
-    control_sd = (math.sqrt(sum((l - control_mean) ** 2 for _, l in control) / (len(control) - 1))
-                  if len(control) > 1 else None)
+    control = [l for _, l in rows.get("control", [])]
+    control_mean, control_sd = mean_sd(control) if len(control) > 1 else (None, None)
     kinds = ("heapwatch-live", "heapwatch-all", "probe-all", "probe-live", "jdk-live", "jdk-all", "control",
              "placebo")
     for kind in kinds:
@@ -215,8 +213,7 @@ def main():
         n = len(r)
         pause = sum(p for p, _ in r)
         lost = sum(l for _, l in r)
-        mean = lost / n
-        sd = math.sqrt(sum((l - mean) ** 2 for _, l in r) / (n - 1)) if n > 1 else 0.0
+        mean, sd = mean_sd([l for _, l in r])
         upper = corrected = corrected_upper = net = net_upper = "-"
         if kind not in ("placebo", "control") and n > 1 and pause > 0:
             t95 = T95[min(n - 1, len(T95)) - 1]
