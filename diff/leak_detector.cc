@@ -68,10 +68,6 @@ uint64_t Fnv1a(std::string_view s) {
   return h;
 }
 
-std::string LeakId(std::string_view main_class, absl::Time first_seen) {
-  const uint64_t h = Fnv1a(absl::StrFormat("%s@%d", main_class, absl::ToUnixMicros(first_seen)));
-  return absl::StrFormat("L%012x", h & 0xffffffffffffull);
-}
 
 // Kendall's tau-a between two equally long series: (concordant - discordant) / pairs. O(n^2).
 double KendallTau(const std::vector<double>& a, const std::vector<double>& b) {
@@ -1091,6 +1087,11 @@ std::vector<absl::Duration> LeakDetector::time_scales() const {
     if (s.active) out.push_back(s.width);
   }
   return out;
+}
+
+std::string LeakId(std::string_view main_class, absl::Time first_seen) {
+  const uint64_t h = Fnv1a(absl::StrFormat("%s@%d", main_class, absl::ToUnixMicros(first_seen)));
+  return absl::StrFormat("L%012x", h & 0xffffffffffffull);
 }
 
 }  // namespace heapwatch::diff

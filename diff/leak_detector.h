@@ -83,6 +83,7 @@
 #include "absl/time/time.h"
 #include "common/histogram.h"
 #include "common/status.h"
+#include "diff/heap_forecast.h"
 #include "diff/trend_detector.h"
 
 namespace heapwatch::diff {
@@ -119,6 +120,10 @@ Status ValidateLeakOptions(const LeakOptions& options);
 // "com.sun.", "org.w3c.", "org.xml.", "org.ietf.". O(length).
 bool IsJdkClass(std::string_view class_name);
 
+// The id of a new leak: "L" + 12 lowercase hex digits of the FNV-1a hash of "<main_class>@<first_seen
+// in Unix microseconds>" (stable across builds and replays). O(length).
+std::string LeakId(std::string_view main_class, absl::Time first_seen);
+
 // One class of a leak.
 struct LeakClass {
   std::string class_name;
@@ -141,10 +146,14 @@ struct Leak {
   // member (e.g. "java.util.concurrent.ConcurrentHashMap"), else empty.
   std::string accumulation_point;
   // What kind of leak: empty for a group of classes of the class histograms (this detector);
+  // "heap" for a growing live set whose classes are not named yet (daemon/agent_watch.h);
   // "class_loader" for the daemon's class-loading trend (daemon/class_loading_watch.h), whose
   // `detail` then says what grew ("live classes 5120 (+840), metaspace ...").
   std::string kind;
   std::string detail;
+  // The agent's heap exhaustion forecast, on the leak the live set's growth belongs to (set by the
+  // daemon's daemon/agent_watch.h, never by this detector).
+  std::optional<HeapExhaustion> exhaustion;
   friend bool operator==(const Leak&, const Leak&) = default;
 };
 
