@@ -153,4 +153,32 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
   return plan;
 }
 
+PausePlan PauseBudget::PlanConfirmation(absl::Time now, bool natural_gc, uint64_t post_gc_bytes,
+                                        uint64_t heap_used_bytes) const {
+  PausePlan plan;
+  const absl::Duration credit = Credit(now) + Cap();  // one window in advance
+  auto fits_at = [&](absl::Duration cost) {
+    const absl::Duration need = std::min(cost, Cap());
+    return credit >= need ? now : now + (need - credit) / options_.fraction;
+  };
+  const absl::Duration all = EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes);
+  const absl::Duration after_gc =
+      EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes);
+  const absl::Duration live = EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes);
+  if (natural_gc && fits_at(after_gc) <= now) {
+    plan.mode = HistogramMode::kAllAfterGc;
+  } else if (live <= Cap() && fits_at(live) <= now) {
+    plan.mode = HistogramMode::kLive;
+  } else if (fits_at(all) <= now) {
+    plan.mode = HistogramMode::kAll;
+  } else {
+    plan.retry_at = std::min(fits_at(all), live <= Cap() ? fits_at(live) : absl::InfiniteFuture());
+    plan.note = absl::StrFormat(
+        "confirming a leak: the next histogram waits for the pause budget (%.3g%%, one window "
+        "spent in advance): -all pauses about %s, live about %s",
+        options_.fraction * 100, Seconds(all), Seconds(live));
+  }
+  return plan;
+}
+
 }  // namespace heapwatch::collectors

@@ -101,6 +101,17 @@ class PauseBudget {
   PausePlan Plan(absl::Time now, absl::Time due_since, absl::Duration interval, bool natural_gc,
                  uint64_t post_gc_bytes, uint64_t heap_used_bytes) const;
 
+  // Decides for an agent whose leak is being confirmed (a growing live set whose classes are not
+  // named yet, docs/trend-detection.md): like Plan, but the histogram may start as soon as the
+  // credit plus one window's credit (the cap) covers it, i.e. heapwatch may spend up to one window
+  // of budget in advance, repaid before any later histogram. The pause caused up to any time t then
+  // stays below fraction * (t - start) + cap + the last collection's pause. Mode: kAllAfterGc right
+  // after a natural reclaim, else kLive when it fits and costs at most the cap (a full GC leaves
+  // live objects only, the best evidence), else kAll. An over-budget agent is planned by Plan.
+  // O(1).
+  PausePlan PlanConfirmation(absl::Time now, bool natural_gc, uint64_t post_gc_bytes,
+                             uint64_t heap_used_bytes) const;
+
   // The time between histograms the budget allows on average now: the configured interval, or
   // longer when the cheapest mode's estimated pause / fraction exceeds it; at most max_interval.
   absl::Duration PlannedInterval(absl::Duration interval, uint64_t post_gc_bytes,

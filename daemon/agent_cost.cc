@@ -9,6 +9,16 @@ AgentCost::AgentCost(const PauseBudgetOptions& options, absl::Duration gc_sample
     : gc_sample_interval_(gc_sample_interval), budget_(options, start) {}
 
 PausePlan AgentCost::Plan(absl::Time now, absl::Time due_since, absl::Duration interval) const {
+  return PlanAs(now, due_since, interval, /*confirmation=*/false);
+}
+
+PausePlan AgentCost::PlanConfirmation(absl::Time now, absl::Time due_since,
+                                      absl::Duration interval) const {
+  return PlanAs(now, due_since, interval, /*confirmation=*/true);
+}
+
+PausePlan AgentCost::PlanAs(absl::Time now, absl::Time due_since, absl::Duration interval,
+                            bool confirmation) const {
   std::lock_guard<std::mutex> lock(mu_);
   const bool natural =
       natural_gc_at_ > last_start_ && now - natural_gc_at_ <= 2 * gc_sample_interval_;
@@ -17,6 +27,9 @@ PausePlan AgentCost::Plan(absl::Time now, absl::Time due_since, absl::Duration i
     post = c->post_gc_used;
     used = c->heap_used;
   }
+  if (confirmation && !budget_.OverBudget(post, used)) {
+    return budget_.PlanConfirmation(now, natural, post, used);
+  }
   return budget_.Plan(now, due_since, interval, natural, post, used);
 }
 
@@ -24,7 +37,14 @@ AgentCost::Observation AgentCost::Observe(absl::Time now, const collectors::GcCo
                                           bool forced) {
   std::lock_guard<std::mutex> lock(mu_);
   Observation o;
+  const std::optional<collectors::GcCounters> before = tracker_.last_reading();
   o.point = tracker_.Observe(now, counters, forced);
+  if (before.has_value() && before->collectors.size() == counters.collectors.size() &&
+      counters.Invocations(collectors::CollectorRole::kYoung) >
+          before->Invocations(collectors::CollectorRole::kYoung) &&
+      (!o.point.has_value() || o.point->source == LiveSetSource::kYoungUpperBound)) {
+    o.after_young = UpperBoundReading{now, counters.post_gc_used, counters.heap_max};
+  }
   o.natural_old_gc = tracker_.natural_old_gc();
   if (o.natural_old_gc) natural_gc_at_ = now;
   o.last_start = last_start_;

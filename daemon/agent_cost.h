@@ -32,9 +32,19 @@ class AgentCost {
   // PauseBudget::Plan with what this object knows: whether the JVM reclaimed its old generation by
   // itself since the last histogram and recently, and its heap sizes from the newest reading.
   PausePlan Plan(absl::Time now, absl::Time due_since, absl::Duration interval) const;
+  // PauseBudget::PlanConfirmation with the same knowledge (an over-budget agent: Plan).
+  PausePlan PlanConfirmation(absl::Time now, absl::Time due_since, absl::Duration interval) const;
 
+  // The heap left by a young collection (old generation and survivors): an upper bound of the live
+  // set, at every reading that follows one (the stored series keeps one a minute).
+  struct UpperBoundReading {
+    absl::Time time;
+    uint64_t bytes = 0;
+    uint64_t max_bytes = 0;
+  };
   // What one reading of the GC counters completed.
   struct Observation {
+    std::optional<UpperBoundReading> after_young;  // a young collection only, since the last reading
     std::optional<LiveSetPoint> point;      // to store: what LiveSetTracker::Observe returned
     std::optional<LiveSetPoint> published;  // to show: `point`, but an upper bound keeps the
                                             // newest reclaim's live bytes once there is one
@@ -64,6 +74,9 @@ class AgentCost {
   bool ExchangeLiveSetStoreFailing(bool failing);
 
  private:
+  PausePlan PlanAs(absl::Time now, absl::Time due_since, absl::Duration interval,
+                   bool confirmation) const;
+
   const absl::Duration gc_sample_interval_;
   mutable std::mutex mu_;
   collectors::LiveSetTracker tracker_;                   // guarded by mu_

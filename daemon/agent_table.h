@@ -56,6 +56,8 @@ struct AgentStatus {
   std::optional<ClassLoadingPoint> class_loading;
   // The live-set series as a trend suspect (class name kLiveSetSeries) while it grows.
   std::optional<diff::Suspect> live_set_growth;
+  // While the live set grows: when it reaches the maximum heap (diff/heap_forecast.h).
+  std::optional<diff::HeapExhaustion> heap_exhaustion;
 };
 
 class AgentTable {

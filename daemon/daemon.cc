@@ -37,6 +37,7 @@
 #include "collectors/local_jvm.h"
 #include "collectors/string_table.h"
 #include "daemon/agent_table.h"
+#include "daemon/agent_watch.h"
 #include "daemon/agent_gateway.h"
 #include "daemon/auth_setup.h"
 #include "daemon/escalation.h"
@@ -59,9 +60,6 @@
 
 namespace heapwatch::daemon {
 namespace {
-
-// The "class" name under which an agent's live-set series goes through its own LeakDetector.
-constexpr std::string_view kLiveSetSeries = "<live set>";
 
 std::string HostName() {
   char buf[256] = {};
@@ -131,20 +129,15 @@ class ScrapedMetrics : public prometheus::Collectable {
 }  // namespace
 
 struct Daemon::Impl {
-  // What only the collection of one agent touches (one collection per agent runs at a time; the
-  // detector mutex also guards against the discovery thread's initial replay).
+  // One watched agent: what its collection touches (one collection per agent runs at a time) and
+  // its AgentWatch.
   struct Runtime {
     AgentInfo info;
     collectors::LocalJvm jvm;
     bool all_objects = false;
-    std::mutex detector_mu;
-    std::unique_ptr<diff::LeakDetector> detector;  // guarded by detector_mu
-    // The live-set series as one "class" (kLiveSetSeries), same options; guarded by detector_mu.
-    std::unique_ptr<diff::LeakDetector> live_set_detector;
-    bool live_set_growing = false;  // guarded by detector_mu; for state-change logs
-    std::set<std::string> suspect_names;           // guarded by detector_mu; for state-change logs
-    std::map<std::string, diff::Leak> leaks;       // guarded by detector_mu; for state-change logs
-    bool failing = false;                           // guarded by detector_mu; for state-change logs
+    // The agent's detectors and leak state: the one ingestion path of both kinds of agents
+    // (daemon/agent_watch.h); thread-safe on its own.
+    std::unique_ptr<AgentWatch> watch;
     // "Histogram now" (CollectHistogram) of an attach agent, all guarded by Impl::mu: the mode the
     // next collection must use instead of the budget's choice, and how many requested collections
     // ended (with the last one's snapshot, or why it failed).
@@ -155,13 +148,10 @@ struct Daemon::Impl {
 
     // Cost of watching and the live-set series (daemon/agent_cost.h); thread-safe on its own.
     std::unique_ptr<AgentCost> cost;
-    // Class-loading trend (class loader leaks from the JVM's counters); thread-safe on its own.
-    std::unique_ptr<ClassLoadingWatch> class_loading;
     // The last AppendClassLoading failed (logged once per failing streak); collection thread only.
     bool class_loading_store_failing = false;
-    // Interned-string trend (VM.stringtable); nullptr when collection.string_table_interval is 0.
-    // Thread-safe on its own; the two fields after it: collection thread only.
-    std::unique_ptr<StringTableWatch> string_table;
+    // Interned-string readings (VM.stringtable) of an attach agent, when
+    // collection.string_table_interval is not 0; collection thread only.
     absl::Time string_table_read = absl::InfinitePast();  // last attempt
     bool string_table_failing = false;  // the last reading failed (logged once per streak)
     // The last AppendStringTable failed (logged once per failing streak); collection thread only.
@@ -350,48 +340,15 @@ struct Daemon::Impl {
       }
       return {Known::kRetry, {}};
     }
-    auto rt = std::make_shared<Runtime>();
-    rt->info = *info;
-    rt->jvm = jvm;
-    rt->all_objects = config.collection.all_objects.Matches(info->main_class);
-    rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
-    rt->live_set_detector = std::make_unique<diff::LeakDetector>(config.trend, info->start_time);
-    rt->class_loading = std::make_unique<ClassLoadingWatch>(config.trend, info->start_time);
-    if (config.collection.string_table_interval > absl::ZeroDuration()) {
-      rt->string_table = std::make_unique<StringTableWatch>(config.trend, info->start_time);
-    }
-    rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
-                                           absl::Now());
-    if (auto counters = collectors::ReadGcCountersFile(jvm.perfdata_path); counters.ok()) {
-      rt->cost->Observe(absl::Now(), *counters, /*forced=*/false);  // the baseline
-    }
-
     AgentStatus status;
-    status.info = *info;
-    status.all_objects = rt->all_objects;
-    status.watched_since = absl::Now();
-    status.planned_interval = config.collection.interval;
-    size_t replayed = Replay(*rt, &status);
+    size_t replayed = 0;
+    WatchUpdate update;
+    std::shared_ptr<Runtime> rt = NewRuntime(*info, &jvm, &status, &update, &replayed);
 
     std::lock_guard<std::mutex> lock(mu);
     if (stopping) return {Known::kRetry, {}};
     metrics.AddAgent(*info);
-    if (replayed > 0) {
-      auto latest = store->ReadLatestAtOrBefore(info->id, absl::InfiniteFuture());
-      if (latest.ok() && latest->has_value()) {
-        metrics.PublishSnapshot(info->id, **latest, status.suspects, config.exporter.top_classes);
-      }
-      metrics.PublishLeaks(info->id, status.leaks);
-      if (status.class_loading.has_value()) {
-        metrics.SetClassLoading(info->id, *status.class_loading,
-                                rt->class_loading->leak().has_value());
-      }
-      if (rt->string_table != nullptr) {
-        if (auto last = rt->string_table->last()) {
-          metrics.SetStringTable(info->id, last->entries, last->strings_bytes());
-        }
-      }
-    }
+    if (replayed > 0) PublishReplayedLocked(info->id, update);
     runtimes[info->id] = rt;
     scheduler.Add(info->id);
     if (auto s = scheduler.Get(info->id)) status.next_collection = s->next_due;
@@ -412,8 +369,6 @@ struct Daemon::Impl {
 
   // Most snapshots a replay reads, whatever the horizon.
   static constexpr size_t kMaxReplaySnapshots = 20'000;
-  // Snapshots decoded at once during a replay (bounds its memory).
-  static constexpr size_t kReplayChunk = 256;
 
   // How far back from the newest stored snapshot a replay reads: the longest time scale's lookback
   // (max_time_scale * scale_lookback_buckets) or the cycle veto's horizon, whichever is longer.
@@ -426,149 +381,102 @@ struct Daemon::Impl {
     return h;
   }
 
-  // Rebuilds the agent's leak detector from its stored snapshots of the last ReplayHorizon() before
-  // the newest one (at least enough to fill scale 0's warm-up, lookback and window twice over; at
-  // most kMaxReplaySnapshots, the newest), then gives it the accumulation points of the agent's
-  // newest analysed dump. Returns how many snapshots were replayed.
-  size_t Replay(Runtime& rt, AgentStatus* status) {
-    const absl::Time started = absl::Now();
-    auto times = store->ListSnapshotTimes(rt.info.id, absl::InfinitePast(), absl::InfiniteFuture());
-    if (!times.ok()) {
-      if (times.status().code() != absl::StatusCode::kNotFound) {
-        spdlog::error("agent {}: cannot read its stored history, starting afresh: {}",
-                      Describe(rt.info), times.status().ToString());
-      }
-      return 0;
-    }
-    if (times->empty()) return 0;
-    const diff::TrendOptions& t = config.trend.trend;
-    const size_t min_count =
-        t.warmup_snapshots + 2 * std::max(t.window_snapshots, t.peak_lookback_snapshots);
-    const absl::Duration horizon = ReplayHorizon();
-    const absl::Time from = times->back() - horizon;
-    size_t first = std::lower_bound(times->begin(), times->end(), from) - times->begin();
-    if (times->size() - first < min_count) first = times->size() - std::min(times->size(), min_count);
-    bool capped = false;
-    if (times->size() - first > kMaxReplaySnapshots) {
-      first = times->size() - kMaxReplaySnapshots;
-      capped = true;
-    }
-    size_t replayed = 0;
-    std::lock_guard<std::mutex> lock(rt.detector_mu);
-    for (size_t i = first; i < times->size(); i += kReplayChunk) {
-      const size_t last = std::min(times->size(), i + kReplayChunk) - 1;
-      auto chunk = store->ReadSnapshots(rt.info.id, (*times)[i], (*times)[last], 0);
-      if (!chunk.ok()) {
-        spdlog::error("agent {}: cannot read its stored history after {} of {} snapshots, the "
-                      "detector continues from there: {}",
-                      Describe(rt.info), replayed, times->size() - first,
-                      chunk.status().ToString());
-        break;
-      }
-      for (const Snapshot& s : *chunk) {
-        if (rt.detector->Observe(s)) ++replayed;
-        status->last_snapshot_time = s.time;
+  // The runtime of a newly watched agent (`jvm`: its process, nullptr for a registered agent), its
+  // detectors rebuilt from the store (AgentWatch::Replay), and its first status. `replayed`: how
+  // many stored snapshots the replay took.
+  std::shared_ptr<Runtime> NewRuntime(const AgentInfo& info, const collectors::LocalJvm* jvm,
+                                      AgentStatus* status, WatchUpdate* update, size_t* replayed) {
+    auto rt = std::make_shared<Runtime>();
+    rt->info = info;
+    if (jvm != nullptr) rt->jvm = *jvm;
+    rt->all_objects = config.collection.all_objects.Matches(info.main_class);
+    AgentWatchOptions options;
+    options.trend = config.trend;
+    options.top_classes = static_cast<size_t>(std::max(config.exporter.top_classes, 0));
+    // The interned-string trend reads VM.stringtable through the attach socket.
+    options.string_table =
+        jvm != nullptr && config.collection.string_table_interval > absl::ZeroDuration();
+    rt->watch = std::make_unique<AgentWatch>(info, options, store.get());
+    rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
+                                           absl::Now());
+    if (jvm != nullptr) {
+      if (auto counters = collectors::ReadGcCountersFile(jvm->perfdata_path); counters.ok()) {
+        rt->cost->Observe(absl::Now(), *counters, /*forced=*/false);  // the baseline
       }
     }
-    auto analysed = escalation->LatestAnalysedDump(rt.info.id);
+    status->info = info;
+    status->all_objects = rt->all_objects;
+    status->watched_since = absl::Now();
+    status->planned_interval = config.collection.interval;
+    std::vector<diff::LeakDetector::AccumulationPoint> points;
+    auto analysed = escalation->LatestAnalysedDump(info.id);
     if (analysed.ok() && analysed->has_value() && !(*analysed)->points.empty()) {
-      rt.detector->SetAccumulationPoints((*analysed)->points);
+      points = (*analysed)->points;
       status->analysed_dump_id = (*analysed)->dump_id;
     }
-    status->suspects = rt.detector->Suspects();
-    status->leaks = rt.detector->Leaks();
-    // The live-set series of the same span.
-    auto points = store->ReadLiveSet(rt.info.id, times->at(first), absl::InfiniteFuture(), 0);
-    if (points.ok()) {
-      for (const LiveSetPoint& p : *points) ObserveLiveSet(rt, p);
-      status->live_set_growth = rt.live_set_detector->SuspectFor(kLiveSetSeries);
-      rt.live_set_growing = status->live_set_growth.has_value();
-    }
-    // The class-loading series of the same span: a class loader leak is flagged again at once,
-    // without waiting for new growth (docs/class-loaders.md).
-    // A collection reads the counters just before its snapshot is stored: the point of snapshot
-    // `first` lies after snapshot first - 1.
-    const absl::Time loading_from =
-        first == 0 ? absl::InfinitePast() : (*times)[first - 1] + absl::Microseconds(1);
-    auto loading = store->ReadClassLoading(rt.info.id, loading_from, absl::InfiniteFuture(), 0);
-    if (loading.ok()) {
-      for (const ClassLoadingPoint& p : *loading) rt.class_loading->Observe(p);
-      if (!loading->empty()) status->class_loading = loading->back();
-      if (auto leak = rt.class_loading->leak()) {
-        if (auto s = rt.class_loading->suspect()) status->suspects.push_back(*s);
-        status->leaks.push_back(*std::move(leak));
-      }
-    } else if (loading.status().code() != absl::StatusCode::kNotFound) {
-      spdlog::error("agent {}: cannot read its stored class-loading series, its trend starts "
-                    "afresh: {}",
-                    Describe(rt.info), loading.status().ToString());
-    }
-    // The string-table series of the same span (read, like the class-loading counters, before
-    // its collection's snapshot): an interned-string leak is reported again at once. Reported,
-    // not escalated, as in Succeeded.
-    if (rt.string_table != nullptr) {
-      auto strings = store->ReadStringTable(rt.info.id, loading_from, absl::InfiniteFuture(), 0);
-      if (strings.ok()) {
-        for (const StringTableStats& p : *strings) rt.string_table->Observe(p);
-        if (auto leak = rt.string_table->leak()) status->leaks.push_back(*std::move(leak));
-      } else if (strings.status().code() != absl::StatusCode::kNotFound) {
-        spdlog::error(
-            "agent {}: cannot read its stored string-table series, its interned-string trend "
-            "starts afresh: {}",
-            Describe(rt.info), strings.status().ToString());
-      }
-    }
-    for (const diff::Suspect& s : status->suspects) rt.suspect_names.insert(s.class_name);
-    for (const diff::Leak& l : status->leaks) rt.leaks[l.id] = l;
-    spdlog::info(
-        "agent {}: replayed {} stored snapshots of the last {} (of {} stored{}) in {:.1f} s: {} "
-        "suspects in {} leaks",
-        Describe(rt.info), replayed, FormatDurationText(horizon), times->size(),
-        capped ? absl::StrFormat(", capped at %d", kMaxReplaySnapshots) : "",
-        absl::ToDoubleSeconds(absl::Now() - started), status->suspects.size(),
-        status->leaks.size());
-    return replayed;
+    AgentWatch::Replayed r;
+    *update = rt->watch->Replay(ReplayHorizon(), kMaxReplaySnapshots, points, &r);
+    *replayed = r.snapshots;
+    status->last_snapshot_time = r.last_snapshot_time;
+    status->class_loading = update->class_loading;
+    ApplyUpdate(*update, status);
+    return rt;
   }
 
-  // Logs how the agent's leaks changed since the last call (new, changed, ended) and remembers
-  // them. REQUIRES: rt.detector_mu held.
-  void LogLeakChanges(Runtime& rt, const std::vector<diff::Leak>& leaks) {
-    auto describe = [](const diff::Leak& l) {
-      return absl::StrFormat(
-          "leak %s (main class %s, %d classes, grows %.0f bytes/s, now %d bytes%s)", l.id,
-          l.main_class, l.classes.size(), l.growth_bytes_per_second, l.bytes,
-          l.accumulation_point.empty() ? ""
-                                       : absl::StrCat(", accumulates in ", l.accumulation_point));
-    };
-    auto names = [](const diff::Leak& l) {
-      std::vector<std::string> out;
-      for (const diff::LeakClass& c : l.classes) out.push_back(c.class_name);
-      std::sort(out.begin(), out.end());
-      return out;
-    };
-    std::map<std::string, diff::Leak> now;
-    for (const diff::Leak& l : leaks) {
-      auto before = rt.leaks.find(l.id);
-      if (before == rt.leaks.end()) {
-        std::vector<std::string> classes = names(l);
-        spdlog::warn("agent {}: {} is a leak: {}", Describe(rt.info), describe(l),
-                     absl::StrJoin(classes, ", "));
-      } else if (names(before->second) != names(l) ||
-                 before->second.main_class != l.main_class ||
-                 before->second.accumulation_point != l.accumulation_point) {
-        std::vector<std::string> classes = names(l);
-        spdlog::info("agent {}: {} changed: {}", Describe(rt.info), describe(l),
-                     absl::StrJoin(classes, ", "));
-      }
-      now[l.id] = l;
+  // What a replay rebuilt, on /metrics: the newest snapshot's classes, the leaks, the class-loading
+  // and string-table readings. REQUIRES: mu held.
+  void PublishReplayedLocked(const AgentId& id, const WatchUpdate& update) {
+    auto latest = store->ReadLatestAtOrBefore(id, absl::InfiniteFuture());
+    if (latest.ok() && latest->has_value()) {
+      metrics.PublishSnapshot(id, **latest, update.suspects, config.exporter.top_classes);
     }
-    for (const auto& [id, l] : rt.leaks) {
-      if (!now.count(id)) {
-        spdlog::info("agent {}: leak {} (main class {}) is no longer a leak", Describe(rt.info), id,
-                     l.main_class);
-      }
+    PublishLocked(id, update);
+    if (update.class_loading.has_value()) {
+      metrics.SetClassLoading(id, *update.class_loading, update.class_loader_leak);
     }
-    rt.leaks = std::move(now);
+    if (update.string_table.has_value()) {
+      metrics.SetStringTable(id, update.string_table->entries,
+                             update.string_table->strings_bytes());
+    }
+  }
+
+  // An AgentWatch update in the agent's status.
+  static void ApplyUpdate(const WatchUpdate& update, AgentStatus* s) {
+    s->suspects = update.suspects;
+    s->leaks = update.leaks;
+    s->live_set_growth = update.live_set_growth;
+    s->heap_exhaustion = update.exhaustion;
+  }
+
+  // Publishes what an AgentWatch update says: the leaks, the live set's growth and the heap
+  // exhaustion forecast on /metrics, the suspects and leaks in the agent table. The one place where
+  // the detectors' results leave for the outside (plus the snapshot's classes in Succeeded).
+  // REQUIRES: mu held.
+  void PublishLocked(const AgentId& id, const WatchUpdate& update) {
+    metrics.PublishLeaks(id, update.leaks);
+    metrics.SetLiveSetGrowth(
+        id, update.live_set_growth ? update.live_set_growth->growth_bytes_per_second : 0);
+    metrics.SetHeapExhaustion(id, update.exhaustion);
+    agents.Update(id, [&](AgentStatus& s) { ApplyUpdate(update, &s); });
+  }
+
+  // Time between two histograms wanted sooner (AgentWatch::WantsConfirmation: exact live-set
+  // points for the growth probe, or a heap leak whose classes are not named yet): long enough for
+  // a leak to grow between them, short enough to name it within minutes. The pause budget
+  // (AgentCost::PlanConfirmation) still decides when each may start.
+  static constexpr absl::Duration kConfirmationSpacing = absl::Seconds(10);
+
+  // Histograms are wanted sooner: the attach agent's next one is brought forward to
+  // kConfirmationSpacing after the last one. REQUIRES: mu held.
+  void RequestConfirmationLocked(const AgentId& id, const Runtime& rt) {
+    if (rt.info.kind != AgentKind::kLocalAttach) return;  // a registered agent plans its own
+    const absl::Time last = rt.cost->last_start();
+    const absl::Time at = last == absl::InfinitePast() ? absl::Now() : last + kConfirmationSpacing;
+    if (scheduler.DueBy(id, at)) {
+      spdlog::debug("agent {}: next histogram brought forward to {} ({})", Describe(rt.info),
+                    absl::FormatTime(at), rt.watch->WhySooner());
+      cv.notify_all();
+    }
   }
 
   // An extended dump of the agent was analysed: its accumulation points regroup the agent's leaks.
@@ -580,26 +488,14 @@ struct Daemon::Impl {
       if (it == runtimes.end()) return;
       rt = it->second;
     }
-    std::vector<diff::Suspect> suspects;
-    std::vector<diff::Leak> leaks;
-    {
-      std::lock_guard<std::mutex> lock(rt->detector_mu);
-      rt->detector->SetAccumulationPoints(dump.points);
-      suspects = rt->detector->Suspects();
-      leaks = rt->detector->Leaks();
-      spdlog::info("agent {}: extended dump {} names the accumulation points of {} classes",
-                   Describe(rt->info), dump.dump_id, dump.points.size());
-      LogLeakChanges(*rt, leaks);
-    }
+    spdlog::info("agent {}: extended dump {} names the accumulation points of {} classes",
+                 Describe(rt->info), dump.dump_id, dump.points.size());
+    const WatchUpdate update = rt->watch->SetAccumulationPoints(dump.points);
     std::lock_guard<std::mutex> lock(mu);
     auto it = runtimes.find(dump.agent);
     if (it == runtimes.end() || it->second != rt) return;
-    metrics.PublishLeaks(dump.agent, leaks);
-    agents.Update(dump.agent, [&](AgentStatus& s) {
-      s.analysed_dump_id = dump.dump_id;
-      s.suspects = suspects;
-      s.leaks = leaks;
-    });
+    PublishLocked(dump.agent, update);
+    agents.Update(dump.agent, [&](AgentStatus& s) { s.analysed_dump_id = dump.dump_id; });
   }
 
   // ExplainSuspect: the live agent's detector explains the class; nullopt when not live.
@@ -611,8 +507,7 @@ struct Daemon::Impl {
       if (it == runtimes.end()) return std::nullopt;
       rt = it->second;
     }
-    std::lock_guard<std::mutex> lock(rt->detector_mu);
-    return rt->detector->Explain(class_name);
+    return rt->watch->Explain(class_name);
   }
 
   void RemoveAgent(const AgentId& id, std::string_view why) {
@@ -712,6 +607,9 @@ struct Daemon::Impl {
         }
       }
       if (rt->requested_mode.has_value()) scheduler.Expedite(id, absl::InfinitePast());
+      if (rt->watch->WantsConfirmation() && runtimes.count(id) && runtimes.at(id) == rt) {
+        RequestConfirmationLocked(id, *rt);
+      }
       auto sched = scheduler.Get(id);
       if (sched && runtimes.count(id) && runtimes.at(id) == rt) {
         agents.Update(id, [&](AgentStatus& s) { s.next_collection = sched->next_due; });
@@ -733,65 +631,49 @@ struct Daemon::Impl {
     const absl::Time now = absl::Now();
     absl::Time due_since = now;
     if (auto sched = scheduler.Get(id)) due_since = std::min(now, sched->due_since);
-    PausePlan plan = rt.cost->Plan(now, due_since, config.collection.interval);
+    // Histograms wanted sooner (a growth being confirmed, a heap leak whose classes are not named
+    // yet) may spend one window of budget in advance.
+    const bool sooner = rt.watch->WantsConfirmation();
+    PausePlan plan = sooner ? rt.cost->PlanConfirmation(now, due_since, config.collection.interval)
+                            : rt.cost->Plan(now, due_since, config.collection.interval);
+    if (sooner) {
+      spdlog::debug("agent {}: histogram wanted sooner ({}): {}", Describe(rt.info),
+                    rt.watch->WhySooner(),
+                    plan.mode.has_value() ? std::string(HistogramModeName(*plan.mode))
+                                          : absl::StrCat("waits: ", plan.note));
+    }
     if (plan.mode == HistogramMode::kLive && rt.all_objects) plan.mode = HistogramMode::kAll;
     return plan;
   }
 
-  // Feeds a live-set point to the agent's live-set trend detector. Young-collection upper bounds
-  // are left out: they include the old generation's garbage, whose build-up between reclaims is a
-  // sawtooth, not a trend. REQUIRES: rt.detector_mu held.
-  void ObserveLiveSet(Runtime& rt, const LiveSetPoint& point) {
-    if (point.source == LiveSetSource::kYoungUpperBound) return;
-    Snapshot s;
-    s.agent = rt.info.id;
-    s.time = point.time;
-    s.cost.mode = HistogramMode::kLive;
-    s.histogram.rows.push_back({std::string(kLiveSetSeries), "", 1, point.live_bytes});
-    rt.live_set_detector->Observe(s);
-  }
-
-  // Feeds one reading of an agent's GC counters to its live-set tracker; stores and publishes the
-  // point it completes. After a natural old-generation reclaim, makes the agent due at once if its
-  // interval has (nearly) passed. `forced`: the reading follows heapwatch's own histogram.
+  // Feeds one reading of an agent's GC counters to its live-set tracker; stores the point it
+  // completes and hands it to the agent's watch. After a natural old-generation reclaim, makes the
+  // agent due at once if its interval has (nearly) passed. `forced`: the reading follows
+  // heapwatch's own histogram.
   void OnGcCounters(const AgentId& id, Runtime& rt, const collectors::GcCounters& counters,
                     bool forced) {
     const AgentCost::Observation o = rt.cost->Observe(absl::Now(), counters, forced);
+    if (o.after_young.has_value() &&
+        rt.watch->IngestUpperBound(o.after_young->time, o.after_young->bytes,
+                                   o.after_young->max_bytes)) {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = runtimes.find(id);
+      if (it != runtimes.end() && it->second.get() == &rt) RequestConfirmationLocked(id, rt);
+    }
     if (o.point.has_value()) {
       Status stored = store->AppendLiveSet(id, *o.point);
       if (!rt.cost->ExchangeLiveSetStoreFailing(!stored.ok()) && !stored.ok()) {
         spdlog::error("agent {}: cannot store a live-set point: {}", Describe(rt.info),
                       stored.ToString());
       }
-      std::optional<diff::Suspect> growth;
-      {
-        std::lock_guard<std::mutex> lock(rt.detector_mu);
-        ObserveLiveSet(rt, *o.point);
-        growth = rt.live_set_detector->SuspectFor(kLiveSetSeries);
-        if (growth.has_value() != rt.live_set_growing) {
-          if (growth) {
-            spdlog::warn("agent {}: its live set keeps growing ({:.0f} bytes/s on the {} time "
-                         "scale, now {} bytes)",
-                         Describe(rt.info), growth->growth_bytes_per_second,
-                         growth->time_scale == absl::ZeroDuration()
-                             ? std::string("every-point")
-                             : FormatDurationText(growth->time_scale),
-                         growth->bytes);
-          } else {
-            spdlog::info("agent {}: its live set no longer grows", Describe(rt.info));
-          }
-          rt.live_set_growing = growth.has_value();
-        }
-      }
+      const WatchUpdate update = rt.watch->IngestLiveSet(*o.point);
       std::lock_guard<std::mutex> lock(mu);
       auto it = runtimes.find(id);
       if (it != runtimes.end() && it->second.get() == &rt) {
         metrics.SetLiveSet(id, *o.published);
-        metrics.SetLiveSetGrowth(id, growth ? growth->growth_bytes_per_second : 0);
-        agents.Update(id, [&](AgentStatus& s) {
-          s.live_set = o.published;
-          s.live_set_growth = growth;
-        });
+        PublishLocked(id, update);
+        agents.Update(id, [&](AgentStatus& s) { s.live_set = o.published; });
+        if (update.wants_confirmation) RequestConfirmationLocked(id, rt);
       }
     }
     if (o.natural_old_gc && !forced) {
@@ -814,11 +696,11 @@ struct Daemon::Impl {
                     stored.ToString());
     }
     rt.class_loading_store_failing = !stored.ok();
-    const std::optional<diff::Leak> leak = rt.class_loading->Observe(*point);
+    const WatchUpdate update = rt.watch->IngestClassLoading(*point);
     std::lock_guard<std::mutex> lock(mu);
     auto it = runtimes.find(id);
     if (it == runtimes.end() || it->second.get() != &rt) return;
-    metrics.SetClassLoading(id, *point, leak.has_value());
+    metrics.SetClassLoading(id, *point, update.class_loader_leak);
     agents.Update(id, [&](AgentStatus& s) { s.class_loading = *point; });
   }
 
@@ -827,7 +709,10 @@ struct Daemon::Impl {
   // The command runs at a safepoint: its pause, from the JVM's safepoint counter around it, is
   // spent from the pause budget like a dump's (docs/leak-patterns.md).
   void OnStringTable(const AgentId& id, Runtime& rt) {
-    if (rt.string_table == nullptr) return;
+    if (rt.info.kind != AgentKind::kLocalAttach ||
+        config.collection.string_table_interval <= absl::ZeroDuration()) {
+      return;
+    }
     const absl::Time start = absl::Now();
     if (start - rt.string_table_read < config.collection.string_table_interval) return;
     rt.string_table_read = start;
@@ -855,7 +740,7 @@ struct Daemon::Impl {
                       stored.ToString());
       }
       rt.string_table_store_failing = !stored.ok();
-      rt.string_table->Observe(*stats);
+      rt.watch->IngestStringTable(*stats);
     }
     std::lock_guard<std::mutex> lock(mu);
     auto it = runtimes.find(id);
@@ -970,61 +855,10 @@ struct Daemon::Impl {
     return true;
   }
 
+  // A stored histogram (of either kind of agent): the agent's watch takes it, the result is
+  // published, and escalation hears of the suspects.
   void Succeeded(const AgentId& id, Runtime& rt, const Snapshot& snapshot, absl::Duration took) {
-    std::vector<diff::Suspect> suspects;
-    std::vector<diff::Leak> leaks;
-    // The exported classes, chosen by the detector (it knows each row's class already); unset when
-    // it refused the snapshot (out of time order), which is then published from its rows.
-    std::optional<std::vector<diff::ClassTotal>> exported;
-    {
-      std::lock_guard<std::mutex> lock(rt.detector_mu);
-      const bool observed = rt.detector->Observe(snapshot);
-      suspects = rt.detector->Suspects();
-      leaks = rt.detector->Leaks();
-      if (auto class_loader_leak = rt.class_loading->leak()) {
-        // Escalated like any leak: its series is a suspect of the collection (the dump's
-        // analysis reports it missing as a class and shows the dump's class loaders).
-        if (auto s = rt.class_loading->suspect()) suspects.push_back(*s);
-        leaks.push_back(*std::move(class_loader_leak));
-      }
-      if (observed) {
-        std::vector<std::string> suspect_names;
-        suspect_names.reserve(suspects.size());
-        for (const diff::Suspect& s : suspects) suspect_names.push_back(s.class_name);
-        exported = rt.detector->LatestClasses(
-            static_cast<size_t>(std::max(config.exporter.top_classes, 0)), suspect_names);
-      }
-      // An interned-string leak is reported, not escalated: a heap dump does not mark interned
-      // strings (docs/leak-patterns.md).
-      if (rt.string_table != nullptr) {
-        if (auto interned = rt.string_table->leak()) leaks.push_back(*std::move(interned));
-      }
-      std::set<std::string> names;
-      for (const diff::Suspect& s : suspects) {
-        names.insert(s.class_name);
-        if (!rt.suspect_names.count(s.class_name)) {
-          spdlog::info(
-              "agent {}: class {} is a leak suspect in leak {} (grows {:.0f} bytes/s, {:.0f} "
-              "instances/s on the {} time scale, now {} bytes in {} instances, score {:.2f})",
-              Describe(rt.info), s.class_name, s.leak, s.growth_bytes_per_second,
-              s.growth_instances_per_second,
-              s.time_scale == absl::ZeroDuration() ? std::string("every-snapshot")
-                                                   : FormatDurationText(s.time_scale),
-              s.bytes, s.instances, s.score);
-        }
-      }
-      for (const std::string& name : rt.suspect_names) {
-        if (!names.count(name)) {
-          spdlog::info("agent {}: class {} is no longer a leak suspect", Describe(rt.info), name);
-        }
-      }
-      rt.suspect_names = std::move(names);
-      LogLeakChanges(rt, leaks);
-      if (rt.failing) {
-        spdlog::info("agent {}: collections succeed again", Describe(rt.info));
-        rt.failing = false;
-      }
-    }
+    const WatchUpdate update = rt.watch->IngestHistogram(snapshot);
     EscalationTarget target{rt.info, rt.jvm, 0};
     for (const ClassHistogramRow& row : snapshot.histogram.rows) target.heap_bytes += row.bytes;
     {
@@ -1038,25 +872,25 @@ struct Daemon::Impl {
       if (it == runtimes.end() || it->second.get() != &rt)
         return;  // removed meanwhile: publish nothing
       metrics.SetAgentUp(id, true);
-      if (exported.has_value()) {
-        metrics.PublishSnapshot(id, snapshot.time, *exported, suspects);
+      // The exported classes, chosen by the detector (it knows each row's class already); unset
+      // when it refused the snapshot (out of time order), which is then published from its rows.
+      if (update.exported.has_value()) {
+        metrics.PublishSnapshot(id, snapshot.time, *update.exported, update.suspects);
       } else {
-        metrics.PublishSnapshot(id, snapshot, suspects, config.exporter.top_classes);
+        metrics.PublishSnapshot(id, snapshot, update.suspects, config.exporter.top_classes);
       }
-      metrics.PublishLeaks(id, leaks);
+      PublishLocked(id, update);
       agents.Update(id, [&](AgentStatus& s) {
         s.state = AgentState::kUp;
         s.last_snapshot_time = snapshot.time;
         s.last_collection_duration = took;
         s.last_error.clear();
         s.consecutive_failures = 0;
-        s.suspects = suspects;
-        s.leaks = leaks;
       });
     }
     // Outside mu: escalation may write its records to the store (an fsync) and never blocks on a
     // dump. An agent removed meanwhile is removed from escalation again.
-    escalation->OnCollection(target, suspects);
+    escalation->OnCollection(target, update.suspects);
     bool removed;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -1096,14 +930,7 @@ struct Daemon::Impl {
         store_failing = true;
       }
     } else {
-      std::lock_guard<std::mutex> lock(rt.detector_mu);
-      if (!rt.failing) {
-        spdlog::warn("agent {}: collection failed, retrying with backoff: {}", Describe(rt.info),
-                     reason);
-        rt.failing = true;
-      } else {
-        spdlog::debug("agent {}: collection failed again: {}", Describe(rt.info), reason);
-      }
+      rt.watch->SetFailing(true, reason);
     }
     std::lock_guard<std::mutex> lock(mu);
     metrics.RecordCollection(id, result, took);
@@ -1158,31 +985,15 @@ struct Daemon::Impl {
       registered.erase(info.id);
       return put;
     }
-    auto rt = std::make_shared<Runtime>();
-    rt->info = info;
-    rt->all_objects = config.collection.all_objects.Matches(info.main_class);
-    rt->detector = std::make_unique<diff::LeakDetector>(config.trend, info.start_time);
-    rt->live_set_detector = std::make_unique<diff::LeakDetector>(config.trend, info.start_time);
-    rt->class_loading = std::make_unique<ClassLoadingWatch>(config.trend, info.start_time);
-    rt->cost = std::make_unique<AgentCost>(BudgetOptions(), config.collection.gc_sample_interval,
-                                           absl::Now());
     AgentStatus status;
-    status.info = info;
-    status.all_objects = rt->all_objects;
-    status.watched_since = absl::Now();
-    status.planned_interval = config.collection.interval;
+    size_t replayed = 0;
+    WatchUpdate update;
+    std::shared_ptr<Runtime> rt = NewRuntime(info, nullptr, &status, &update, &replayed);
     status.next_collection = absl::InfiniteFuture();  // the agent decides
-    const size_t replayed = Replay(*rt, &status);
     std::lock_guard<std::mutex> lock(mu);
     if (stopping) return absl::UnavailableError("heapwatchd is stopping");
     metrics.AddAgent(info);
-    if (replayed > 0) {
-      auto latest = store->ReadLatestAtOrBefore(info.id, absl::InfiniteFuture());
-      if (latest.ok() && latest->has_value()) {
-        metrics.PublishSnapshot(info.id, **latest, status.suspects, config.exporter.top_classes);
-      }
-      metrics.PublishLeaks(info.id, status.leaks);
-    }
+    if (replayed > 0) PublishReplayedLocked(info.id, update);
     runtimes[info.id] = rt;
     agents.Put(std::move(status));
     spdlog::info("watching registered agent {}: JVM {}{}", Describe(info), info.jvm_version,
@@ -1205,19 +1016,11 @@ struct Daemon::Impl {
   void OnAgentLiveSet(const AgentId& id, const LiveSetPoint& point) {
     std::shared_ptr<Runtime> rt = RuntimeOf(id);
     if (rt == nullptr || rt->info.kind != AgentKind::kRegistered) return;
-    std::optional<diff::Suspect> growth;
-    {
-      std::lock_guard<std::mutex> lock(rt->detector_mu);
-      ObserveLiveSet(*rt, point);
-      growth = rt->live_set_detector->SuspectFor(kLiveSetSeries);
-    }
+    const WatchUpdate update = rt->watch->IngestLiveSet(point);
     std::lock_guard<std::mutex> lock(mu);
     if (point.source != LiveSetSource::kYoungUpperBound) metrics.SetLiveSet(id, point);
-    metrics.SetLiveSetGrowth(id, growth ? growth->growth_bytes_per_second : 0);
-    agents.Update(id, [&](AgentStatus& s) {
-      s.live_set = point;
-      s.live_set_growth = growth;
-    });
+    PublishLocked(id, update);
+    agents.Update(id, [&](AgentStatus& s) { s.live_set = point; });
   }
 
   // "Histogram now" (QueryService.CollectHistogram): a registered agent through its stream, an

@@ -106,6 +106,14 @@ inline constexpr std::string_view kHeapLive = "heapwatch_heap_live_bytes";
 // Per agent: Theil-Sen growth of the live set in bytes/s while the trend detector flags the live-set
 // series as growing (docs/trend-detection.md, "The live set"), else 0.
 inline constexpr std::string_view kHeapLiveGrowth = "heapwatch_heap_live_growth_bytes_per_second";
+// Per agent, only while the live set is flagged as growing (docs/trend-detection.md, "Heap exhaustion
+// forecast"): seconds until the live set reaches the maximum heap at its current growth, and the
+// 90 % interval's soonest and latest ends (latest is +Inf when the flattest plausible growth is not
+// positive).
+inline constexpr std::string_view kHeapExhaustion = "heapwatch_heap_exhaustion_seconds";
+inline constexpr std::string_view kHeapExhaustionSoonest =
+    "heapwatch_heap_exhaustion_soonest_seconds";
+inline constexpr std::string_view kHeapExhaustionLatest = "heapwatch_heap_exhaustion_latest_seconds";
 // Per agent: committed heap and maximum heap (-Xmx), bytes.
 inline constexpr std::string_view kHeapCapacity = "heapwatch_heap_capacity_bytes";
 inline constexpr std::string_view kHeapMax = "heapwatch_heap_max_bytes";
@@ -182,6 +190,9 @@ inline constexpr std::array kExportedMetrics = {
     metric_names::kFaults,
     metric_names::kGrpcRequests,
     metric_names::kHeapCapacity,
+    metric_names::kHeapExhaustionLatest,
+    metric_names::kHeapExhaustion,
+    metric_names::kHeapExhaustionSoonest,
     metric_names::kHeapLive,
     metric_names::kHeapLiveGrowth,
     metric_names::kHeapMax,

@@ -1,6 +1,7 @@
 #include "daemon/metrics.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -129,6 +130,10 @@ struct AgentSeries {
   Gauge* over_budget = nullptr;
   Gauge* live = nullptr;
   Gauge* live_growth = nullptr;
+  // The heap exhaustion forecast (SetHeapExhaustion): present only while there is one.
+  Gauge* exhaustion = nullptr;
+  Gauge* exhaustion_soonest = nullptr;
+  Gauge* exhaustion_latest = nullptr;
   Gauge* capacity = nullptr;
   Gauge* max = nullptr;
   // Class loading (SetClassLoading).
@@ -260,6 +265,21 @@ struct Metrics::Impl {
       prometheus::BuildGauge(), metric_names::kHeapLiveGrowth,
       "Growth of the agent's live set in bytes/s while the trend detector flags it as growing, "
       "else 0.",
+      *registry);
+  Family<Gauge>& heap_exhaustion = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kHeapExhaustion,
+      "Seconds until the agent's live set reaches its maximum heap at its current growth; "
+      "present only while the live set is flagged as growing.",
+      *registry);
+  Family<Gauge>& heap_exhaustion_soonest = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kHeapExhaustionSoonest,
+      "Soonest end of the 90 % interval of heapwatch_heap_exhaustion_seconds (steepest plausible "
+      "growth).",
+      *registry);
+  Family<Gauge>& heap_exhaustion_latest = RegisterFamily(
+      prometheus::BuildGauge(), metric_names::kHeapExhaustionLatest,
+      "Latest end of the 90 % interval of heapwatch_heap_exhaustion_seconds (flattest plausible "
+      "growth; +Inf when that growth is not positive).",
       *registry);
   Family<Gauge>& classes_loaded = RegisterFamily(
       prometheus::BuildGauge(), metric_names::kClassesLoaded,
@@ -503,6 +523,9 @@ void Metrics::RemoveAgent(const AgentId& agent) {
   RemoveIfSet(&impl_->pause_budget_exceeded, a.over_budget);
   RemoveIfSet(&impl_->heap_live, a.live);
   RemoveIfSet(&impl_->heap_live_growth, a.live_growth);
+  RemoveIfSet(&impl_->heap_exhaustion, a.exhaustion);
+  RemoveIfSet(&impl_->heap_exhaustion_soonest, a.exhaustion_soonest);
+  RemoveIfSet(&impl_->heap_exhaustion_latest, a.exhaustion_latest);
   RemoveIfSet(&impl_->heap_capacity, a.capacity);
   RemoveIfSet(&impl_->heap_max, a.max);
   RemoveIfSet(&impl_->classes_loaded, a.classes_loaded);
@@ -716,9 +739,38 @@ void Metrics::SetLiveSetGrowth(const AgentId& agent, double bytes_per_second) {
   if (it == impl_->agents.end()) return;
   AgentSeries& a = it->second;
   if (a.live_growth == nullptr) {
+    if (bytes_per_second == 0) return;  // the series starts with the first live-set point
     a.live_growth = &impl_->heap_live_growth.Add(Labels{{"agent", agent.value}});
   }
   a.live_growth->Set(bytes_per_second);
+}
+
+void Metrics::SetHeapExhaustion(const AgentId& agent,
+                                const std::optional<diff::HeapExhaustion>& forecast) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->agents.find(agent);
+  if (it == impl_->agents.end()) return;
+  AgentSeries& a = it->second;
+  if (!forecast.has_value()) {
+    RemoveIfSet(&impl_->heap_exhaustion, a.exhaustion);
+    RemoveIfSet(&impl_->heap_exhaustion_soonest, a.exhaustion_soonest);
+    RemoveIfSet(&impl_->heap_exhaustion_latest, a.exhaustion_latest);
+    a.exhaustion = a.exhaustion_soonest = a.exhaustion_latest = nullptr;
+    return;
+  }
+  const Labels labels{{"agent", agent.value}};
+  if (a.exhaustion == nullptr) a.exhaustion = &impl_->heap_exhaustion.Add(labels);
+  if (a.exhaustion_soonest == nullptr) {
+    a.exhaustion_soonest = &impl_->heap_exhaustion_soonest.Add(labels);
+  }
+  if (a.exhaustion_latest == nullptr) a.exhaustion_latest = &impl_->heap_exhaustion_latest.Add(labels);
+  auto seconds = [](absl::Duration d) {
+    return d == absl::InfiniteDuration() ? std::numeric_limits<double>::infinity()
+                                         : absl::ToDoubleSeconds(d);
+  };
+  a.exhaustion->Set(seconds(forecast->estimate));
+  a.exhaustion_soonest->Set(seconds(forecast->soonest));
+  a.exhaustion_latest->Set(seconds(forecast->latest));
 }
 
 void Metrics::SetWebUrl(const std::string& url) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -153,9 +154,13 @@ class Metrics {
   // effect for an agent not added.
   void SetLiveSet(const AgentId& agent, const LiveSetPoint& point);
   // heapwatch_heap_live_growth_bytes_per_second{agent}: the live set's growth while it is flagged
-  // as growing, 0 otherwise (the series exists from the agent's first SetLiveSet, at 0). No effect
-  // for an unknown agent.
+  // as growing, 0 otherwise (the series exists from the agent's first SetLiveSet, at 0, or its
+  // first non-zero growth). No effect for an unknown agent.
   void SetLiveSetGrowth(const AgentId& agent, double bytes_per_second);
+  // heapwatch_heap_exhaustion_seconds / _soonest_seconds / _latest_seconds{agent} from the
+  // forecast (diff/heap_forecast.h; +Inf for an unbounded latest end); nullopt removes the three
+  // series (the live set is not growing). No effect for an agent not added.
+  void SetHeapExhaustion(const AgentId& agent, const std::optional<diff::HeapExhaustion>& forecast);
 
   // heapwatch_classes_loaded, heapwatch_classes_unloaded_total (raised by the counter's growth
   // since the previous call), heapwatch_metaspace_used_bytes / _capacity_bytes,

@@ -277,6 +277,9 @@ class QueryServiceImpl final : public v1::QueryService::Service {
         proto::SetTimestamp(s.live_set_growth->first_seen, &a,
                             &v1::Agent::mutable_live_set_growing_since_time);
       }
+      if (s.heap_exhaustion.has_value()) {
+        proto::HeapExhaustionToProto(*s.heap_exhaustion, a.mutable_heap_exhaustion());
+      }
     }
     auto stored = store_->ListAgents();
     if (!stored.ok()) return ToGrpc(stored.status());

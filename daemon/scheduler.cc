@@ -101,6 +101,14 @@ bool Scheduler::Expedite(const AgentId& agent, absl::Time not_before) {
   return true;
 }
 
+bool Scheduler::DueBy(const AgentId& agent, absl::Time time) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent);
+  if (it == agents_.end() || it->second.in_flight || it->second.next_due <= time) return false;
+  it->second.next_due = std::max(time, clock_->Now());
+  return true;
+}
+
 std::optional<absl::Time> Scheduler::NextDue() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::optional<absl::Time> next;

@@ -76,6 +76,10 @@ class Scheduler {
   // Makes an agent that is not in flight due now, if now >= not_before (the JVM just reclaimed its
   // old generation: the moment for a cheap histogram). Returns whether it did.
   bool Expedite(const AgentId& agent, absl::Time not_before);
+  // Brings the next due time of an agent that is not in flight forward to `time` (now, if `time`
+  // is past) when it is later. Returns whether it did. A leak being confirmed asks for histograms
+  // sooner this way (daemon/agent_watch.h).
+  bool DueBy(const AgentId& agent, absl::Time time);
 
   // Earliest next_due over agents not in flight; nullopt when there is none.
   std::optional<absl::Time> NextDue() const;

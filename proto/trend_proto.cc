@@ -21,6 +21,19 @@ void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time las
   ToDuration(s.time_scale, out->mutable_time_scale());
 }
 
+void HeapExhaustionToProto(const diff::HeapExhaustion& e, v1::HeapExhaustion* out) {
+  ToDuration(e.estimate, out->mutable_estimate());
+  ToDuration(e.soonest, out->mutable_soonest());
+  if (e.latest != absl::InfiniteDuration()) ToDuration(e.latest, out->mutable_latest());
+  out->set_growth_bytes_per_second(e.growth_bytes_per_second);
+  out->set_growth_low_bytes_per_second(e.growth_low_bytes_per_second);
+  out->set_growth_high_bytes_per_second(e.growth_high_bytes_per_second);
+  out->set_live_bytes(e.live_bytes);
+  out->set_max_bytes(e.max_bytes);
+  SetTimestamp(e.computed_time, out, &v1::HeapExhaustion::mutable_computed_time);
+  out->set_points(static_cast<uint32_t>(e.points));
+}
+
 void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_snapshot,
                  std::string_view analysed_dump_id, v1::Leak* out) {
   out->set_agent(agent.value);
@@ -42,6 +55,9 @@ void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_s
   SetTimestamp(last_snapshot, out, &v1::Leak::mutable_last_snapshot_time);
   out->set_kind(leak.kind);
   out->set_detail(leak.detail);
+  if (leak.exhaustion.has_value()) {
+    HeapExhaustionToProto(*leak.exhaustion, out->mutable_heap_exhaustion());
+  }
 }
 
 namespace {

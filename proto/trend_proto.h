@@ -23,6 +23,8 @@ void SuspectToProto(const AgentId& agent, const diff::Suspect& s, absl::Time las
 // heapwatch.v1.Leak from a leak of `agent`. `analysed_dump_id` is the extended dump whose
 // accumulation points the agent's leaks were regrouped by (empty if none); it is set as dump_id on
 // a leak that names an accumulation point.
+// heapwatch.v1.HeapExhaustion from a forecast (an infinite latest end leaves `latest` unset).
+void HeapExhaustionToProto(const diff::HeapExhaustion& e, v1::HeapExhaustion* out);
 void LeakToProto(const AgentId& agent, const diff::Leak& leak, absl::Time last_snapshot,
                  std::string_view analysed_dump_id, v1::Leak* out);
 // heapwatch.v1.ExplainSuspectResponse from the detector's explanation of a class of `agent`.

@@ -106,6 +106,11 @@ TEST(Metrics, ExportedListEqualsWhatIsRegistered) {
   m.SetClassLoading(AgentId("a1"),
                     ClassLoadingPoint{absl::Now(), 5000, 10, 30 << 20, 32 << 20, 4 << 20}, false);
   m.SetStringTable(AgentId("a1"), 1234, 98765);
+  diff::HeapExhaustion forecast;
+  forecast.estimate = absl::Seconds(120);
+  forecast.soonest = absl::Seconds(100);
+  forecast.latest = absl::InfiniteDuration();
+  m.SetHeapExhaustion(AgentId("a1"), forecast);
   std::set<std::string> expected(kExportedMetrics.begin(), kExportedMetrics.end());
   EXPECT_EQ(FamilyNames(m.ExpositionText()), expected) << m.ExpositionText();
 }
@@ -450,6 +455,32 @@ TEST(Metrics, StoreCommitsCounterFollowsTheStoresCount) {
   m.SetStoreCommits(1234567);
   EXPECT_THAT(Samples(m.ExpositionText(), {"heapwatch_store_commits_total 1234567"}),
               ::testing::SizeIs(1));
+}
+
+}  // namespace
+}  // namespace heapwatch::daemon
+
+namespace heapwatch::daemon {
+namespace {
+
+// The forecast's three series exist only while there is a forecast; an unbounded latest end is +Inf.
+TEST(Metrics, HeapExhaustionSeriesComeAndGoWithTheForecast) {
+  Metrics m;
+  m.AddAgent(Info("a1"));
+  diff::HeapExhaustion forecast;
+  forecast.estimate = absl::Seconds(120);
+  forecast.soonest = absl::Seconds(100);
+  forecast.latest = absl::InfiniteDuration();
+  m.SetHeapExhaustion(AgentId("a1"), forecast);
+  const std::string text = m.ExpositionText();
+  EXPECT_NE(text.find("heapwatch_heap_exhaustion_seconds{agent=\"a1\"} 120"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("heapwatch_heap_exhaustion_soonest_seconds{agent=\"a1\"} 100"),
+            std::string::npos);
+  EXPECT_NE(text.find("heapwatch_heap_exhaustion_latest_seconds{agent=\"a1\"} +Inf"),
+            std::string::npos);
+  m.SetHeapExhaustion(AgentId("a1"), std::nullopt);
+  EXPECT_EQ(m.ExpositionText().find("heapwatch_heap_exhaustion"), std::string::npos);
 }
 
 }  // namespace

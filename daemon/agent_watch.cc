@@ -1,0 +1,562 @@
+#include "daemon/agent_watch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "daemon/config.h"
+#include "daemon/escalation_policy.h"
+#include "spdlog/spdlog.h"
+
+namespace heapwatch::daemon {
+namespace {
+
+std::string Describe(const AgentInfo& info) {
+  return absl::StrFormat("%s (pid %d, %s)", info.id.value, info.pid,
+                         info.main_class.empty() ? "unknown main class" : info.main_class);
+}
+
+std::string ScaleText(absl::Duration scale, std::string_view zero) {
+  return scale == absl::ZeroDuration() ? std::string(zero) : FormatDurationText(scale);
+}
+
+// The first non-JDK class of `classes`, else the first class (diff/leak_detector.h's rule when
+// `classes` are sorted by bytes; the attribution's classes are sorted by growth).
+std::string MainClassOf(const std::vector<diff::LeakClass>& classes) {
+  for (const diff::LeakClass& c : classes) {
+    if (!diff::IsJdkClass(c.class_name)) return c.class_name;
+  }
+  return classes.empty() ? std::string() : classes.front().class_name;
+}
+
+void SortLeaks(std::vector<diff::Leak>* leaks) {
+  std::sort(leaks->begin(), leaks->end(), [](const diff::Leak& a, const diff::Leak& b) {
+    return a.growth_bytes_per_second != b.growth_bytes_per_second
+               ? a.growth_bytes_per_second > b.growth_bytes_per_second
+               : a.id < b.id;
+  });
+}
+
+}  // namespace
+
+diff::LeakOptions LiveSetTrendOptions(const diff::LeakOptions& trend) {
+  diff::LeakOptions o = trend;
+  o.trend.warmup_snapshots = std::min<size_t>(o.trend.warmup_snapshots, 1);
+  o.trend.min_snapshots = std::max<size_t>(2 * o.trend.segments, 8);  // >= 4 too
+  o.trend.window_snapshots = std::max(o.trend.window_snapshots, o.trend.min_snapshots);
+  o.trend.recent_snapshots = std::min(o.trend.recent_snapshots, o.trend.min_snapshots / 2);
+  return o;
+}
+
+AgentWatch::AgentWatch(const AgentInfo& info, AgentWatchOptions options,
+                       const storage::SnapshotStore* store)
+    : info_(info),
+      options_(std::move(options)),
+      store_(store),
+      detector_(std::make_unique<diff::LeakDetector>(options_.trend, info.start_time)),
+      live_set_detector_(
+          std::make_unique<diff::LeakDetector>(LiveSetTrendOptions(options_.trend), info.start_time)),
+      class_loading_(std::make_unique<ClassLoadingWatch>(options_.trend, info.start_time)) {
+  if (options_.string_table) {
+    string_table_ = std::make_unique<StringTableWatch>(options_.trend, info.start_time);
+  }
+}
+
+AgentWatch::~AgentWatch() = default;
+
+// ---- replay ----
+
+WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
+                               const std::vector<diff::LeakDetector::AccumulationPoint>& points,
+                               Replayed* replayed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time started = absl::Now();
+  Replayed result;
+  auto times = store_->ListSnapshotTimes(info_.id, absl::InfinitePast(), absl::InfiniteFuture());
+  if (!times.ok()) {
+    if (times.status().code() != absl::StatusCode::kNotFound) {
+      spdlog::error("agent {}: cannot read its stored history, starting afresh: {}",
+                    Describe(info_), times.status().ToString());
+    }
+    if (replayed != nullptr) *replayed = result;
+    return UpdateLocked(false);
+  }
+  if (times->empty()) {
+    if (replayed != nullptr) *replayed = result;
+    return UpdateLocked(false);
+  }
+  const diff::TrendOptions& t = options_.trend.trend;
+  const size_t min_count =
+      t.warmup_snapshots + 2 * std::max(t.window_snapshots, t.peak_lookback_snapshots);
+  const absl::Time from = times->back() - horizon;
+  size_t first = std::lower_bound(times->begin(), times->end(), from) - times->begin();
+  if (times->size() - first < min_count) first = times->size() - std::min(times->size(), min_count);
+  bool capped = false;
+  if (times->size() - first > max_snapshots) {
+    first = times->size() - max_snapshots;
+    capped = true;
+  }
+  // Snapshots decoded at once (bounds the replay's memory).
+  constexpr size_t kChunk = 256;
+  for (size_t i = first; i < times->size(); i += kChunk) {
+    const size_t last = std::min(times->size(), i + kChunk) - 1;
+    auto chunk = store_->ReadSnapshots(info_.id, (*times)[i], (*times)[last], 0);
+    if (!chunk.ok()) {
+      spdlog::error("agent {}: cannot read its stored history after {} of {} snapshots, the "
+                    "detector continues from there: {}",
+                    Describe(info_), result.snapshots, times->size() - first,
+                    chunk.status().ToString());
+      break;
+    }
+    for (const Snapshot& s : *chunk) {
+      if (detector_->Observe(s)) ++result.snapshots;
+      result.last_snapshot_time = s.time;
+      last_histogram_time_ = s.time;
+    }
+  }
+  if (!points.empty()) detector_->SetAccumulationPoints(points);
+  // The live-set series of the same span (all of it when every snapshot is replayed: the points
+  // before the first histogram count too).
+  auto live = store_->ReadLiveSet(info_.id, first == 0 ? absl::InfinitePast() : times->at(first),
+                                  absl::InfiniteFuture(), 0);
+  if (live.ok()) {
+    for (const LiveSetPoint& p : *live) ObserveLiveSetLocked(p);
+  }
+  // A collection reads the counters just before its snapshot is stored: the class-loading and
+  // string-table points of snapshot `first` lie after snapshot first - 1.
+  const absl::Time series_from =
+      first == 0 ? absl::InfinitePast() : (*times)[first - 1] + absl::Microseconds(1);
+  std::optional<ClassLoadingPoint> loading_last;
+  auto loading = store_->ReadClassLoading(info_.id, series_from, absl::InfiniteFuture(), 0);
+  if (loading.ok()) {
+    for (const ClassLoadingPoint& p : *loading) class_loading_->Observe(p);
+    if (!loading->empty()) loading_last = loading->back();
+  } else if (loading.status().code() != absl::StatusCode::kNotFound) {
+    spdlog::error("agent {}: cannot read its stored class-loading series, its trend starts "
+                  "afresh: {}",
+                  Describe(info_), loading.status().ToString());
+  }
+  if (string_table_ != nullptr) {
+    auto strings = store_->ReadStringTable(info_.id, series_from, absl::InfiniteFuture(), 0);
+    if (strings.ok()) {
+      for (const collectors::StringTableStats& p : *strings) string_table_->Observe(p);
+    } else if (strings.status().code() != absl::StatusCode::kNotFound) {
+      spdlog::error(
+          "agent {}: cannot read its stored string-table series, its interned-string trend "
+          "starts afresh: {}",
+          Describe(info_), strings.status().ToString());
+    }
+  }
+  RefreshHeapLeakLocked();
+  if (heap_leak_.has_value() && alias_.empty()) AttributeLocked();
+  WatchUpdate update = UpdateLocked(false);
+  update.class_loading = loading_last;
+  update.class_loader_leak = class_loading_->leak().has_value();
+  if (string_table_ != nullptr) update.string_table = string_table_->last();
+  // Remembered without logging: a replay is not news.
+  for (const diff::Suspect& s : update.suspects) suspect_names_.insert(s.class_name);
+  for (const diff::Leak& l : update.leaks) logged_leaks_[l.id] = l;
+  live_set_growing_ = update.live_set_growth.has_value();
+  spdlog::info(
+      "agent {}: replayed {} stored snapshots of the last {} (of {} stored{}) in {:.1f} s: {} "
+      "suspects in {} leaks",
+      Describe(info_), result.snapshots, FormatDurationText(horizon), times->size(),
+      capped ? absl::StrFormat(", capped at %d", max_snapshots) : "",
+      absl::ToDoubleSeconds(absl::Now() - started), update.suspects.size(), update.leaks.size());
+  if (replayed != nullptr) *replayed = result;
+  return update;
+}
+
+// ---- ingestion ----
+
+WatchUpdate AgentWatch::IngestHistogram(const Snapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool observed = detector_->Observe(snapshot);
+  if (observed) last_histogram_time_ = snapshot.time;
+  RefreshHeapLeakLocked();
+  if (observed && heap_leak_.has_value() && alias_.empty()) AttributeLocked();
+  WatchUpdate update = UpdateLocked(observed);
+  LogChangesLocked(update);
+  if (failing_) {
+    spdlog::info("agent {}: collections succeed again", Describe(info_));
+    failing_ = false;
+  }
+  return update;
+}
+
+WatchUpdate AgentWatch::IngestLiveSet(const LiveSetPoint& point) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ObserveLiveSetLocked(point);
+  RefreshHeapLeakLocked();
+  WatchUpdate update = UpdateLocked(false);
+  if (update.live_set_growth.has_value() != live_set_growing_) {
+    if (const auto& g = update.live_set_growth) {
+      spdlog::warn("agent {}: its live set keeps growing ({:.0f} bytes/s on the {} time scale, "
+                   "now {} bytes){}",
+                   Describe(info_), g->growth_bytes_per_second,
+                   ScaleText(g->time_scale, "every-point"), g->bytes,
+                   update.exhaustion.has_value()
+                       ? absl::StrCat(", the heap runs out in about ",
+                                      FormatDurationText(absl::Seconds(std::round(
+                                          absl::ToDoubleSeconds(update.exhaustion->estimate)))))
+                       : "");
+    } else {
+      spdlog::info("agent {}: its live set no longer grows", Describe(info_));
+    }
+    live_set_growing_ = update.live_set_growth.has_value();
+  }
+  LogChangesLocked(update);
+  return update;
+}
+
+WatchUpdate AgentWatch::IngestClassLoading(const ClassLoadingPoint& point) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool leak = class_loading_->Observe(point).has_value();
+  WatchUpdate update = UpdateLocked(false);
+  update.class_loading = point;
+  update.class_loader_leak = leak;
+  return update;
+}
+
+bool AgentWatch::IngestUpperBound(absl::Time time, uint64_t bytes, uint64_t max_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_reading_ = std::max(last_reading_, time);
+  probe_.ObserveUpperBound(time, bytes, max_bytes);
+  return WantsConfirmationLocked();
+}
+
+void AgentWatch::IngestStringTable(const collectors::StringTableStats& stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (string_table_ != nullptr) string_table_->Observe(stats);
+}
+
+WatchUpdate AgentWatch::SetAccumulationPoints(
+    const std::vector<diff::LeakDetector::AccumulationPoint>& points) {
+  std::lock_guard<std::mutex> lock(mu_);
+  detector_->SetAccumulationPoints(points);
+  // The named heap leak's classes are not the class detector's suspects: their points are kept here.
+  named_points_.clear();
+  for (const auto& p : points) named_points_[p.suspect_class] = p.object_class;
+  RefreshHeapLeakLocked();
+  WatchUpdate update = UpdateLocked(false);
+  LogChangesLocked(update);
+  return update;
+}
+
+void AgentWatch::SetFailing(bool failing, std::string_view reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failing && !failing_) {
+    spdlog::warn("agent {}: collection failed, retrying with backoff: {}", Describe(info_), reason);
+  } else if (failing) {
+    spdlog::debug("agent {}: collection failed again: {}", Describe(info_), reason);
+  }
+  failing_ = failing;
+}
+
+diff::Explanation AgentWatch::Explain(std::string_view class_name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return detector_->Explain(class_name);
+}
+
+bool AgentWatch::WantsConfirmation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return WantsConfirmationLocked();
+}
+
+bool AgentWatch::WantsConfirmationLocked() const {
+  if (heap_leak_.has_value()) return alias_.empty() && !heap_leak_->attribution.has_value();
+  // Not flagged yet: the probe decides (a growing live set already flagged needs no more points).
+  return !live_set_growth_.has_value() &&
+         probe_.Wants(last_reading_) != GrowthProbe::Want::kNothing;
+}
+
+std::string AgentWatch::WhySooner() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (heap_leak_.has_value()) {
+    return heap_leak_->attribution.has_value() || !alias_.empty()
+               ? absl::StrCat("heap leak ", heap_leak_->id, " named")
+               : absl::StrCat("heap leak ", heap_leak_->id, " waits for its classes");
+  }
+  return absl::StrCat("growth probe ", probe_.Describe(last_reading_));
+}
+
+WatchUpdate AgentWatch::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return UpdateLocked(false);
+}
+
+// ---- the live set, the forecast and the heap leak ----
+
+void AgentWatch::ObserveLiveSetLocked(const LiveSetPoint& point) {
+  last_reading_ = std::max(last_reading_, point.time);
+  if (point.source == LiveSetSource::kYoungUpperBound) return;
+  probe_.ObserveExact(point);
+  Snapshot s;
+  s.agent = info_.id;
+  s.time = point.time;
+  s.cost.mode = HistogramMode::kLive;
+  s.histogram.rows.push_back({std::string(kLiveSetSeries), "", 1, point.live_bytes});
+  if (!live_set_detector_->Observe(s)) return;  // out of time order
+  recent_points_.push_back(point);
+  if (recent_points_.size() > options_.forecast.max_points) {
+    recent_points_.erase(recent_points_.begin(),
+                         recent_points_.end() - static_cast<ptrdiff_t>(options_.forecast.max_points));
+  }
+  live_set_growth_ = live_set_detector_->SuspectFor(kLiveSetSeries);
+  exhaustion_.reset();
+  if (live_set_growth_.has_value()) {
+    exhaustion_ = diff::ForecastHeapExhaustion(recent_points_, options_.forecast);
+  }
+}
+
+void AgentWatch::RefreshHeapLeakLocked() {
+  const std::vector<diff::Leak> class_leaks = detector_->Leaks();
+  // Aliases of class leaks that ended are dropped.
+  for (auto it = alias_.begin(); it != alias_.end();) {
+    const bool alive = std::any_of(class_leaks.begin(), class_leaks.end(),
+                                   [&](const diff::Leak& l) { return l.id == it->first; });
+    it = alive ? std::next(it) : alias_.erase(it);
+  }
+  if (!live_set_growth_.has_value()) {
+    heap_leak_.reset();
+    return;
+  }
+  if (!heap_leak_.has_value()) {
+    // A class leak that began before the live set was flagged is what makes it grow.
+    const bool explained = std::any_of(class_leaks.begin(), class_leaks.end(), [&](const auto& l) {
+      return l.first_seen < live_set_growth_->first_seen && !alias_.contains(l.id);
+    });
+    if (explained) return;
+    HeapLeak h;
+    h.id = diff::LeakId(kLiveSetSeries, live_set_growth_->first_seen);
+    h.first_seen = live_set_growth_->first_seen;
+    heap_leak_ = std::move(h);
+  }
+  // The class evidence arrived: the fastest class leak of this episode takes over the id.
+  bool joined = false;
+  for (const auto& [from, to] : alias_) joined |= to == heap_leak_->id;
+  if (!joined && !class_leaks.empty()) {
+    const diff::Leak* fastest = nullptr;
+    for (const diff::Leak& l : class_leaks) {
+      if (alias_.contains(l.id)) continue;
+      if (fastest == nullptr || l.growth_bytes_per_second > fastest->growth_bytes_per_second) {
+        fastest = &l;
+      }
+    }
+    if (fastest != nullptr) alias_[fastest->id] = heap_leak_->id;
+  }
+}
+
+void AgentWatch::AttributeLocked() {
+  if (!live_set_growth_.has_value() || store_ == nullptr) return;
+  const double g = exhaustion_.has_value() ? exhaustion_->growth_bytes_per_second
+                                           : live_set_growth_->growth_bytes_per_second;
+  // The histograms of the growth the forecast sees (since its oldest point), the newest
+  // attribution_histograms of them; live histograms only when there are two (a full GC first: no
+  // garbage to blur the classes' steps).
+  const absl::Time from = recent_points_.empty() ? heap_leak_->first_seen - absl::Minutes(10)
+                                                 : recent_points_.front().time;
+  auto read = store_->ReadSnapshots(info_.id, from, absl::InfiniteFuture(),
+                                    4 * options_.attribution_histograms);
+  if (!read.ok()) return;
+  std::vector<Snapshot> live, histograms;
+  for (const Snapshot& s : *read) {
+    if (s.cost.mode == HistogramMode::kLive) live.push_back(s);
+  }
+  histograms = live.size() >= 2 ? std::move(live) : *std::move(read);
+  if (histograms.size() > options_.attribution_histograms) {
+    histograms.erase(histograms.begin(),
+                     histograms.end() - static_cast<ptrdiff_t>(options_.attribution_histograms));
+  }
+  auto named = diff::AttributeLiveSetGrowth(histograms, g, options_.attribution);
+  if (!named.has_value()) return;
+  spdlog::info("agent {}: the live set's growth ({:.0f} bytes/s) is carried by {} ({:.0f} % of "
+               "it, from {} histograms over {})",
+               Describe(info_), g,
+               absl::StrJoin(named->classes, ", ",
+                             [](std::string* out, const diff::LeakClass& c) {
+                               absl::StrAppend(out, c.class_name);
+                             }),
+               named->explained * 100, named->histograms,
+               FormatDurationText(named->to - named->from));
+  heap_leak_->attribution = std::move(named);
+}
+
+std::vector<diff::Leak> AgentWatch::ClassLeaksLocked() const {
+  std::vector<diff::Leak> leaks = detector_->Leaks();
+  for (diff::Leak& l : leaks) {
+    if (auto it = alias_.find(l.id); it != alias_.end()) l.id = it->second;
+  }
+  return leaks;
+}
+
+WatchUpdate AgentWatch::UpdateLocked(bool with_exported) const {
+  WatchUpdate u;
+  u.live_set_growth = live_set_growth_;
+  u.exhaustion = exhaustion_;
+  u.suspects = detector_->Suspects();
+  for (diff::Suspect& s : u.suspects) {
+    if (auto it = alias_.find(s.leak); it != alias_.end()) s.leak = it->second;
+  }
+  u.leaks = ClassLeaksLocked();
+  const bool joined = heap_leak_.has_value() &&
+                      std::any_of(u.leaks.begin(), u.leaks.end(),
+                                  [&](const diff::Leak& l) { return l.id == heap_leak_->id; });
+  if (heap_leak_.has_value() && !joined) {
+    diff::Leak leak;
+    leak.id = heap_leak_->id;
+    leak.first_seen = heap_leak_->first_seen;
+    leak.time_scale = live_set_growth_->time_scale;
+    leak.score = live_set_growth_->score;
+    if (const auto& a = heap_leak_->attribution) {
+      // The main class: the non-JDK class that grows fastest (a->classes are by rate).
+      leak.main_class = MainClassOf(a->classes);
+      leak.classes = a->classes;
+      std::sort(leak.classes.begin(), leak.classes.end(),
+                [](const diff::LeakClass& x, const diff::LeakClass& y) {
+                  return x.bytes != y.bytes ? x.bytes > y.bytes : x.class_name < y.class_name;
+                });
+      if (auto it = named_points_.find(leak.main_class); it != named_points_.end()) {
+        leak.accumulation_point = it->second;
+      } else {
+        for (const diff::LeakClass& c : leak.classes) {
+          if (auto p = named_points_.find(c.class_name); p != named_points_.end()) {
+            leak.accumulation_point = p->second;
+            break;
+          }
+        }
+      }
+      for (const diff::LeakClass& c : leak.classes) leak.bytes += c.bytes;
+      leak.growth_bytes_per_second = a->growth_bytes_per_second;
+      leak.detail = absl::StrFormat(
+          "named from the live set's growth: %d histograms over %s, the classes carry %.0f %% "
+          "of the live set's %s/s",
+          a->histograms, FormatDurationText(a->to - a->from), a->explained * 100,
+          FormatBytes(static_cast<uint64_t>(live_set_growth_->growth_bytes_per_second)));
+      for (const diff::LeakClass& c : a->classes) {
+        diff::Suspect s;
+        s.class_name = c.class_name;
+        s.score = std::min(1.0, a->explained);
+        s.first_seen = heap_leak_->first_seen;
+        s.growth_bytes_per_second = c.growth_bytes_per_second;
+        s.bytes = c.bytes;
+        s.p_value = live_set_growth_->p_value;
+        s.window_size = a->histograms;
+        s.time_scale = a->to - a->from;
+        s.leak = heap_leak_->id;
+        u.suspects.push_back(std::move(s));
+      }
+    } else {
+      leak.kind = "heap";
+      leak.bytes = live_set_growth_->bytes;
+      leak.growth_bytes_per_second = live_set_growth_->growth_bytes_per_second;
+      leak.detail = absl::StrFormat(
+          "the live set grows %s/s (now %s); its classes are not named yet",
+          FormatBytes(static_cast<uint64_t>(live_set_growth_->growth_bytes_per_second)),
+          FormatBytes(live_set_growth_->bytes));
+    }
+    u.leaks.push_back(std::move(leak));
+  }
+  // The forecast goes on the leak the live set's growth belongs to: the heap leak (or the class
+  // leak that took its id), else the fastest class leak.
+  if (exhaustion_.has_value() && !u.leaks.empty()) {
+    diff::Leak* target = nullptr;
+    for (diff::Leak& l : u.leaks) {
+      if (heap_leak_.has_value() && l.id == heap_leak_->id) target = &l;
+    }
+    if (target == nullptr && !heap_leak_.has_value()) {
+      for (diff::Leak& l : u.leaks) {
+        if (target == nullptr || l.growth_bytes_per_second > target->growth_bytes_per_second) {
+          target = &l;
+        }
+      }
+    }
+    if (target != nullptr) target->exhaustion = exhaustion_;
+  }
+  std::sort(u.suspects.begin(), u.suspects.end(), [](const diff::Suspect& a, const diff::Suspect& b) {
+    return a.score != b.score ? a.score > b.score : a.class_name < b.class_name;
+  });
+  if (auto class_loader_leak = class_loading_->leak()) {
+    // Escalated like any leak: its series is a suspect (the dump's analysis shows the class
+    // loaders).
+    if (auto s = class_loading_->suspect()) u.suspects.push_back(*s);
+    u.leaks.push_back(*std::move(class_loader_leak));
+  }
+  // An interned-string leak is reported, not escalated: a heap dump does not mark interned
+  // strings (docs/leak-patterns.md).
+  if (string_table_ != nullptr) {
+    if (auto interned = string_table_->leak()) u.leaks.push_back(*std::move(interned));
+  }
+  SortLeaks(&u.leaks);
+  if (with_exported) {
+    std::vector<std::string> names;
+    names.reserve(u.suspects.size());
+    for (const diff::Suspect& s : u.suspects) names.push_back(s.class_name);
+    u.exported = detector_->LatestClasses(options_.top_classes, names);
+  }
+  u.wants_confirmation = WantsConfirmationLocked();
+  return u;
+}
+
+// ---- logs ----
+
+void AgentWatch::LogChangesLocked(const WatchUpdate& update) {
+  std::set<std::string> names;
+  for (const diff::Suspect& s : update.suspects) {
+    names.insert(s.class_name);
+    if (!suspect_names_.contains(s.class_name)) {
+      spdlog::info(
+          "agent {}: class {} is a leak suspect in leak {} (grows {:.0f} bytes/s, {:.0f} "
+          "instances/s on the {} time scale, now {} bytes in {} instances, score {:.2f})",
+          Describe(info_), s.class_name, s.leak, s.growth_bytes_per_second,
+          s.growth_instances_per_second, ScaleText(s.time_scale, "every-snapshot"), s.bytes,
+          s.instances, s.score);
+    }
+  }
+  for (const std::string& name : suspect_names_) {
+    if (!names.contains(name)) {
+      spdlog::info("agent {}: class {} is no longer a leak suspect", Describe(info_), name);
+    }
+  }
+  suspect_names_ = std::move(names);
+
+  auto describe = [](const diff::Leak& l) {
+    return absl::StrFormat(
+        "leak %s (%s, %d classes, grows %.0f bytes/s, now %d bytes%s)", l.id,
+        l.kind == "heap" ? std::string("the live set") : absl::StrCat("main class ", l.main_class),
+        l.classes.size(), l.growth_bytes_per_second, l.bytes,
+        l.accumulation_point.empty() ? "" : absl::StrCat(", accumulates in ", l.accumulation_point));
+  };
+  auto class_names = [](const diff::Leak& l) {
+    std::vector<std::string> out;
+    for (const diff::LeakClass& c : l.classes) out.push_back(c.class_name);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::map<std::string, diff::Leak> now;
+  for (const diff::Leak& l : update.leaks) {
+    auto before = logged_leaks_.find(l.id);
+    if (before == logged_leaks_.end()) {
+      spdlog::warn("agent {}: {} is a leak: {}", Describe(info_), describe(l),
+                   l.classes.empty() ? l.detail : absl::StrJoin(class_names(l), ", "));
+    } else if (class_names(before->second) != class_names(l) ||
+               before->second.main_class != l.main_class ||
+               before->second.accumulation_point != l.accumulation_point) {
+      spdlog::info("agent {}: {} changed: {}", Describe(info_), describe(l),
+                   absl::StrJoin(class_names(l), ", "));
+    }
+    now[l.id] = l;
+  }
+  for (const auto& [id, l] : logged_leaks_) {
+    if (!now.contains(id)) {
+      spdlog::info("agent {}: leak {} ({}) is no longer a leak", Describe(info_), id,
+                   l.main_class.empty() ? l.kind : l.main_class);
+    }
+  }
+  logged_leaks_ = std::move(now);
+}
+
+}  // namespace heapwatch::daemon
