@@ -1,5 +1,6 @@
 #include "ctl/leak_output.h"
 
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -27,6 +28,10 @@ void SetScale(bool has, const google::protobuf::Duration& from, google::protobuf
   } else {
     to->Clear();  // mutable_*() already marked it present: "0s"
   }
+}
+
+double Seconds(const google::protobuf::Duration& d) {
+  return static_cast<double>(d.seconds()) + static_cast<double>(d.nanos()) * 1e-9;
 }
 
 // HumanBytes that keeps a minus sign (growth can be negative; HumanBytes prints magnitudes).
@@ -108,7 +113,39 @@ json::Leak LeakToJson(const api::Leak& l) {
   if (l.has_last_snapshot_time()) *o.mutable_last_snapshot_time() = l.last_snapshot_time();
   if (!l.kind().empty()) o.set_kind(l.kind());
   if (!l.detail().empty()) o.set_detail(l.detail());
+  if (l.has_heap_exhaustion())
+    *o.mutable_heap_exhaustion() = HeapExhaustionToJson(l.heap_exhaustion());
   return o;
+}
+
+json::HeapExhaustion HeapExhaustionToJson(const api::HeapExhaustion& f) {
+  json::HeapExhaustion o;
+  o.set_estimate_seconds(Seconds(f.estimate()));
+  o.set_soonest_seconds(Seconds(f.soonest()));
+  if (f.has_latest()) o.set_latest_seconds(Seconds(f.latest()));
+  o.set_growth_bytes_per_second(f.growth_bytes_per_second());
+  o.set_growth_low_bytes_per_second(f.growth_low_bytes_per_second());
+  o.set_growth_high_bytes_per_second(f.growth_high_bytes_per_second());
+  o.set_live_bytes(static_cast<double>(f.live_bytes()));
+  o.set_max_bytes(static_cast<double>(f.max_bytes()));
+  if (f.has_computed_time()) *o.mutable_computed_time() = f.computed_time();
+  o.set_points(f.points());
+  return o;
+}
+
+std::string HeapFullIn(const json::HeapExhaustion& f) {
+  return absl::StrCat(HumanDuration(absl::Seconds(f.estimate_seconds())), " (",
+                      HumanDuration(absl::Seconds(f.soonest_seconds())), "-",
+                      f.has_latest_seconds() ? HumanDuration(absl::Seconds(f.latest_seconds()))
+                                             : std::string("never"),
+                      ")");
+}
+
+std::string HeapForecastLine(const json::HeapExhaustion& f) {
+  return absl::StrCat("heap full in ~", HumanDuration(absl::Seconds(f.estimate_seconds())),
+                      " (soonest ", HumanDuration(absl::Seconds(f.soonest_seconds())), ") at ",
+                      MaybeNegativeBytes(f.growth_bytes_per_second()), "/s, live set ",
+                      HumanBytes(f.live_bytes()), " of ", HumanBytes(f.max_bytes()), " max");
 }
 
 void PrintLeakTable(const google::protobuf::RepeatedPtrField<json::Leak>& leaks,
@@ -120,23 +157,43 @@ void PrintLeakTable(const google::protobuf::RepeatedPtrField<json::Leak>& leaks,
   Table table({"AGENT", "LEAK", "CLASS", "BYTES", "GROWTH/S", "GROWTH/H", "SCORE", "SCALE",
                "FIRST SEEN", "ACCUMULATION POINT"},
               {3, 4, 5, 6});
+  // Lines about a leak (its detail, its forecast) go under its row, outside the table: they would
+  // widen the CLASS column for every row.
+  std::map<size_t, std::vector<std::string>> lines_after;  // by row index
   for (const json::Leak& l : leaks) {
+    const bool heap = l.has_kind() && l.kind() == "heap";
+    const size_t row = table.rows();
     table.AddRow({l.agent(), l.leak(),
-                  absl::StrFormat("%s (%d %s)", l.main_class(), l.classes_size(),
-                                  l.classes_size() == 1 ? "class" : "classes"),
+                  heap ? std::string("live set (classes not named yet)")
+                       : absl::StrFormat("%s (%d %s)", l.main_class(), l.classes_size(),
+                                         l.classes_size() == 1 ? "class" : "classes"),
                   HumanBytes(l.bytes()), SignedHumanBytes(l.growth_bytes_per_second()),
                   SignedHumanBytes(l.growth_bytes_per_second() * 3600),
                   absl::StrFormat("%.2f", l.score()), TimeScaleName(l.time_scale()),
                   ShortTime(TimeOf(l.has_first_seen(), l.first_seen())),
                   l.has_accumulation_point() ? l.accumulation_point() : "-"});
-    if (l.has_detail()) table.AddRow({"", "", "  " + l.detail(), "", "", "", "", "", "", ""});
+    if (l.has_detail()) lines_after[row].push_back(l.detail());
+    if (l.has_heap_exhaustion()) lines_after[row].push_back(HeapForecastLine(l.heap_exhaustion()));
     for (const json::LeakClass& c : l.class_growth()) {
       table.AddRow({"", "", "  " + c.class_(), HumanBytes(c.bytes()),
                     SignedHumanBytes(c.growth_bytes_per_second()),
                     SignedHumanBytes(c.growth_bytes_per_second() * 3600), "", "", "", ""});
     }
   }
-  out << TableText(table);
+  const std::string text = TableText(table);
+  std::istringstream in(text);
+  std::string header;
+  std::getline(in, header);
+  out << header << "\n";
+  // Where the class rows' names start: two blanks into the CLASS column.
+  const std::string indent(header.find("CLASS") + 2, ' ');
+  size_t row = 0;
+  for (std::string line; std::getline(in, line); ++row) {
+    out << line << "\n";
+    if (auto it = lines_after.find(row); it != lines_after.end()) {
+      for (const std::string& extra : it->second) out << indent << extra << "\n";
+    }
+  }
 }
 
 std::string RenderExplanation(const api::ExplainSuspectResponse& e) {

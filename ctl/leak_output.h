@@ -36,10 +36,24 @@ json::Suspect SuspectToJson(const heapwatch::v1::Suspect& suspect);
 // daemon names one; time_scale always set.
 json::Leak LeakToJson(const heapwatch::v1::Leak& leak);
 
-// The leak table: per leak a row AGENT, LEAK, CLASS (the main class and how many classes), BYTES,
-// GROWTH/S, GROWTH/H, SCORE, SCALE, FIRST SEEN, ACCUMULATION POINT ("-" until a report names
-// one), then one row per class of the leak, indented under CLASS, with its own bytes and growth.
-// Prints "no leaks" when there is none.
+// The JSON model of a heap exhaustion forecast: durations as seconds (latest_seconds absent when
+// unbounded), sizes as numbers, computed_time when set.
+json::HeapExhaustion HeapExhaustionToJson(const heapwatch::v1::HeapExhaustion& forecast);
+
+// A forecast for a table cell: the estimate and its interval, "2m10s (1m50s-2m40s)", with "never"
+// as the latest end when that is unbounded ("2m10s (1m50s-never)"). Durations as HumanDuration.
+std::string HeapFullIn(const json::HeapExhaustion& forecast);
+
+// A forecast as one line: "heap full in ~2m10s (soonest 1m50s) at 955.3 KiB/s, live set 247.4 MiB
+// of 512.0 MiB max".
+std::string HeapForecastLine(const json::HeapExhaustion& forecast);
+
+// The leak table: per leak a row AGENT, LEAK, CLASS (the main class and how many classes; "live set
+// (classes not named yet)" for a leak of kind "heap"), BYTES, GROWTH/S, GROWTH/H, SCORE, SCALE,
+// FIRST SEEN, ACCUMULATION POINT ("-" until a report names one); under it, starting at the CLASS
+// column and not counted in the column widths, its detail line and its heap exhaustion forecast
+// (HeapForecastLine) when it has them; then one row per class of the leak, indented under CLASS,
+// with its own bytes and growth. Prints "no leaks" when there is none.
 void PrintLeakTable(const google::protobuf::RepeatedPtrField<json::Leak>& leaks,
                     std::ostream& out);
 

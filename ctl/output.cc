@@ -61,6 +61,16 @@ std::string Signed(int64_t v) {
   return v > 0 ? absl::StrFormat("+%d", v) : absl::StrFormat("%d", v);
 }
 
+std::string HumanDuration(absl::Duration d) {
+  if (d == absl::InfiniteDuration()) return "inf";
+  if (d <= absl::ZeroDuration()) return "0s";
+  const absl::Duration unit = d < absl::Hours(1)    ? absl::Seconds(1)
+                              : d < absl::Hours(24) ? absl::Minutes(1)
+                                                    : absl::Hours(1);
+  const absl::Duration rounded = absl::Floor(d + unit / 2, unit);
+  return rounded <= absl::ZeroDuration() ? "0s" : absl::FormatDuration(rounded);
+}
+
 Status PrintJson(const google::protobuf::Message& message, std::ostream& out) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "google/protobuf/message.h"
 
@@ -39,6 +40,11 @@ std::string HumanBytes(double bytes);
 std::string SignedHumanBytes(double bytes);
 // "+1234", "-5", "0".
 std::string Signed(int64_t v);
+
+// A duration for people, as absl formats durations, rounded to a precision that suits its length:
+// whole seconds below an hour ("45s", "2m10s"), whole minutes below a day ("5h20m"), whole hours
+// beyond ("76h"). "0s" for zero or less, "inf" for an infinite duration.
+std::string HumanDuration(absl::Duration d);
 
 // Writes `message` as JSON (indented, proto field names, zero values included) and a newline.
 // Errors: Internal when protobuf's printer fails.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,7 +128,7 @@ double PausedFraction(const v1::Agent& a, absl::Time now) {
 
 std::string Interval(double seconds) {
   if (seconds <= 0) return "-";
-  return absl::FormatDuration(absl::Seconds(std::round(seconds)));
+  return HumanDuration(absl::Seconds(seconds));
 }
 
 // ---- agents ----
@@ -194,15 +195,21 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
         o->set_classes_unloaded(static_cast<double>(c.unloaded_classes()));
         o->set_metaspace_used_bytes(static_cast<double>(c.metaspace_used_bytes()));
       }
+      if (a.has_heap_exhaustion()) {
+        *o->mutable_heap_exhaustion() = HeapExhaustionToJson(a.heap_exhaustion());
+      }
     }
     return EmitJson(root, out, err);
   }
-  Table table({"AGENT", "STATE", "KIND", "PID", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS",
-               "MODE", "LAST PAUSE", "PAUSED", "INTERVAL", "LIVE SET", "LAST ERROR"},
-              {3, 7, 9, 10, 11, 12});
+  Table table(
+      {"AGENT", "STATE", "KIND", "PID", "MAIN CLASS", "JVM", "LAST SNAPSHOT", "SUSPECTS", "MODE",
+       "LAST PAUSE", "PAUSED", "INTERVAL", "LIVE SET", "HEAP FULL IN", "LAST ERROR"},
+      {3, 7, 9, 10, 11, 12});
   std::vector<std::string> notes;
   for (const v1::Agent& a : response.agents()) {
     const bool down = a.state() == v1::AGENT_STATE_DOWN;
+    std::optional<json::HeapExhaustion> forecast;
+    if (!down && a.has_heap_exhaustion()) forecast = HeapExhaustionToJson(a.heap_exhaustion());
     table.AddRow(
         {a.agent(), StateName(a.state()), KindName(a.kind()), std::to_string(a.pid()),
          a.main_class(), a.jvm_version(),
@@ -213,7 +220,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
          down ? "-" : absl::StrFormat("%.3f%%", 100 * PausedFraction(a, global.now)),
          down ? "-" : Interval(Seconds(a.planned_interval())),
          a.has_live_set() ? HumanBytes(static_cast<double>(a.live_set().live_bytes())) : "-",
-         a.last_error()});
+         forecast.has_value() ? HeapFullIn(*forecast) : "-", a.last_error()});
     if (!a.labels().empty()) notes.push_back(a.agent() + ": labels " + LabelsText(a.labels()));
     if (!down && !a.budget_note().empty()) notes.push_back(a.agent() + ": " + a.budget_note());
     if (!down && a.has_class_loading()) {
@@ -230,6 +237,18 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
       notes.push_back(absl::StrFormat("%s: the live set keeps growing, %s/s since %s", a.agent(),
                                       HumanBytes(a.live_set_growth_bytes_per_second()),
                                       ShortTime(TimeOf(true, a.live_set_growing_since_time()))));
+    }
+    if (forecast.has_value()) {
+      // The durations count from the newest live-set point, so the time they end at is absolute.
+      const absl::Time computed = TimeOf(forecast->has_computed_time(), forecast->computed_time());
+      std::string note = absl::StrCat(a.agent(), ": ", HeapForecastLine(*forecast));
+      if (computed != absl::InfinitePast()) {
+        absl::StrAppend(&note, ", full about ",
+                        ShortTime(computed + absl::Seconds(forecast->estimate_seconds())),
+                        absl::StrFormat(" (a line through %d live-set points up to %s)",
+                                        forecast->points(), ShortTime(computed)));
+      }
+      notes.push_back(std::move(note));
     }
   }
   if (table.rows() == 0) {

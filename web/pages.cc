@@ -1,6 +1,7 @@
 #include "web/pages.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -58,6 +59,23 @@ std::string FormatTimeScale(const Duration& d) {
 std::string FormatRate(double bytes_per_second) {
   return absl::StrCat(FormatBytes(bytes_per_second * 60), "/min");
 }
+// A forecast's duration: FormatDuration rounded to whole seconds below an hour, whole minutes below
+// a day, whole hours beyond (as heapwatchctl shows it); "0s" when already reached.
+std::string FormatForecastDuration(const Duration& d) {
+  const double seconds = Seconds(d);
+  const double unit = seconds < 3600 ? 1 : seconds < 86400 ? 60 : 3600;
+  const double rounded = std::floor(seconds / unit + 0.5) * unit;
+  return rounded <= 0 ? "0s" : FormatDuration(rounded);
+}
+// "2m10s (1m50s – 2m40s)"; the latest end is "never" when unbounded (the flattest plausible slope
+// is not positive).
+std::string ForecastInterval(const v1::HeapExhaustion& f) {
+  return absl::StrCat(FormatForecastDuration(f.soonest()), " – ",
+                      f.has_latest() ? FormatForecastDuration(f.latest()) : "never");
+}
+// A leak of kind "heap": the live set grows, its classes are not named yet (heapwatch.proto
+// Leak.kind).
+bool IsHeapLeak(const v1::Leak& l) { return l.kind() == "heap"; }
 
 // Links: the external URL (when configured) and the path, every untrusted part percent-encoded.
 std::string AgentsUrl(const PageOptions& o) { return o.external_url + "/"; }
@@ -94,6 +112,9 @@ width:14px;height:4px;margin-right:5px;vertical-align:middle}
 .minmax{font-size:12px;color:#4b5563}tr.highlight td{background:#ffedd5}
 .state-up{color:#15803d}.state-down{color:#6b7280}.state-unreachable{color:#b91c1c}
 .muted{color:#6b7280}.warn{color:#b91c1c}ol.path li{margin:.15em 0}
+.forecast{border:2px solid #b91c1c;background:#fef2f2;border-radius:4px;padding:.5em 1em;margin:.6em 0 1em}
+.forecast .headline{font-size:1.3em;font-weight:bold;color:#b91c1c;margin:.1em 0 .3em}.forecast p{margin:.2em 0}
+p.detail{margin:.2em 0 .5em}
 )css";
 
 std::string Header(std::string_view title, const std::string& nav_html) {
@@ -230,6 +251,47 @@ std::string CombinedPlotHtml(const v1::Leak& l, const LeaksPageData& data,
   return out;
 }
 
+// The agent's heap exhaustion forecast as the box at the top of its leaks page: the estimate, its
+// interval and the time it ends at, then the live set against the maximum heap, the growth and its
+// interval, the points the line went through and the leak the growth belongs to (`leak`, may be
+// empty).
+std::string ForecastHtml(const v1::HeapExhaustion& f, std::string_view leak) {
+  std::string out = absl::StrFormat(
+      "<div class=\"forecast\" id=\"heap-exhaustion\" data-estimate-seconds=\"%.0f\" "
+      "data-soonest-seconds=\"%.0f\" data-latest-seconds=\"%s\"><p class=\"headline\">Heap full in "
+      "about %s</p><p>90 %% interval %s",
+      Seconds(f.estimate()), Seconds(f.soonest()),
+      f.has_latest() ? absl::StrFormat("%.0f", Seconds(f.latest())) : "inf",
+      FormatForecastDuration(f.estimate()), ForecastInterval(f));
+  if (f.has_computed_time()) {
+    Timestamp end;
+    SetTime(ToTime(f.computed_time()) + absl::Seconds(std::floor(Seconds(f.estimate()) + 0.5)),
+            &end);
+    absl::StrAppend(&out, "; full around ", FormatTime(end));
+  }
+  absl::StrAppend(&out, ".</p>");
+  const double max = static_cast<double>(f.max_bytes());
+  absl::StrAppendFormat(
+      &out,
+      "<p>Live set <strong>%s</strong> of %s maximum heap (%.1f%%), growing <strong>%s</strong> "
+      "(interval %s – %s).</p>",
+      FormatBytes(static_cast<double>(f.live_bytes())), FormatBytes(max),
+      max > 0 ? 100.0 * static_cast<double>(f.live_bytes()) / max : 0.0,
+      FormatRate(f.growth_bytes_per_second()), FormatRate(f.growth_low_bytes_per_second()),
+      FormatRate(f.growth_high_bytes_per_second()));
+  absl::StrAppend(&out, "<p class=\"muted\">A straight line through ", f.points(),
+                  " live-set points", f.has_computed_time() ? " up to " : "",
+                  f.has_computed_time() ? FormatTime(f.computed_time()) : "",
+                  ", extrapolated to the maximum heap. The JVM usually fails with an "
+                  "OutOfMemoryError somewhat before its live set reaches the maximum.");
+  if (!leak.empty()) {
+    absl::StrAppend(&out, " The growth belongs to leak <a href=\"#", EscapeHtml(leak), "\">",
+                    EscapeHtml(leak), "</a>.");
+  }
+  out += "</p></div>\n";
+  return out;
+}
+
 }  // namespace
 
 std::optional<absl::Duration> ParseRange(std::string_view name) {
@@ -268,6 +330,10 @@ std::string RenderAgentsPage(const AgentsPageData& data, const PageOptions& opti
                         "<br><span class=\"minmax\">min ", FormatBytes(lo), ", max ",
                         FormatBytes(hi), " (", points.size(), " points)</span>");
       }
+    }
+    if (a.has_heap_exhaustion() && a.state() != v1::AGENT_STATE_DOWN) {
+      absl::StrAppend(&live, "<br><span class=\"warn forecast-short\">heap full in about ",
+                      FormatForecastDuration(a.heap_exhaustion().estimate()), "</span>");
     }
     std::string budget = absl::StrCat(FormatDuration(Seconds(a.total_pause())), " paused");
     if (a.has_watched_since_time()) {
@@ -316,6 +382,19 @@ std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& option
                     ", JVM ", EscapeHtml(data.info->jvm_version()), ", ",
                     StateName(data.info->state()), "</p>");
   }
+  // The forecast: the agent's, else that of the leak it belongs to (the same forecast).
+  const v1::HeapExhaustion* forecast = nullptr;
+  std::string forecast_leak;
+  for (const v1::Leak& l : data.leaks.leaks()) {
+    if (!l.has_heap_exhaustion()) continue;
+    forecast = &l.heap_exhaustion();
+    forecast_leak = l.leak();
+    break;
+  }
+  if (data.info.has_value() && data.info->has_heap_exhaustion()) {
+    forecast = &data.info->heap_exhaustion();
+  }
+  if (forecast != nullptr) out += ForecastHtml(*forecast, forecast_leak);
   out += "<p class=\"ranges\">Range: ";
   for (const auto& [name, d] : kRanges) {
     if (name == data.range_name) {
@@ -340,10 +419,28 @@ std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& option
                   "\" data-to-us=\"", absl::ToUnixMicros(options.now), "\"></div>\n");
   if (data.leaks.leaks_size() == 0) out += "<p class=\"muted\">No current leak.</p>";
   for (const v1::Leak& l : data.leaks.leaks()) {
+    const bool heap = IsHeapLeak(l);
     absl::StrAppend(&out, "<section class=\"leak\" id=\"", EscapeHtml(l.leak()),
-                    "\" data-main-class=\"", EscapeHtml(l.main_class()), "\"><h2>Leak <code>",
-                    EscapeHtml(l.leak()), "</code>: <span class=\"cls main-class\">",
-                    EscapeHtml(l.main_class()), "</span></h2>");
+                    "\" data-main-class=\"", EscapeHtml(l.main_class()), "\"",
+                    l.kind().empty() ? "" : " data-kind=\"", EscapeHtml(l.kind()),
+                    l.kind().empty() ? "" : "\"", "><h2>Leak <code>", EscapeHtml(l.leak()),
+                    "</code>: ",
+                    heap ? "<span class=\"main-class\">live set</span> <span class=\"muted\">"
+                           "(classes not named yet)</span>"
+                         : absl::StrCat("<span class=\"cls main-class\">",
+                                        EscapeHtml(l.main_class()), "</span>"),
+                    "</h2>");
+    if (!l.detail().empty()) {
+      absl::StrAppend(&out, "<p class=\"detail\">", EscapeHtml(l.detail()), "</p>");
+    }
+    if (heap) {
+      out +=
+          "<p class=\"muted\">The heap after old-generation collections keeps growing, but no "
+          "class "
+          "histogram has named the growing classes yet. Once they are named, this leak (same id) "
+          "lists "
+          "them.</p>";
+    }
     absl::StrAppendFormat(
         &out,
         "<table class=\"facts\"><tr><th>Bytes</th><td class=\"num\">%s</td><th>Growth</th><td "
@@ -386,8 +483,32 @@ std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& option
       absl::StrAppend(&out, "<tr><th>Accumulation point</th><td colspan=\"5\" class=\"cls\">",
                       EscapeHtml(l.accumulation_point()), "</td></tr>");
     }
+    if (l.has_heap_exhaustion()) {
+      absl::StrAppend(&out,
+                      "<tr class=\"heap-full\"><th>Heap full in</th><td colspan=\"5\"><span "
+                      "class=\"warn\">about ",
+                      FormatForecastDuration(l.heap_exhaustion().estimate()), "</span> (",
+                      ForecastInterval(l.heap_exhaustion()),
+                      ") <a href=\"#heap-exhaustion\">forecast</a></td></tr>");
+    }
     out += "</table>";
+    if (heap && data.live_set.points_size() > 0) {
+      std::vector<PlotPoint> points;
+      for (const v1::LiveSetPoint& p : data.live_set.points()) {
+        points.push_back({Seconds(p.time()), static_cast<double>(p.live_bytes())});
+      }
+      absl::StrAppend(
+          &out, "<div class=\"live-set\">",
+          SvgTimePlot({PlotSeries{"live set", std::move(points), SeriesColour(0), false}},
+                      absl::ToUnixSeconds(data.from), absl::ToUnixSeconds(options.now), 900, 240,
+                      absl::StrCat("live set over ", data.range_name)),
+          "</div>");
+    }
     out += CombinedPlotHtml(l, data, options);
+    if (l.classes_size() == 0) {
+      out += "</section>\n";
+      continue;
+    }
     out +=
         "<table class=\"classes\"><tr><th>Class</th><th>Bytes</th><th>Growth</th>"
         "<th>Bytes over the range</th></tr>";
@@ -799,6 +920,15 @@ HttpResponse ServeLeaks(QuerySource& source, const std::string& agent, std::stri
       v1::GetClassHistoryResponse r;
       if (source.GetClassHistory(request, &r).ok()) data.histories[c.class_name()] = std::move(r);
     }
+  }
+  // A "heap" leak has no classes to plot: its growth is the live set's.
+  if (std::any_of(data.leaks.leaks().begin(), data.leaks.leaks().end(), IsHeapLeak)) {
+    v1::GetLiveSetRequest request;
+    request.set_agent(agent);
+    SetTime(data.from, request.mutable_start_time());
+    SetTime(options.now, request.mutable_end_time());
+    v1::GetLiveSetResponse r;
+    if (source.GetLiveSet(request, &r).ok()) data.live_set = std::move(r);
   }
   v1::ListReportsRequest reports_request;
   reports_request.set_agent(agent);

@@ -1,9 +1,10 @@
 // heapwatchd's read-only web pages, rendered on the server as HTML with inline SVG (docs/web.md):
 //
 //   /                                  agents: state, kind, live-set sparkline, pause budget, leaks
-//   /agents/{agent}/leaks?range=R      the agent's leaks: classes, growth plots over R (15m, 1h,
-//   6h,
-//                                      1d, 7d; default 1h), score, first seen, escalation state
+//   /agents/{agent}/leaks?range=R      the agent's heap exhaustion forecast (when it has one) and
+//                                      its leaks: classes, growth plots over R (15m, 1h, 6h, 1d,
+//                                      7d; default 1h), score, first seen, escalation state; a leak
+//                                      of kind "heap" (classes not named yet) plots the live set
 //   /agents/{agent}/reports            every extended dump of the agent, newest first, linked
 //   /agents/{agent}/reports/{dump_id}  the dump's drill-down reports: accumulation point and its
 //   path
@@ -63,6 +64,9 @@ struct LeaksPageData {
   std::map<std::string, v1::GetClassHistoryResponse> histories;
   v1::ListReportsResponse reports;  // the agent's extended dumps (escalation state)
   std::string reports_error;        // why `reports` is empty (e.g. no escalation), else empty
+  // The agent's live set in that range, fetched only when a leak of kind "heap" (a growing live set
+  // whose classes are not named yet) is listed: that leak's section plots it.
+  v1::GetLiveSetResponse live_set;
 };
 std::string RenderLeaksPage(const LeaksPageData& data, const PageOptions& options);
 

@@ -6,6 +6,7 @@
 
 #include "ctl/output.h"
 #include "ctl/time_arg.h"
+#include "diff/heap_forecast.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -60,6 +61,20 @@ TEST(Output, HumanBytes) {
   EXPECT_EQ(SignedHumanBytes(0), "0 B");
   EXPECT_EQ(Signed(5), "+5");
   EXPECT_EQ(Signed(-5), "-5");
+}
+
+TEST(Output, HumanDuration) {
+  EXPECT_EQ(HumanDuration(absl::ZeroDuration()), "0s");
+  EXPECT_EQ(HumanDuration(-absl::Seconds(3)), "0s");
+  EXPECT_EQ(HumanDuration(absl::Milliseconds(400)), "0s");
+  EXPECT_EQ(HumanDuration(absl::Milliseconds(600)), "1s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(45)), "45s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(130.4)), "2m10s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(3599.6)), "1h");  // rounds up into the next unit
+  EXPECT_EQ(HumanDuration(absl::Hours(3) + absl::Seconds(1229)), "3h20m");
+  EXPECT_EQ(HumanDuration(absl::Hours(3) + absl::Seconds(1231)), "3h21m");
+  EXPECT_EQ(HumanDuration(absl::Hours(76) + absl::Minutes(29)), "76h");
+  EXPECT_EQ(HumanDuration(absl::InfiniteDuration()), "inf");
 }
 
 class CtlTest : public heapwatch::testing::QueryFixture {
@@ -138,6 +153,51 @@ TEST_F(CtlTest, AgentsShowTheLabelsOfARegisteredAgent) {
   r = Run({"agents"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr(kLive.value + ": labels env=prod,team=core\n"));
+}
+
+// The daemon's heap exhaustion forecast (AgentStatus::heap_exhaustion) through the real ListAgents:
+// the HEAP FULL IN column, the note under the table and `heap_exhaustion` in --json (latest end
+// unbounded here).
+TEST_F(CtlTest, AgentsShowTheHeapExhaustionForecast) {
+  ASSERT_TRUE(agents_.Update(kLive, [](daemon::AgentStatus& s) {
+    diff::HeapExhaustion f;
+    f.estimate = absl::Seconds(130);
+    f.soonest = absl::Seconds(110);
+    f.latest = absl::InfiniteDuration();
+    f.growth_bytes_per_second = 1 << 20;
+    f.growth_low_bytes_per_second = -1024;
+    f.growth_high_bytes_per_second = 1.25 * (1 << 20);
+    f.live_bytes = 126 << 20;
+    f.max_bytes = 256 << 20;
+    f.computed_time = kT0 + absl::Seconds(120);
+    f.points = 9;
+    s.heap_exhaustion = f;
+  }));
+  Result r = Run({"agents"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("HEAP FULL IN"));
+  EXPECT_THAT(r.out, HasSubstr("  2m10s (1m50s-never)  "));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr(kLive.value + ": heap full in ~2m10s (soonest 1m50s) at 1.0 MiB/s, live set "
+                              "126.0 MiB of 256.0 MiB max, full about 2023-11-14 22:17:30Z (a line "
+                              "through 9 live-set points up to 2023-11-14 22:15:20Z)\n"));
+  r = Run({"agents", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto root = Json(r.out);
+  const auto& agents = At(root, "agents").list_value().values();
+  ASSERT_EQ(agents.size(), 2);
+  const auto& f = At(agents[0].struct_value(), "heap_exhaustion").struct_value();
+  EXPECT_EQ(At(f, "estimate_seconds").number_value(), 130);
+  EXPECT_EQ(At(f, "soonest_seconds").number_value(), 110);
+  EXPECT_FALSE(f.fields().contains("latest_seconds"));  // unbounded
+  EXPECT_EQ(At(f, "growth_bytes_per_second").number_value(), 1 << 20);
+  EXPECT_EQ(At(f, "growth_low_bytes_per_second").number_value(), -1024);
+  EXPECT_EQ(At(f, "live_bytes").number_value(), 126 << 20);
+  EXPECT_EQ(At(f, "max_bytes").number_value(), 256 << 20);
+  EXPECT_EQ(At(f, "computed_time").string_value(), "2023-11-14T22:15:20Z");
+  EXPECT_EQ(At(f, "points").number_value(), 9);
+  EXPECT_FALSE(agents[1].struct_value().fields().contains("heap_exhaustion"));  // down, none
 }
 
 TEST_F(CtlTest, SuspectsJsonCarriesTheDocumentedFields) {

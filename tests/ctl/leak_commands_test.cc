@@ -72,6 +72,39 @@ v1::Leak CacheLeak() {
   return l;
 }
 
+// A forecast consistent with itself: (512 MiB - 247.4 MiB) / 955.3 KiB/s = 284 s; the interval's
+// slopes 1,150,000 and 800,000 B/s give 241 s and 347 s.
+v1::HeapExhaustion Forecast() {
+  v1::HeapExhaustion f;
+  proto::ToDuration(absl::Seconds(284), f.mutable_estimate());
+  proto::ToDuration(absl::Seconds(241), f.mutable_soonest());
+  proto::ToDuration(absl::Seconds(347), f.mutable_latest());
+  f.set_growth_bytes_per_second(978'227);  // 955.3 KiB/s
+  f.set_growth_low_bytes_per_second(800'000);
+  f.set_growth_high_bytes_per_second(1'150'000);
+  f.set_live_bytes(259'417'702);  // 247.4 MiB
+  f.set_max_bytes(512 << 20);
+  proto::ToTimestamp(kT0 + absl::Seconds(600), f.mutable_computed_time());
+  f.set_points(14);
+  return f;
+}
+
+// The live set of vm-4-d grows but no histogram named its classes yet: a leak of kind "heap".
+v1::Leak HeapLeak() {
+  v1::Leak l;
+  l.set_agent("vm-4-d");
+  l.set_leak("L00000000beef");
+  l.set_kind("heap");
+  l.set_detail("the live set grows 955.3 KiB/s (now 247.4 MiB); its classes are not named yet");
+  l.set_bytes(259'417'702);
+  l.set_growth_bytes_per_second(978'227);
+  l.set_score(0.97);
+  proto::ToTimestamp(kT0 + absl::Seconds(300), l.mutable_first_seen());
+  proto::ToTimestamp(kT0 + absl::Seconds(600), l.mutable_last_snapshot_time());
+  *l.mutable_heap_exhaustion() = Forecast();
+  return l;
+}
+
 v1::Suspect SessionSuspect() {
   v1::Suspect s;
   s.set_agent("vm-1-a");
@@ -173,6 +206,35 @@ TEST(LeakJson, AccumulationPointOnceAReportNamesItAndScaleZero) {
   EXPECT_FALSE(j.contains("last_snapshot_time"));  // unknown: omitted
 }
 
+TEST(LeakJson, HeapLeakCarriesKindDetailAndForecast) {
+  nlohmann::json j = AsJson(LeakToJson(HeapLeak()));
+  EXPECT_EQ(j["kind"], "heap");
+  EXPECT_EQ(j["main_class"], "");  // as the server sends it: no class is named yet
+  EXPECT_EQ(j["classes"], nlohmann::json::array());
+  EXPECT_EQ(j["class_growth"], nlohmann::json::array());
+  EXPECT_EQ(j["detail"], HeapLeak().detail());
+  EXPECT_EQ(j["bytes"], 259'417'702);
+  EXPECT_EQ(j["heap_exhaustion"], nlohmann::json({{"estimate_seconds", 284},
+                                                  {"soonest_seconds", 241},
+                                                  {"latest_seconds", 347},
+                                                  {"growth_bytes_per_second", 978'227},
+                                                  {"growth_low_bytes_per_second", 800'000},
+                                                  {"growth_high_bytes_per_second", 1'150'000},
+                                                  {"live_bytes", 259'417'702},
+                                                  {"max_bytes", 512 << 20},
+                                                  {"computed_time", "2023-11-14T22:23:20Z"},
+                                                  {"points", 14}}))
+      << j.dump();
+  // An unbounded latest end is absent, not 0.
+  v1::HeapExhaustion unbounded = Forecast();
+  unbounded.clear_latest();
+  nlohmann::json u = AsJson(HeapExhaustionToJson(unbounded));
+  EXPECT_FALSE(u.contains("latest_seconds")) << u.dump();
+  EXPECT_EQ(u["soonest_seconds"], 241);
+  // A leak without a forecast has no heap_exhaustion key.
+  EXPECT_FALSE(AsJson(LeakToJson(SessionLeak())).contains("heap_exhaustion"));
+}
+
 TEST(LeakJson, SuspectCarriesLeakAndTimeScale) {
   nlohmann::json j = AsJson(SuspectToJson(SessionSuspect()));
   EXPECT_EQ(j["agent"], "vm-1-a");
@@ -220,6 +282,65 @@ TEST(LeakTable, OneRowPerLeakThenItsClassesIndented) {
   std::ostringstream none;
   PrintLeakTable(json::LeakList().leaks(), none);
   EXPECT_EQ(none.str(), "no leaks\n");
+}
+
+TEST(LeakTable, HeapLeakReadsAsTheLiveSetWithItsDetailAndForecastUnderIt) {
+  json::LeakList list;
+  *list.add_leaks() = LeakToJson(HeapLeak());
+  v1::Leak named = SessionLeak();  // a class leak that took over the live set's growth
+  *named.mutable_heap_exhaustion() = Forecast();
+  *list.add_leaks() = LeakToJson(named);
+  std::ostringstream out;
+  PrintLeakTable(list.leaks(), out);
+  const std::string text = out.str();
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1u + 3 + 2 + 4) << text;
+  EXPECT_THAT(lines[1],
+              ContainsRegex("^vm-4-d +L00000000beef +live set \\(classes not named yet\\) +"
+                            "247\\.4 MiB +\\+955\\.3 KiB +\\+3\\.3 GiB +0\\.97 +every snapshot +"
+                            "2023-11-14 22:18:20Z +-$"))
+      << text;
+  EXPECT_THAT(text, Not(HasSubstr("(0 classes)")));
+  EXPECT_THAT(text, Not(HasSubstr(" ()")));
+  // The detail and the forecast start where the class rows' names do, and do not widen CLASS.
+  const std::string indent(lines[0].find("CLASS") + 2, ' ');
+  EXPECT_EQ(lines[2], indent + HeapLeak().detail()) << text;
+  EXPECT_EQ(lines[3],
+            indent +
+                "heap full in ~4m44s (soonest 4m1s) at 955.3 KiB/s, live set 247.4 MiB of "
+                "512.0 MiB max")
+      << text;
+  EXPECT_LT(lines[0].find("BYTES"), indent.size() + HeapLeak().detail().size());
+  // A class leak with the forecast: the forecast line between its row and its classes.
+  EXPECT_THAT(lines[4],
+              ContainsRegex("^vm-1-a +L0123456789ab +com\\.example\\.Session \\(4 classes\\)"));
+  EXPECT_EQ(lines[5], lines[3]);
+  EXPECT_THAT(lines[6], ContainsRegex("^ +  byte\\[\\] +8\\.0 MiB"));
+  EXPECT_EQ(lines[6].find("  byte[]"), lines[0].find("CLASS"));
+}
+
+TEST(HeapForecast, CellAndLine) {
+  const json::HeapExhaustion f = HeapExhaustionToJson(Forecast());
+  EXPECT_EQ(HeapFullIn(f), "4m44s (4m1s-5m47s)");
+  EXPECT_EQ(
+      HeapForecastLine(f),
+      "heap full in ~4m44s (soonest 4m1s) at 955.3 KiB/s, live set 247.4 MiB of 512.0 MiB max");
+  v1::HeapExhaustion unbounded = Forecast();
+  unbounded.clear_latest();
+  EXPECT_EQ(HeapFullIn(HeapExhaustionToJson(unbounded)), "4m44s (4m1s-never)");
+  // Long forecasts are rounded to minutes, then to hours; an estimate of 0 (already at the
+  // maximum).
+  v1::HeapExhaustion slow = Forecast();
+  proto::ToDuration(absl::Hours(5) + absl::Seconds(1234), slow.mutable_estimate());
+  proto::ToDuration(absl::Hours(3) + absl::Seconds(29), slow.mutable_soonest());
+  proto::ToDuration(absl::Hours(80) + absl::Minutes(31), slow.mutable_latest());
+  EXPECT_EQ(HeapFullIn(HeapExhaustionToJson(slow)), "5h21m (3h-81h)");
+  v1::HeapExhaustion full = Forecast();
+  full.mutable_estimate()->Clear();
+  full.mutable_soonest()->Clear();
+  EXPECT_EQ(HeapFullIn(HeapExhaustionToJson(full)), "0s (0s-5m47s)");
 }
 
 TEST(LeakTable, SuspectTableShowsScaleAndLeak) {
@@ -312,6 +433,28 @@ class FakeQueryService final : public v1::QueryService::Service {
     if (request->agent().empty() || request->agent() == "vm-2-b") {
       *response->add_leaks() = CacheLeak();
     }
+    if (request->agent() == "vm-4-d") *response->add_leaks() = HeapLeak();
+    return grpc::Status::OK;
+  }
+  // vm-4-d up with a growing live set and its forecast, vm-1-a up without one, vm-9-z down.
+  grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+                          v1::ListAgentsResponse* response) override {
+    v1::Agent* growing = response->add_agents();
+    growing->set_agent("vm-4-d");
+    growing->set_state(v1::AGENT_STATE_UP);
+    growing->set_main_class("com.example.Grows");
+    growing->mutable_live_set()->set_live_bytes(259'417'702);
+    growing->mutable_live_set()->set_max_bytes(512 << 20);
+    growing->set_live_set_growth_bytes_per_second(978'227);
+    proto::ToTimestamp(kT0 + absl::Seconds(300), growing->mutable_live_set_growing_since_time());
+    *growing->mutable_heap_exhaustion() = Forecast();
+    v1::Agent* steady = response->add_agents();
+    steady->set_agent("vm-1-a");
+    steady->set_state(v1::AGENT_STATE_UP);
+    steady->mutable_live_set()->set_live_bytes(64 << 20);
+    v1::Agent* down = response->add_agents();
+    down->set_agent("vm-9-z");
+    down->set_state(v1::AGENT_STATE_DOWN);
     return grpc::Status::OK;
   }
   grpc::Status ListSuspects(grpc::ServerContext*, const v1::ListSuspectsRequest*,
@@ -402,6 +545,59 @@ TEST_F(LeakCommandsTest, LeaksTableAndAgentFilterAndErrors) {
   EXPECT_EQ(unknown.code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("ListLeaks on 127.0.0.1:"));
   EXPECT_THAT(unknown.err, HasSubstr("NOT_FOUND: unknown agent nobody"));
+}
+
+TEST_F(LeakCommandsTest, HeapLeakTableAndJson) {
+  Result r = Run({"leaks", "--agent", "vm-4-d"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              ContainsRegex("\nvm-4-d +L00000000beef +live set \\(classes not named yet\\) "));
+  EXPECT_THAT(r.out,
+              ContainsRegex("\n +the live set grows 955\\.3 KiB/s \\(now 247\\.4 MiB\\); its "
+                            "classes are not named yet\n"));
+  EXPECT_THAT(r.out,
+              ContainsRegex("\n +heap full in ~4m44s \\(soonest 4m1s\\) at 955\\.3 KiB/s, live "
+                            "set 247\\.4 MiB of 512\\.0 MiB max\n$"));
+  Result j = Run({"leaks", "--agent", "vm-4-d", "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  nlohmann::json l = nlohmann::json::parse(j.out)["leaks"][0];
+  EXPECT_EQ(l, AsJson(LeakToJson(HeapLeak())));
+  EXPECT_EQ(l["kind"], "heap");
+  EXPECT_EQ(l["heap_exhaustion"]["estimate_seconds"], 284);
+  EXPECT_EQ(l["heap_exhaustion"]["latest_seconds"], 347);
+}
+
+TEST_F(LeakCommandsTest, AgentsShowTheForecast) {
+  Result r = Run({"agents"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_GE(lines.size(), 4u) << r.out;
+  const size_t column = lines[0].find("HEAP FULL IN");
+  ASSERT_NE(column, std::string::npos) << r.out;
+  EXPECT_THAT(lines[0], ContainsRegex(" LIVE SET  HEAP FULL IN +LAST ERROR$"));
+  EXPECT_THAT(lines[1], ContainsRegex("^vm-4-d .* 247\\.4 MiB  4m44s \\(4m1s-5m47s\\) *$"))
+      << r.out;
+  EXPECT_EQ(lines[1].find("4m44s"), column);
+  EXPECT_THAT(lines[2].substr(column), ContainsRegex("^- *$")) << r.out;  // no forecast
+  EXPECT_THAT(lines[3].substr(column), ContainsRegex("^- *$")) << r.out;  // down
+  EXPECT_THAT(r.out, HasSubstr("\nvm-4-d: the live set keeps growing, 955.3 KiB/s since "
+                               "2023-11-14 22:18:20Z\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("\nvm-4-d: heap full in ~4m44s (soonest 4m1s) at 955.3 KiB/s, live set "
+                        "247.4 MiB of 512.0 MiB max, full about 2023-11-14 22:28:04Z (a line "
+                        "through 14 live-set points up to 2023-11-14 22:23:20Z)\n"));
+
+  Result j = Run({"agents", "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  nlohmann::json agents = nlohmann::json::parse(j.out)["agents"];
+  ASSERT_EQ(agents.size(), 3u);
+  EXPECT_EQ(agents[0]["heap_exhaustion"], AsJson(HeapExhaustionToJson(Forecast())));
+  EXPECT_EQ(agents[0]["heap_exhaustion"]["estimate_seconds"], 284);
+  EXPECT_EQ(agents[0]["heap_exhaustion"]["computed_time"], "2023-11-14T22:23:20Z");
+  EXPECT_FALSE(agents[1].contains("heap_exhaustion")) << agents[1].dump();
+  EXPECT_FALSE(agents[2].contains("heap_exhaustion")) << agents[2].dump();
 }
 
 TEST_F(LeakCommandsTest, SuspectsShowLeakAndScale) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -258,6 +259,202 @@ TEST(WebPagesTest, AShortenedPathShowsHowManyStepsWereLeftOut) {
   EXPECT_LT(html.find("<li>", second + 1), gap);
   EXPECT_LT(gap, html.find("com.acme.Tail</span>", gap));
   EXPECT_EQ(html.find(" steps ...", gap + item.size()), std::string::npos);  // once
+}
+
+// A forecast consistent with itself: (512 MiB - 247.4 MiB) / 955.3 KiB/s = 284 s; the interval's
+// slopes 1,150,000 and 800,000 B/s give 241 s and 347 s. Computed at 2023-11-14 22:23:20Z.
+v1::HeapExhaustion Forecast() {
+  v1::HeapExhaustion f;
+  f.mutable_estimate()->set_seconds(284);
+  f.mutable_soonest()->set_seconds(241);
+  f.mutable_latest()->set_seconds(347);
+  f.set_growth_bytes_per_second(978'227);
+  f.set_growth_low_bytes_per_second(800'000);
+  f.set_growth_high_bytes_per_second(1'150'000);
+  f.set_live_bytes(259'417'702);
+  f.set_max_bytes(512 << 20);
+  f.mutable_computed_time()->set_seconds(1'700'000'600);
+  f.set_points(14);
+  return f;
+}
+
+// A growing live set whose classes are not named yet (heapwatch.proto Leak.kind "heap").
+v1::Leak HeapLeak() {
+  v1::Leak l;
+  l.set_agent("h:1-2");
+  l.set_leak("L00000000beef");
+  l.set_kind("heap");
+  l.set_detail("the live set grows 955.3 KiB/s (now 247.4 MiB); its classes are not named yet");
+  l.set_bytes(259'417'702);
+  l.set_growth_bytes_per_second(978'227);
+  l.set_score(0.97);
+  *l.mutable_heap_exhaustion() = Forecast();
+  return l;
+}
+
+std::string Section(const std::string& page, const std::string& leak) {
+  const size_t start = page.find("<section class=\"leak\" id=\"" + leak + "\"");
+  if (start == std::string::npos) return "";
+  return page.substr(start, page.find("</section>", start) - start);
+}
+
+TEST(WebPagesTest, LeaksPageShowsTheForecastFirstAndAHeapLeakAsTheLiveSet) {
+  PageOptions options;
+  options.now = absl::FromUnixSeconds(1'700'000'700);
+  LeaksPageData data;
+  data.agent = "h:1-2";
+  data.range_name = "15m";
+  data.from = options.now - absl::Minutes(15);
+  data.info.emplace();
+  data.info->set_agent("h:1-2");
+  data.info->set_state(v1::AGENT_STATE_UP);
+  *data.info->mutable_heap_exhaustion() = Forecast();
+  *data.leaks.add_leaks() = HeapLeak();
+  v1::Leak* other = data.leaks.add_leaks();  // a class leak without the forecast
+  other->set_leak("L2");
+  other->set_main_class("com.example.Cache");
+  other->add_classes()->set_class_name("com.example.Cache");
+  for (int i = 0; i < 6; ++i) {
+    v1::LiveSetPoint* p = data.live_set.add_points();
+    p->mutable_time()->set_seconds(1'700'000'000 + 100 * i);
+    p->set_live_bytes(200'000'000 + 10'000'000 * i);
+  }
+  const std::string page = RenderLeaksPage(data, options);
+
+  // The forecast box, before the first leak.
+  const size_t box = page.find(
+      "<div class=\"forecast\" id=\"heap-exhaustion\" data-estimate-seconds=\"284\" "
+      "data-soonest-seconds=\"241\" data-latest-seconds=\"347\">");
+  ASSERT_NE(box, std::string::npos) << page;
+  EXPECT_LT(box, page.find("<section class=\"leak\""));
+  EXPECT_LT(box, page.find("<p class=\"ranges\">"));
+  EXPECT_NE(page.find("<p class=\"headline\">Heap full in about 4m44s</p>"), std::string::npos);
+  EXPECT_NE(page.find("90 % interval 4m1s – 5m47s; full around 2023-11-14 22:28:04 UTC."),
+            std::string::npos)
+      << page;
+  EXPECT_NE(
+      page.find("Live set <strong>247.4 MiB</strong> of 512.0 MiB maximum heap (48.3%), growing "
+                "<strong>56.0 MiB/min</strong> (interval 45.8 MiB/min – 65.8 MiB/min)."),
+      std::string::npos)
+      << page;
+  EXPECT_NE(page.find("A straight line through 14 live-set points up to 2023-11-14 22:23:20 UTC"),
+            std::string::npos);
+  EXPECT_NE(page.find("The growth belongs to leak <a href=\"#L00000000beef\">L00000000beef</a>."),
+            std::string::npos);
+
+  // The heap leak: named as the live set, with its detail, its forecast row and a plot of the live
+  // set; no empty main class and no empty classes table.
+  const std::string heap = Section(page, "L00000000beef");
+  ASSERT_FALSE(heap.empty()) << page;
+  EXPECT_NE(heap.find("data-kind=\"heap\""), std::string::npos);
+  EXPECT_NE(
+      heap.find("<h2>Leak <code>L00000000beef</code>: <span class=\"main-class\">live set</span> "
+                "<span class=\"muted\">(classes not named yet)</span></h2>"),
+      std::string::npos)
+      << heap;
+  EXPECT_EQ(heap.find("<span class=\"cls main-class\"></span>"), std::string::npos);
+  EXPECT_NE(
+      heap.find("<p class=\"detail\">the live set grows 955.3 KiB/s (now 247.4 MiB); its classes "
+                "are not named yet</p>"),
+      std::string::npos);
+  EXPECT_NE(
+      heap.find("<th>Heap full in</th><td colspan=\"5\"><span class=\"warn\">about 4m44s</span> "
+                "(4m1s – 5m47s)"),
+      std::string::npos)
+      << heap;
+  EXPECT_NE(heap.find("<div class=\"live-set\"><svg"), std::string::npos);
+  EXPECT_NE(heap.find("data-points=\"6\""), std::string::npos);
+  EXPECT_EQ(heap.find("<table class=\"classes\">"), std::string::npos);
+  // The class leak is as before: its main class, its classes, no forecast row.
+  const std::string cls = Section(page, "L2");
+  EXPECT_NE(cls.find("<span class=\"cls main-class\">com.example.Cache</span>"), std::string::npos);
+  EXPECT_NE(cls.find("<table class=\"classes\">"), std::string::npos);
+  EXPECT_EQ(cls.find("Heap full in"), std::string::npos);
+  EXPECT_EQ(cls.find("data-kind"), std::string::npos);
+  EXPECT_EQ(cls.find("class=\"live-set\""), std::string::npos);
+
+  // Unbounded latest end; the forecast from the leak when ListAgents does not name the agent.
+  data.info.reset();
+  data.leaks.mutable_leaks(0)->mutable_heap_exhaustion()->clear_latest();
+  const std::string unbounded = RenderLeaksPage(data, options);
+  EXPECT_NE(unbounded.find("data-latest-seconds=\"inf\""), std::string::npos);
+  EXPECT_NE(unbounded.find("90 % interval 4m1s – never;"), std::string::npos);
+  // No forecast, no box.
+  data.leaks.mutable_leaks(0)->clear_heap_exhaustion();
+  EXPECT_EQ(RenderLeaksPage(data, options).find("heap-exhaustion\""), std::string::npos);
+
+  // The agents page says it under the live set.
+  AgentsPageData agents;
+  v1::Agent* a = agents.agents.add_agents();
+  a->set_agent("h:1-2");
+  a->set_state(v1::AGENT_STATE_UP);
+  *a->mutable_heap_exhaustion() = Forecast();
+  agents.agents.add_agents()->set_agent("h:3-4");
+  const std::string ap = RenderAgentsPage(agents, options);
+  EXPECT_EQ(Count(ap, "heap full in about"), 1u);
+  EXPECT_NE(ap.find("<span class=\"warn forecast-short\">heap full in about 4m44s</span>"),
+            std::string::npos);
+}
+
+// ServePage asks for the live set over the page's range when a "heap" leak is listed, and only
+// then.
+TEST(WebPagesTest, ServePageFetchesTheLiveSetForAHeapLeak) {
+  class Source final : public QuerySource {
+   public:
+    bool heap = true;
+    std::vector<v1::GetLiveSetRequest> live_set_requests;
+    Status ListAgents(const v1::ListAgentsRequest&, v1::ListAgentsResponse* r) override {
+      v1::Agent* a = r->add_agents();
+      a->set_agent("h:1-2");
+      a->set_state(v1::AGENT_STATE_UP);
+      *a->mutable_heap_exhaustion() = Forecast();
+      return absl::OkStatus();
+    }
+    Status ListLeaks(const v1::ListLeaksRequest&, v1::ListLeaksResponse* r) override {
+      if (heap) *r->add_leaks() = HeapLeak();
+      return absl::OkStatus();
+    }
+    Status GetLiveSet(const v1::GetLiveSetRequest& q, v1::GetLiveSetResponse* r) override {
+      live_set_requests.push_back(q);
+      for (int i = 0; i < 4; ++i) {
+        v1::LiveSetPoint* p = r->add_points();
+        p->mutable_time()->set_seconds(q.start_time().seconds() + 60 * i);
+        p->set_live_bytes(100'000'000 + i);
+      }
+      return absl::OkStatus();
+    }
+    Status GetClassHistory(const v1::GetClassHistoryRequest&,
+                           v1::GetClassHistoryResponse*) override {
+      return absl::NotFoundError("no class");
+    }
+    Status ListReports(const v1::ListReportsRequest&, v1::ListReportsResponse*) override {
+      return absl::FailedPreconditionError("escalation is off");
+    }
+    Status GetReport(const v1::GetReportRequest&, v1::GetReportResponse*) override {
+      return absl::NotFoundError("no report");
+    }
+    Status DiffExtendedDumps(const v1::DiffExtendedDumpsRequest&,
+                             v1::DiffExtendedDumpsResponse*) override {
+      return absl::NotFoundError("no dump");
+    }
+  } source;
+  PageOptions options;
+  options.now = absl::FromUnixSeconds(1'700'000'700);
+  HttpResponse r = ServePage(source, "/agents/h%3A1-2/leaks", "range=6h", options);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(source.live_set_requests.size(), 1u);
+  EXPECT_EQ(source.live_set_requests[0].agent(), "h:1-2");
+  EXPECT_EQ(source.live_set_requests[0].start_time().seconds(), 1'700'000'700 - 6 * 3600);
+  EXPECT_EQ(source.live_set_requests[0].end_time().seconds(), 1'700'000'700);
+  EXPECT_NE(r.body.find("id=\"heap-exhaustion\""), std::string::npos);
+  EXPECT_NE(Section(r.body, "L00000000beef").find("data-points=\"4\""), std::string::npos);
+
+  source.heap = false;
+  source.live_set_requests.clear();
+  r = ServePage(source, "/agents/h%3A1-2/leaks", "", options);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(source.live_set_requests.empty());
+  EXPECT_NE(r.body.find("id=\"heap-exhaustion\""), std::string::npos);  // the agent's forecast
 }
 
 TEST(WebPagesTest, RangesAreTheFiveOffered) {
