@@ -258,7 +258,10 @@ void AgentWatch::SetFailing(bool failing, std::string_view reason) {
 
 diff::Explanation AgentWatch::Explain(std::string_view class_name) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return detector_->Explain(class_name);
+  diff::Explanation e = detector_->Explain(class_name);
+  // Named as the leaks are: a class leak that took over the heap leak's id answers by that id.
+  if (auto it = alias_.find(e.leak); it != alias_.end()) e.leak = it->second;
+  return e;
 }
 
 bool AgentWatch::WantsConfirmation() const {
@@ -325,11 +328,9 @@ void AgentWatch::RefreshHeapLeakLocked() {
     return;
   }
   if (!heap_leak_.has_value()) {
-    // A class leak that began before the live set was flagged is what makes it grow.
-    const bool explained = std::any_of(class_leaks.begin(), class_leaks.end(), [&](const auto& l) {
-      return l.first_seen < live_set_growth_->first_seen && !alias_.contains(l.id);
-    });
-    if (explained) return;
+    // A class leak that exists when the live set is flagged is what makes it grow (its first_seen
+    // can move later as its members regroup, so existence is the test, not the times).
+    if (!class_leaks.empty()) return;
     HeapLeak h;
     h.id = diff::LeakId(kLiveSetSeries, live_set_growth_->first_seen);
     h.first_seen = live_set_growth_->first_seen;

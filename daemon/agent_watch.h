@@ -15,7 +15,7 @@
 //     the first of: a class leak of the class detector that appeared since the growth was flagged
 //     (that leak takes over the heap leak's id: one leak, not two), or the attribution of the live
 //     set's growth to classes from the histograms of the growth (diff/leak_attribution.h).
-//     When a class leak already existed before the live set was flagged, the growth is that leak's:
+//     When a class leak exists when the live set is flagged, the growth is that leak's:
 //     no heap leak is made and the forecast goes on that leak. While the heap leak's classes are
 //     unnamed, wants_confirmation asks the daemon for histograms sooner (collectors/pause_budget.h
 //     PlanConfirmation);

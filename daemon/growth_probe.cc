@@ -20,6 +20,11 @@ void GrowthProbe::ObserveUpperBound(absl::Time time, uint64_t bytes, uint64_t ma
 void GrowthProbe::ObserveExact(const LiveSetPoint& point) {
   if (point.source == LiveSetSource::kYoungUpperBound) return;
   if (point.max_bytes > 0) max_bytes_ = point.max_bytes;
+  // The upper bounds start again after any old-generation reclaim; only full collections are
+  // exact enough to confirm or refute a rise (a concurrent cycle's end still holds what was
+  // allocated during the cycle, and G1's mixed-phase minimum climbs as the heap is committed).
+  rise_.clear();
+  if (point.source != LiveSetSource::kFullGc) return;
   if (!exact_.empty()) {
     uint64_t record = 0;
     for (const LiveSetPoint& p : exact_) record = std::max(record, p.live_bytes);
@@ -41,7 +46,6 @@ void GrowthProbe::ObserveExact(const LiveSetPoint& point) {
   }
   exact_.push_back(point);
   if (exact_.size() > options_.record_points) exact_.erase(exact_.begin());
-  rise_.clear();
 }
 
 uint64_t GrowthProbe::RiseNeeded() const {

@@ -213,7 +213,7 @@ TEST_F(AgentWatchTest, AClassLeakFlaggedFirstCarriesTheForecast) {
 // histogram; an exact point that shows it was garbage ends the asking.
 TEST_F(AgentWatchTest, UpperBoundsAskForAnExactPoint) {
   auto watch = NewWatch();
-  LiveSet(*watch, 0, 40 * kMiB);
+  LiveSet(*watch, 0, 40 * kMiB, LiveSetSource::kFullGc);
   bool wanted = false;
   for (int i = 1; i <= 8; ++i) {
     wanted = watch->IngestUpperBound(kStart + absl::Seconds(2 * i), 40 * kMiB + i * 2 * kMiB,

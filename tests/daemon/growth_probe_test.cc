@@ -107,3 +107,23 @@ TEST(GrowthProbe, ARiseMustBeatTheRecentRecord) {
 
 }  // namespace
 }  // namespace heapwatch::daemon
+
+namespace heapwatch::daemon {
+namespace {
+
+// Concurrent-cycle points restart the rise but neither confirm nor back off.
+TEST(GrowthProbe, ConcurrentCyclePointsNeitherConfirmNorRefute) {
+  GrowthProbe probe;
+  probe.ObserveExact(Exact(0, 20 * kMiB));
+  for (int i = 1; i <= 6; ++i) {
+    LiveSetPoint p = Exact(10 * i, (20 + 10 * i) * kMiB);
+    p.source = LiveSetSource::kConcurrentCycle;
+    probe.ObserveExact(p);
+    EXPECT_EQ(probe.Wants(At(10 * i)), GrowthProbe::Want::kNothing) << i;
+  }
+  Rise(probe, 62, 8, 80 * kMiB, 2 * kMiB);
+  EXPECT_EQ(probe.Wants(At(80)), GrowthProbe::Want::kProbe);  // no back-off either
+}
+
+}  // namespace
+}  // namespace heapwatch::daemon
