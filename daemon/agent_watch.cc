@@ -14,11 +14,6 @@
 namespace heapwatch::daemon {
 namespace {
 
-std::string Describe(const AgentInfo& info) {
-  return absl::StrFormat("%s (pid %d, %s)", info.id.value, info.pid,
-                         info.main_class.empty() ? "unknown main class" : info.main_class);
-}
-
 std::string ScaleText(absl::Duration scale, std::string_view zero) {
   return scale == absl::ZeroDuration() ? std::string(zero) : FormatDurationText(scale);
 }
@@ -42,10 +37,15 @@ void SortLeaks(std::vector<diff::Leak>* leaks) {
 
 }  // namespace
 
+std::string DescribeAgent(const AgentInfo& info) {
+  return absl::StrFormat("%s (pid %d, %s)", info.id.value, info.pid,
+                         info.main_class.empty() ? "unknown main class" : info.main_class);
+}
+
 diff::LeakOptions LiveSetTrendOptions(const diff::LeakOptions& trend) {
   diff::LeakOptions o = trend;
   o.trend.warmup_snapshots = std::min<size_t>(o.trend.warmup_snapshots, 1);
-  o.trend.min_snapshots = std::max<size_t>(2 * o.trend.segments, 8);  // >= 4 too
+  o.trend.min_snapshots = std::max<size_t>(2 * o.trend.segments, 8);
   o.trend.window_snapshots = std::max(o.trend.window_snapshots, o.trend.min_snapshots);
   o.trend.recent_snapshots = std::min(o.trend.recent_snapshots, o.trend.min_snapshots / 2);
   return o;
@@ -79,7 +79,7 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
   if (!times.ok()) {
     if (times.status().code() != absl::StatusCode::kNotFound) {
       spdlog::error("agent {}: cannot read its stored history, starting afresh: {}",
-                    Describe(info_), times.status().ToString());
+                    DescribeAgent(info_), times.status().ToString());
     }
     if (replayed != nullptr) *replayed = result;
     return UpdateLocked(false);
@@ -107,7 +107,7 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
     if (!chunk.ok()) {
       spdlog::error("agent {}: cannot read its stored history after {} of {} snapshots, the "
                     "detector continues from there: {}",
-                    Describe(info_), result.snapshots, times->size() - first,
+                    DescribeAgent(info_), result.snapshots, times->size() - first,
                     chunk.status().ToString());
       break;
     }
@@ -137,7 +137,7 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
   } else if (loading.status().code() != absl::StatusCode::kNotFound) {
     spdlog::error("agent {}: cannot read its stored class-loading series, its trend starts "
                   "afresh: {}",
-                  Describe(info_), loading.status().ToString());
+                  DescribeAgent(info_), loading.status().ToString());
   }
   if (string_table_ != nullptr) {
     auto strings = store_->ReadStringTable(info_.id, series_from, absl::InfiniteFuture(), 0);
@@ -147,7 +147,7 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
       spdlog::error(
           "agent {}: cannot read its stored string-table series, its interned-string trend "
           "starts afresh: {}",
-          Describe(info_), strings.status().ToString());
+          DescribeAgent(info_), strings.status().ToString());
     }
   }
   RefreshHeapLeakLocked();
@@ -163,7 +163,7 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
   spdlog::info(
       "agent {}: replayed {} stored snapshots of the last {} (of {} stored{}) in {:.1f} s: {} "
       "suspects in {} leaks",
-      Describe(info_), result.snapshots, FormatDurationText(horizon), times->size(),
+      DescribeAgent(info_), result.snapshots, FormatDurationText(horizon), times->size(),
       capped ? absl::StrFormat(", capped at %d", max_snapshots) : "",
       absl::ToDoubleSeconds(absl::Now() - started), update.suspects.size(), update.leaks.size());
   if (replayed != nullptr) *replayed = result;
@@ -181,7 +181,7 @@ WatchUpdate AgentWatch::IngestHistogram(const Snapshot& snapshot) {
   WatchUpdate update = UpdateLocked(observed);
   LogChangesLocked(update);
   if (failing_) {
-    spdlog::info("agent {}: collections succeed again", Describe(info_));
+    spdlog::info("agent {}: collections succeed again", DescribeAgent(info_));
     failing_ = false;
   }
   return update;
@@ -196,7 +196,7 @@ WatchUpdate AgentWatch::IngestLiveSet(const LiveSetPoint& point) {
     if (const auto& g = update.live_set_growth) {
       spdlog::warn("agent {}: its live set keeps growing ({:.0f} bytes/s on the {} time scale, "
                    "now {} bytes){}",
-                   Describe(info_), g->growth_bytes_per_second,
+                   DescribeAgent(info_), g->growth_bytes_per_second,
                    ScaleText(g->time_scale, "every-point"), g->bytes,
                    update.exhaustion.has_value()
                        ? absl::StrCat(", the heap runs out in about ",
@@ -204,7 +204,7 @@ WatchUpdate AgentWatch::IngestLiveSet(const LiveSetPoint& point) {
                                           absl::ToDoubleSeconds(update.exhaustion->estimate)))))
                        : "");
     } else {
-      spdlog::info("agent {}: its live set no longer grows", Describe(info_));
+      spdlog::info("agent {}: its live set no longer grows", DescribeAgent(info_));
     }
     live_set_growing_ = update.live_set_growth.has_value();
   }
@@ -249,9 +249,9 @@ WatchUpdate AgentWatch::SetAccumulationPoints(
 void AgentWatch::SetFailing(bool failing, std::string_view reason) {
   std::lock_guard<std::mutex> lock(mu_);
   if (failing && !failing_) {
-    spdlog::warn("agent {}: collection failed, retrying with backoff: {}", Describe(info_), reason);
+    spdlog::warn("agent {}: collection failed, retrying with backoff: {}", DescribeAgent(info_), reason);
   } else if (failing) {
-    spdlog::debug("agent {}: collection failed again: {}", Describe(info_), reason);
+    spdlog::debug("agent {}: collection failed again: {}", DescribeAgent(info_), reason);
   }
   failing_ = failing;
 }
@@ -376,7 +376,7 @@ void AgentWatch::AttributeLocked() {
   if (!named.has_value()) return;
   spdlog::info("agent {}: the live set's growth ({:.0f} bytes/s) is carried by {} ({:.0f} % of "
                "it, from {} histograms over {})",
-               Describe(info_), g,
+               DescribeAgent(info_), g,
                absl::StrJoin(named->classes, ", ",
                              [](std::string* out, const diff::LeakClass& c) {
                                absl::StrAppend(out, c.class_name);
@@ -512,14 +512,14 @@ void AgentWatch::LogChangesLocked(const WatchUpdate& update) {
       spdlog::info(
           "agent {}: class {} is a leak suspect in leak {} (grows {:.0f} bytes/s, {:.0f} "
           "instances/s on the {} time scale, now {} bytes in {} instances, score {:.2f})",
-          Describe(info_), s.class_name, s.leak, s.growth_bytes_per_second,
+          DescribeAgent(info_), s.class_name, s.leak, s.growth_bytes_per_second,
           s.growth_instances_per_second, ScaleText(s.time_scale, "every-snapshot"), s.bytes,
           s.instances, s.score);
     }
   }
   for (const std::string& name : suspect_names_) {
     if (!names.contains(name)) {
-      spdlog::info("agent {}: class {} is no longer a leak suspect", Describe(info_), name);
+      spdlog::info("agent {}: class {} is no longer a leak suspect", DescribeAgent(info_), name);
     }
   }
   suspect_names_ = std::move(names);
@@ -541,19 +541,19 @@ void AgentWatch::LogChangesLocked(const WatchUpdate& update) {
   for (const diff::Leak& l : update.leaks) {
     auto before = logged_leaks_.find(l.id);
     if (before == logged_leaks_.end()) {
-      spdlog::warn("agent {}: {} is a leak: {}", Describe(info_), describe(l),
+      spdlog::warn("agent {}: {} is a leak: {}", DescribeAgent(info_), describe(l),
                    l.classes.empty() ? l.detail : absl::StrJoin(class_names(l), ", "));
     } else if (class_names(before->second) != class_names(l) ||
                before->second.main_class != l.main_class ||
                before->second.accumulation_point != l.accumulation_point) {
-      spdlog::info("agent {}: {} changed: {}", Describe(info_), describe(l),
+      spdlog::info("agent {}: {} changed: {}", DescribeAgent(info_), describe(l),
                    absl::StrJoin(class_names(l), ", "));
     }
     now[l.id] = l;
   }
   for (const auto& [id, l] : logged_leaks_) {
     if (!now.contains(id)) {
-      spdlog::info("agent {}: leak {} ({}) is no longer a leak", Describe(info_), id,
+      spdlog::info("agent {}: leak {} ({}) is no longer a leak", DescribeAgent(info_), id,
                    l.main_class.empty() ? l.kind : l.main_class);
     }
   }

@@ -66,6 +66,9 @@ inline constexpr std::string_view kLiveSetSeries = "<live set>";
 // flagged for a moment then (tests/daemon/agent_watch_test.cc); eight see the plateau.
 diff::LeakOptions LiveSetTrendOptions(const diff::LeakOptions& trend);
 
+// "<id> (pid <pid>, <main class>)": how logs name an agent.
+std::string DescribeAgent(const AgentInfo& info);
+
 struct AgentWatchOptions {
   diff::LeakOptions trend;
   // Classes exported per agent besides the suspects (exporter.top_classes).

@@ -100,10 +100,7 @@ CollectionResult ClassifyAttachError(const Status& s) {
                                                          : CollectionResult::kAttachError;
 }
 
-std::string Describe(const AgentInfo& info) {
-  return absl::StrFormat("%s (pid %d, %s)", info.id.value, info.pid,
-                         info.main_class.empty() ? "unknown main class" : info.main_class);
-}
+std::string Describe(const AgentInfo& info) { return DescribeAgent(info); }
 
 // Process identity used by discovery: (pid, start ticks) names one process for its whole life.
 using ProcessKey = std::pair<int64_t, uint64_t>;
