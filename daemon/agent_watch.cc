@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "daemon/config.h"
 #include "daemon/escalation_policy.h"
+#include "diff/trend_stats.h"
 #include "spdlog/spdlog.h"
 
 namespace heapwatch::daemon {
@@ -225,6 +227,11 @@ bool AgentWatch::IngestUpperBound(absl::Time time, uint64_t bytes, uint64_t max_
   std::lock_guard<std::mutex> lock(mu_);
   last_reading_ = std::max(last_reading_, time);
   probe_.ObserveUpperBound(time, bytes, max_bytes);
+  if (growth_pending_) {
+    // The wait for a full collection may have run out.
+    AcceptGrowthLocked(last_reading_);
+    RefreshHeapLeakLocked();
+  }
   return WantsConfirmationLocked();
 }
 
@@ -271,6 +278,7 @@ bool AgentWatch::WantsConfirmation() const {
 
 bool AgentWatch::WantsConfirmationLocked() const {
   if (heap_leak_.has_value()) return alias_.empty() && !heap_leak_->attribution.has_value();
+  if (growth_pending_) return true;  // a full collection is wanted to accept the growth
   // Not flagged yet: the probe decides (a growing live set already flagged needs no more points).
   return !live_set_growth_.has_value() &&
          probe_.Wants(last_reading_) != GrowthProbe::Want::kNothing;
@@ -308,11 +316,60 @@ void AgentWatch::ObserveLiveSetLocked(const LiveSetPoint& point) {
     recent_points_.erase(recent_points_.begin(),
                          recent_points_.end() - static_cast<ptrdiff_t>(options_.forecast.max_points));
   }
-  live_set_growth_ = live_set_detector_->SuspectFor(kLiveSetSeries);
+  trend_growth_ = live_set_detector_->SuspectFor(kLiveSetSeries);
+  AcceptGrowthLocked(last_reading_);
+}
+
+void AgentWatch::AcceptGrowthLocked(absl::Time now) {
+  live_set_growth_.reset();
   exhaustion_.reset();
-  if (live_set_growth_.has_value()) {
-    exhaustion_ = diff::ForecastHeapExhaustion(recent_points_, options_.forecast);
+  growth_pending_ = false;
+  if (!trend_growth_.has_value()) return;
+  const LiveSetPoint* newest = nullptr;  // the newest full collection
+  bool full_before = false;              // a full collection before the trend flagged the growth
+  for (const LiveSetPoint& p : recent_points_) {
+    if (p.source != LiveSetSource::kFullGc) continue;
+    // One in the few minutes before: this JVM gets full collections (live histograms fit).
+    if (p.time < trend_growth_->first_seen && p.time >= trend_growth_->first_seen - kFullGcRecent) {
+      full_before = true;
+    }
+    newest = &p;
   }
+  if (newest == nullptr || newest->time < trend_growth_->first_seen) {
+    if (full_before && now - trend_growth_->first_seen < kFullGcWait) {
+      growth_pending_ = true;
+      return;
+    }
+  } else {
+    // The growth the full collections show (Theil-Sen slope of every one among the recent exact
+    // points) against the growth the other points claim over the same span (their Theil-Sen
+    // slope; the trend's when fewer than two).
+    std::vector<double> full_t, full_v, other_t, other_v, scratch;
+    for (const LiveSetPoint& p : recent_points_) {
+      if (p.source == LiveSetSource::kFullGc) {
+        full_t.push_back(absl::ToDoubleSeconds(p.time - info_.start_time));
+        full_v.push_back(static_cast<double>(p.live_bytes));
+      }
+    }
+    for (const LiveSetPoint& p : recent_points_) {
+      const double t = absl::ToDoubleSeconds(p.time - info_.start_time);
+      if (p.source != LiveSetSource::kFullGc && t >= full_t.front() - 60 && t <= full_t.back() + 60) {
+        other_t.push_back(t);
+        other_v.push_back(static_cast<double>(p.live_bytes));
+      }
+    }
+    if (full_t.size() >= 2) {
+      const double shown = diff::TheilSenSlope(full_t, full_v, &scratch);
+      const double claimed = other_t.size() >= 2 ? diff::TheilSenSlope(other_t, other_v, &scratch)
+                                                 : trend_growth_->growth_bytes_per_second;
+      const double span = full_t.back() - full_t.front();
+      const double slack =
+          std::max(double{1 << 20}, 0.02 * static_cast<double>(newest->max_bytes));
+      if (shown < 0.5 * claimed && (claimed - shown) * span >= slack) return;  // refuted
+    }
+  }
+  live_set_growth_ = trend_growth_;
+  exhaustion_ = diff::ForecastHeapExhaustion(recent_points_, options_.forecast);
 }
 
 void AgentWatch::RefreshHeapLeakLocked() {

@@ -170,6 +170,19 @@ class AgentWatch {
   WatchUpdate UpdateLocked(bool with_exported) const;
   bool WantsConfirmationLocked() const;
   void ObserveLiveSetLocked(const LiveSetPoint& point);
+  // Accepts the live-set trend's suspect (trend_growth_) as live_set_growth_, or not, at `now`:
+  // concurrent-cycle points hold the garbage G1's mixed phase left, which grows with the committed
+  // heap (a healthy 256 MiB JVM's mixed-phase minima climbed 30 -> 86 MiB while its full
+  // collections read 18-27 MiB). So on a JVM whose recent exact points include full collections
+  // (where live histograms fit the budget), growth is accepted only once a full collection after
+  // the trend flagged it (and one in the kFullGcRecent before) agrees: the Theil-Sen slope of the
+  // full collections among the recent exact points is at least half that of the other points over
+  // the same span, or short of it by less than max(1 MiB, 2 % of the heap) over that span. Until one comes (histograms are wanted sooner meanwhile) it is pending, for
+  // at most kFullGcWait; a JVM without full collections (a heap whose live histograms exceed the
+  // budget) is taken at the trend's word. Sets exhaustion_ too.
+  void AcceptGrowthLocked(absl::Time now);
+  static constexpr absl::Duration kFullGcWait = absl::Minutes(2);
+  static constexpr absl::Duration kFullGcRecent = absl::Minutes(5);
   // Starts or ends the heap leak from the live-set trend; joins a new class leak to it.
   void RefreshHeapLeakLocked();
   // Tries to name the heap leak's classes from the stored histograms.
@@ -188,7 +201,9 @@ class AgentWatch {
   std::vector<LiveSetPoint> recent_points_;  // guarded by mu_; the forecast's input
   GrowthProbe probe_;                        // guarded by mu_
   absl::Time last_reading_ = absl::InfinitePast();  // guarded by mu_; newest GC reading's time
-  std::optional<diff::Suspect> live_set_growth_;  // guarded by mu_
+  std::optional<diff::Suspect> trend_growth_;     // guarded by mu_; the trend's word
+  std::optional<diff::Suspect> live_set_growth_;  // guarded by mu_; accepted (AcceptGrowthLocked)
+  bool growth_pending_ = false;                   // guarded by mu_; waits for a full collection
   std::optional<diff::HeapExhaustion> exhaustion_;  // guarded by mu_
   std::optional<HeapLeak> heap_leak_;                // guarded by mu_
   // Suspect class -> accumulation point class of the newest analysed dump; guarded by mu_.

@@ -2,7 +2,9 @@
 // (zero pause), reported as a leak of kind "class_loader" next to the class-histogram leaks and
 // escalated like them.
 //
-// Input: ClassLoadingPoint readings (collectors/class_loading.h), one per histogram collection.
+// Input: ClassLoadingPoint readings (collectors/class_loading.h): the daemon's GC sampler reads an attach
+// agent's counters every min(15 s, collection.interval) (no pause), so a leak is not held back by the
+// pause budget's spacing of histograms.
 // Rule (docs/class-loaders.md): the agent's live class count (loaded - unloaded) goes through its
 // own diff::LeakDetector as one series, with the daemon's trend options (so the same warm-up,
 // significance, sustained-growth and still-growing tests; start-up class loading is a step that

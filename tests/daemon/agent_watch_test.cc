@@ -186,6 +186,43 @@ TEST_F(AgentWatchTest, HealthyLiveSetsAreQuiet) {
   EXPECT_FALSE(u.wants_confirmation);
 }
 
+// G1's mixed-phase minima climb on a healthy JVM as the heap is committed (seen: 30 -> 86 MiB
+// while full collections read 18-27 MiB): the full collections refute the growth, so no leak and
+// no forecast. Then a real leak, which the full collections confirm, is listed.
+TEST_F(AgentWatchTest, FullCollectionsRefuteClimbingMixedPhaseMinima) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> full(18.0 * kMiB, 27.0 * kMiB);
+  auto watch = NewWatch();
+  WatchUpdate u;
+  double t = 0;
+  bool flagged_by_trend = false;
+  for (int i = 0; i < 57; ++i, t += 20) {
+    if (i % 4 == 3) {
+      u = LiveSet(*watch, t - 1, static_cast<uint64_t>(full(rng)), LiveSetSource::kFullGc);
+    } else {
+      u = LiveSet(*watch, t, static_cast<uint64_t>((30.0 + i) * kMiB));
+    }
+    flagged_by_trend |= u.wants_confirmation;
+    EXPECT_TRUE(u.leaks.empty()) << "t=" << t;
+    EXPECT_FALSE(u.exhaustion.has_value()) << "t=" << t;
+  }
+  // The climb is steep enough that the trend alone flagged it (the test would not test the
+  // refutation otherwise).
+  EXPECT_TRUE(flagged_by_trend);
+  // A leak of 0.5 MiB/s: concurrent-cycle and full-collection points rise together.
+  double live = 25.0 * kMiB;
+  bool listed = false;
+  for (int i = 0; i < 30 && !listed; ++i, t += 20) {
+    live += 10.0 * kMiB;
+    u = LiveSet(*watch, t, static_cast<uint64_t>(live + 4.0 * kMiB));
+    if (i % 3 == 2) u = LiveSet(*watch, t + 1, static_cast<uint64_t>(live), LiveSetSource::kFullGc);
+    listed = !u.leaks.empty();
+  }
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(u.leaks[0].kind, "heap");
+  EXPECT_TRUE(u.exhaustion.has_value());
+}
+
 // A class leak flagged by the class detector before the live set: the live set's growth is that
 // leak's; no second leak, and the forecast goes on it.
 TEST_F(AgentWatchTest, AClassLeakFlaggedFirstCarriesTheForecast) {
