@@ -24,6 +24,10 @@ PauseBudget::PauseBudget(const PauseBudgetOptions& options, absl::Time start)
 
 absl::Duration PauseBudget::Cap() const { return options_.credit_window * options_.fraction; }
 
+absl::Duration PauseBudget::Advance() const {
+  return std::max(options_.credit_window, options_.confirmation_window) * options_.fraction;
+}
+
 absl::Duration PauseBudget::Credit(absl::Time now) const {
   if (now <= credit_time_) return credit_;
   return std::min(Cap(), credit_ + (now - credit_time_) * options_.fraction);
@@ -156,27 +160,29 @@ PausePlan PauseBudget::Plan(absl::Time now, absl::Time due_since, absl::Duration
 PausePlan PauseBudget::PlanConfirmation(absl::Time now, bool natural_gc, uint64_t post_gc_bytes,
                                         uint64_t heap_used_bytes) const {
   PausePlan plan;
-  const absl::Duration credit = Credit(now) + Cap();  // one window in advance
+  const absl::Duration advance = Advance();
+  const absl::Duration credit = Credit(now) + advance;  // the confirmation window in advance
   auto fits_at = [&](absl::Duration cost) {
-    const absl::Duration need = std::min(cost, Cap());
+    const absl::Duration need = std::min(cost, advance);
     return credit >= need ? now : now + (need - credit) / options_.fraction;
   };
   const absl::Duration all = EstimatedCost(HistogramMode::kAll, post_gc_bytes, heap_used_bytes);
   const absl::Duration after_gc =
       EstimatedCost(HistogramMode::kAllAfterGc, post_gc_bytes, heap_used_bytes);
   const absl::Duration live = EstimatedCost(HistogramMode::kLive, post_gc_bytes, heap_used_bytes);
-  if (natural_gc && fits_at(after_gc) <= now) {
-    plan.mode = HistogramMode::kAllAfterGc;
-  } else if (live <= Cap() && fits_at(live) <= now) {
+  if (live <= advance && fits_at(live) <= now) {
     plan.mode = HistogramMode::kLive;
+  } else if (natural_gc && fits_at(after_gc) <= now) {
+    plan.mode = HistogramMode::kAllAfterGc;
   } else if (fits_at(all) <= now) {
     plan.mode = HistogramMode::kAll;
   } else {
-    plan.retry_at = std::min(fits_at(all), live <= Cap() ? fits_at(live) : absl::InfiniteFuture());
+    plan.retry_at =
+        std::min(fits_at(all), live <= advance ? fits_at(live) : absl::InfiniteFuture());
     plan.note = absl::StrFormat(
-        "confirming a leak: the next histogram waits for the pause budget (%.3g%%, one window "
+        "confirming a leak: the next histogram waits for the pause budget (%.3g%%, %s of it "
         "spent in advance): -all pauses about %s, live about %s",
-        options_.fraction * 100, Seconds(all), Seconds(live));
+        options_.fraction * 100, Seconds(advance), Seconds(all), Seconds(live));
   }
   return plan;
 }

@@ -54,6 +54,10 @@ struct PauseBudgetOptions {
   // Credit accrues for at most this long (collection.pause_budget_window): an idle period does not
   // buy a burst of pauses later.
   absl::Duration credit_window = absl::Minutes(10);
+  // A leak being confirmed (PlanConfirmation) may spend this window's budget in advance
+  // (collection.confirmation_window; 1 h at 0.1 % = 3.6 s): enough for one or two live histograms
+  // of a 2 GiB heap, repaid before any later histogram. Never less than credit_window.
+  absl::Duration confirmation_window = absl::Hours(1);
   // Longest time between two histograms (collection.max_interval); see "over budget" above.
   absl::Duration max_interval = absl::Hours(6);
   // Pause priors per GB of heap, used until a mode has been measured on this agent (seconds per
@@ -126,6 +130,8 @@ class PauseBudget {
 
  private:
   absl::Duration Cap() const;
+  // What a confirmation may spend in advance (see PlanConfirmation).
+  absl::Duration Advance() const;
   // The smallest estimated pause over the modes.
   absl::Duration CheapestCost(uint64_t post_gc_bytes, uint64_t heap_used_bytes) const;
   // The interval at which one pause of `cost` a time keeps the budget, within [interval,

@@ -284,6 +284,24 @@ bool AgentWatch::WantsConfirmationLocked() const {
          probe_.Wants(last_reading_) != GrowthProbe::Want::kNothing;
 }
 
+absl::Duration AgentWatch::ConfirmationSpacing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!heap_leak_.has_value() || !live_set_growth_.has_value()) return kMinConfirmationSpacing;
+  const double g = exhaustion_.has_value() ? exhaustion_->growth_bytes_per_second
+                                           : live_set_growth_->growth_bytes_per_second;
+  uint64_t live = 0;
+  for (auto it = recent_points_.rbegin(); it != recent_points_.rend(); ++it) {
+    if (it->source != LiveSetSource::kYoungUpperBound) {
+      live = it->live_bytes;
+      break;
+    }
+  }
+  if (live == 0 && !recent_points_.empty()) live = recent_points_.back().live_bytes;
+  if (!(g > 0) || live == 0) return kMinConfirmationSpacing;
+  const absl::Duration spacing = absl::Seconds(kConfirmationGrowth * static_cast<double>(live) / g);
+  return std::clamp(spacing, kMinConfirmationSpacing, kMaxConfirmationSpacing);
+}
+
 std::string AgentWatch::WhySooner() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (heap_leak_.has_value()) {

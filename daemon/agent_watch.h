@@ -152,6 +152,16 @@ class AgentWatch {
   // Whether histograms are wanted sooner than the interval: a heap leak waits for its classes, or
   // the growth probe wants exact live-set points.
   bool WantsConfirmation() const;
+  // How long after the last histogram the next one is wanted when WantsConfirmation: for a heap
+  // leak waiting for its classes, the time the live set takes to grow by kConfirmationGrowth of
+  // its newest exact reading at the measured growth (two histograms that far apart show the leak's
+  // classes above the churn: diff/leak_attribution.h asks 5 % of one interval), within
+  // [kMinConfirmationSpacing, kMaxConfirmationSpacing]; for the growth probe's exact points,
+  // kMinConfirmationSpacing. The pause budget still decides when each histogram may start.
+  absl::Duration ConfirmationSpacing() const;
+  static constexpr double kConfirmationGrowth = 0.06;
+  static constexpr absl::Duration kMinConfirmationSpacing = absl::Seconds(10);
+  static constexpr absl::Duration kMaxConfirmationSpacing = absl::Minutes(10);
   // Why histograms are wanted sooner, for logs: the heap leak's or the growth probe's state.
   std::string WhySooner() const;
   // The current state without ingesting anything.

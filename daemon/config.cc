@@ -357,6 +357,7 @@ FieldMap TopLevelFields(Config* c) {
                          {"all_objects", FilterField(&col->all_objects)},
                          {"pause_budget", DoubleField(&col->pause_budget, 1e-6, 1)},
                          {"pause_budget_window", DurationField(&col->pause_budget_window)},
+                         {"confirmation_window", DurationField(&col->confirmation_window)},
                          {"max_interval", DurationField(&col->max_interval)},
                          {"gc_sample_interval", DurationField(&col->gc_sample_interval)},
                          {"string_table_interval", DurationField(&col->string_table_interval)},
@@ -505,6 +506,9 @@ Status ValidateConfig(const Config& c) {
   if (col.pause_budget_window < absl::Seconds(1)) {
     return fail("collection.pause_budget_window", "must be >= 1s");
   }
+  if (col.confirmation_window < absl::Seconds(1)) {
+    return fail("collection.confirmation_window", "must be >= 1s");
+  }
   if (col.max_interval < absl::Seconds(1)) {
     return fail("collection.max_interval", "must be >= 1s (below collection.interval it is raised to it)");
   }
@@ -597,6 +601,7 @@ std::string ConfigToYaml(const Config& c) {
   EmitFilter(out, "all_objects", col.all_objects);
   out << YAML::Key << "pause_budget" << YAML::Value << FormatDouble(col.pause_budget);
   out << YAML::Key << "pause_budget_window" << YAML::Value << dur(col.pause_budget_window);
+  out << YAML::Key << "confirmation_window" << YAML::Value << dur(col.confirmation_window);
   out << YAML::Key << "max_interval" << YAML::Value << dur(col.max_interval);
   out << YAML::Key << "gc_sample_interval" << YAML::Value << dur(col.gc_sample_interval);
   out << YAML::Key << "string_table_interval" << YAML::Value << dur(col.string_table_interval);

@@ -459,18 +459,16 @@ struct Daemon::Impl {
     agents.Update(id, [&](AgentStatus& s) { ApplyUpdate(update, &s); });
   }
 
-  // Time between two histograms wanted sooner (AgentWatch::WantsConfirmation: exact live-set
-  // points for the growth probe, or a heap leak whose classes are not named yet): long enough for
-  // a leak to grow between them, short enough to name it within minutes. The pause budget
-  // (AgentCost::PlanConfirmation) still decides when each may start.
-  static constexpr absl::Duration kConfirmationSpacing = absl::Seconds(10);
-
-  // Histograms are wanted sooner: the attach agent's next one is brought forward to
-  // kConfirmationSpacing after the last one. REQUIRES: mu held.
+  // Histograms are wanted sooner (AgentWatch::WantsConfirmation: exact live-set points for the
+  // growth probe, or a heap leak whose classes are not named yet): the attach agent's next one is
+  // brought forward to AgentWatch::ConfirmationSpacing after the last one (long enough for the leak
+  // to show between them); the pause budget (AgentCost::PlanConfirmation) still decides when it
+  // may start. REQUIRES: mu held.
   void RequestConfirmationLocked(const AgentId& id, const Runtime& rt) {
     if (rt.info.kind != AgentKind::kLocalAttach) return;  // a registered agent plans its own
     const absl::Time last = rt.cost->last_start();
-    const absl::Time at = last == absl::InfinitePast() ? absl::Now() : last + kConfirmationSpacing;
+    const absl::Time at =
+        last == absl::InfinitePast() ? absl::Now() : last + rt.watch->ConfirmationSpacing();
     if (scheduler.DueBy(id, at)) {
       spdlog::debug("agent {}: next histogram brought forward to {} ({})", Describe(rt.info),
                     absl::FormatTime(at), rt.watch->WhySooner());
@@ -621,6 +619,7 @@ struct Daemon::Impl {
     PauseBudgetOptions o;
     o.fraction = config.collection.pause_budget;
     o.credit_window = config.collection.pause_budget_window;
+    o.confirmation_window = config.collection.confirmation_window;
     o.max_interval = std::max(config.collection.max_interval, config.collection.interval);
     return o;
   }

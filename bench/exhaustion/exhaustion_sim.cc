@@ -186,7 +186,7 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
       }
     }
     if (watch.WantsConfirmation() && last_start != absl::InfinitePast()) {
-      next_due = std::min(next_due, last_start + absl::Seconds(10));
+      next_due = std::min(next_due, last_start + watch.ConfirmationSpacing());
     }
     if (t >= next_due) {
       const uint64_t post = static_cast<uint64_t>(live_at);
@@ -211,7 +211,7 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
         w = histogram(t + absl::Milliseconds(2), mode, live_at, pause);
         have = true;
         next_due = t + interval * (0.9 + 0.2 * u(rng));
-        if (watch.WantsConfirmation()) next_due = std::min(next_due, t + absl::Seconds(10));
+        if (watch.WantsConfirmation()) next_due = std::min(next_due, t + watch.ConfirmationSpacing());
       } else {
         next_due = plan.retry_at;
       }

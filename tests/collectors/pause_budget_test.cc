@@ -211,6 +211,36 @@ TEST(PauseBudget, EstimatesFollowIncreasesAtOnceAndDecreasesSlowly) {
   EXPECT_EQ(b.total(), absl::Milliseconds(2400));
 }
 
+// A leak being confirmed on a 2 GiB heap with 1 GiB live: a live histogram (1.5 s, over the 0.6 s
+// cap of Plan) is taken from the confirmation window's budget in advance (1 h at 0.1 % = 3.6 s);
+// two of them exhaust it, and the next waits until the debt is repaid. The pause spent up to any
+// time stays below fraction * elapsed + the advance + one collection.
+TEST(PauseBudget, AConfirmationSpendsTheConfirmationWindowInAdvance) {
+  PauseBudget b(Options(), t0);
+  const uint64_t live = kGiB, used = 3 * kGiB / 2;
+  absl::Time now = t0 + absl::Minutes(10);  // credit: the full 0.6 s cap
+  EXPECT_NE(b.Plan(now, now, absl::Minutes(1), false, live, used).mode, HistogramMode::kLive);
+  PausePlan p = b.PlanConfirmation(now, false, live, used);
+  ASSERT_EQ(p.mode, HistogramMode::kLive);
+  b.Spend(now, HistogramMode::kLive, absl::Milliseconds(1500));
+  now += absl::Seconds(10);
+  p = b.PlanConfirmation(now, false, live, used);
+  ASSERT_EQ(p.mode, HistogramMode::kLive);
+  b.Spend(now, HistogramMode::kLive, absl::Milliseconds(1500));
+  now += absl::Seconds(10);
+  // 3.0 s spent against 0.62 s accrued: a third live histogram would need 4.5 s of advance.
+  p = b.PlanConfirmation(now, false, live, used);
+  EXPECT_NE(p.mode, HistogramMode::kLive);
+  if (!p.mode.has_value()) EXPECT_GT(p.retry_at, now);
+  EXPECT_LE(b.total(), (now - t0) * 0.001 + absl::Seconds(3.6) + absl::Milliseconds(1500));
+  // A confirmation window shorter than the credit window falls back to the credit window.
+  PauseBudgetOptions short_window = Options();
+  short_window.confirmation_window = absl::Minutes(1);
+  PauseBudget c(short_window, t0);
+  EXPECT_NE(c.PlanConfirmation(t0 + absl::Minutes(10), false, live, used).mode,
+            HistogramMode::kLive);
+}
+
 // The guarantee of the header: simulated days of a JVM whose histogram pauses vary (and some
 // extended dumps), collected whenever the budget lets them; at every collection's start the pause
 // spent before it is at most fraction * elapsed, so the total never exceeds the budget by more

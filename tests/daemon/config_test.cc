@@ -79,6 +79,7 @@ collection:
     exclude: [com.example.Batch]
   pause_budget: 0.005
   pause_budget_window: 30m
+  confirmation_window: 2h
   max_interval: 2h
   gc_sample_interval: 500ms
 watch:
@@ -156,6 +157,7 @@ escalation:
   EXPECT_FALSE(c.collection.all_objects.Matches("org.other.Main"));
   EXPECT_EQ(c.collection.pause_budget, 0.005);
   EXPECT_EQ(c.collection.pause_budget_window, absl::Minutes(30));
+  EXPECT_EQ(c.collection.confirmation_window, absl::Hours(2));
   EXPECT_EQ(c.collection.max_interval, absl::Hours(2));
   EXPECT_EQ(c.collection.gc_sample_interval, absl::Milliseconds(500));
   EXPECT_FALSE(c.watch.agents.Matches("org.gradle.launcher.daemon.bootstrap.GradleDaemon"));
@@ -294,6 +296,9 @@ TEST(Config, ValidateRejectsInconsistentValues) {
   c = Config();
   c.collection.pause_budget_window = absl::Milliseconds(10);
   EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.pause_budget_window"));
+  c = Config();
+  c.collection.confirmation_window = absl::Milliseconds(10);
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.confirmation_window"));
   c = Config();
   c.collection.gc_sample_interval = absl::Milliseconds(10);
   EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("collection.gc_sample_interval"));
