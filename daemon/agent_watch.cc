@@ -512,9 +512,14 @@ WatchUpdate AgentWatch::UpdateLocked(bool with_exported) const {
           "of the live set's %s/s",
           a->histograms, FormatDurationText(a->to - a->from), a->explained * 100,
           FormatBytes(static_cast<uint64_t>(live_set_growth_->growth_bytes_per_second)));
-      for (const diff::LeakClass& c : a->classes) {
+      for (size_t i = 0; i < a->classes.size(); ++i) {
+        const diff::LeakClass& c = a->classes[i];
         diff::Suspect s;
         s.class_name = c.class_name;
+        if (i < a->instances.size()) {
+          s.instances = a->instances[i];
+          s.growth_instances_per_second = a->instances_per_second[i];
+        }
         s.score = std::min(1.0, a->explained);
         s.first_seen = heap_leak_->first_seen;
         s.growth_bytes_per_second = c.growth_bytes_per_second;

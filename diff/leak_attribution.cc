@@ -123,6 +123,9 @@ std::optional<Attribution> AttributeLiveSetGrowth(std::span<const Snapshot> hist
     Attribution out;
     for (const Candidate* c : members) {
       out.classes.push_back({*c->name, c->series->bytes[k], c->rate});
+      out.instances.push_back(c->series->instances[k]);
+      out.instances_per_second.push_back(
+          static_cast<double>(c->series->instances[k] - c->series->instances[0]) / span);
     }
     out.growth_bytes_per_second = sum;
     out.explained = sum / g;

@@ -67,6 +67,10 @@ struct AttributionOptions {
 
 struct Attribution {
   std::vector<LeakClass> classes;  // by growth rate descending; bytes of the newest histogram
+  // Per class of `classes` (same order): its instances in the newest histogram and their growth
+  // over the span (instances/s).
+  std::vector<uint64_t> instances;
+  std::vector<double> instances_per_second;
   double growth_bytes_per_second = 0;  // the named classes' rates added up
   double explained = 0;  // that sum / the live set's growth
   absl::Time from, to;   // times of the first and the newest histogram used

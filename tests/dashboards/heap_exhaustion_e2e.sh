@@ -12,10 +12,23 @@
 # pending. A user who runs heapwatch as shipped is paged in time to act on a leak that kills a JVM within
 # minutes, and is told which class leaks.
 #
-# Usage: heap_exhaustion_e2e.sh HEAPWATCHD HEAPWATCHCTL RULES_YML JAVA_SRC_DIR
+# The same on a real application (with REALAPP_DIR): the leaking JVM is Debian's Tomcat 10 running the shop
+# webapp of tests/e2e/realapp in its leak mode (every visitor's HTTP session, with its ShoppingCart, is kept
+# forever), -Xmx128m, under wrk (HEAPWATCH_E2E_WRK_CONNECTIONS connections, each pausing
+# HEAPWATCH_E2E_WRK_DELAY_MS after every response; no cookies: every request is a new visitor); the healthy
+# one is a second Tomcat with the same webapp in its healthy mode (sessions invalidated) under the same load.
+# The leak starts with the load (t=0); the leaking Tomcat runs with -XX:+ExitOnOutOfMemoryError and an
+# -XX:OnOutOfMemoryError command that prints "OOM <epoch-ms>". The class to name is
+# org.heapwatch.e2e.ShoppingCart (or Tomcat's StandardSession that holds it).
+#
+# Usage: heap_exhaustion_e2e.sh HEAPWATCHD HEAPWATCHCTL RULES_YML JAVA_SRC_DIR [REALAPP_DIR]
 #   JAVA_SRC_DIR holds HeapExhaustionApp.java, HealthyApp.java and TestSupport.java (tests/e2e/java).
+#   REALAPP_DIR  tests/e2e/realapp: run the Tomcat variant (needs tomcat10, wrk: scripts/deps.sh)
 #   HEAPWATCH_E2E_LEAK_RATE      HeapExhaustionApp's --bytes-per-second (default 1100000: OOM ~4 min after the start)
-#   HEAPWATCH_E2E_OOM_TIMEOUT    seconds after the leak start by which the JVM must have died (default 360)
+#   HEAPWATCH_E2E_OOM_TIMEOUT    seconds after the leak start by which the JVM must have died (default 360;
+#                                Tomcat: 600)
+#   HEAPWATCH_E2E_WRK_CONNECTIONS, HEAPWATCH_E2E_WRK_DELAY_MS  the Tomcat load (defaults 8 and 20:
+#                                the live set grew 276 KB/s, OOM 390 s after the load started, 2026-12-05)
 #   HEAPWATCH_E2E_MIN_LEAD       seconds the critical alert must fire before the OOM (default 60)
 #
 # Steps:
@@ -45,10 +58,25 @@ heapwatchd=${1:?usage: $0 HEAPWATCHD HEAPWATCHCTL RULES_YML JAVA_SRC_DIR}
 heapwatchctl=${2:?}
 rules=$(realpath "${3:?}")  # Prometheus resolves rule_files relative to its configuration file
 java_src=${4:?}
+realapp=${5:-}
 leak_rate=${HEAPWATCH_E2E_LEAK_RATE:-1100000}
-oom_timeout_s=${HEAPWATCH_E2E_OOM_TIMEOUT:-360}
 min_lead_s=${HEAPWATCH_E2E_MIN_LEAD:-60}
-app_class_re='^HeapExhaustionApp([$.]|$)'  # the leaking application's own classes (default package)
+if [[ -z $realapp ]]; then
+  oom_timeout_s=${HEAPWATCH_E2E_OOM_TIMEOUT:-360}
+  app_class_re='^HeapExhaustionApp([$.]|$)'  # the leaking application's own classes (default package)
+  leaky_label=HeapExhaustionApp healthy_label=HealthyApp heap=256m
+  leaky_log_name=exhaustion.log
+  leak_what="leaking at $leak_rate bytes/s"
+else
+  oom_timeout_s=${HEAPWATCH_E2E_OOM_TIMEOUT:-600}
+  # The webapp's record class, or Tomcat's session that holds it.
+  app_class_re='^(org\.heapwatch\.e2e\.ShoppingCart|org\.apache\.catalina\.session\.StandardSession)$'
+  leaky_label="Tomcat (leaking sessions)" healthy_label="Tomcat (healthy)" heap=128m
+  leaky_log_name=tomcat-leak.log
+  wrk_connections=${HEAPWATCH_E2E_WRK_CONNECTIONS:-8}
+  wrk_delay_ms=${HEAPWATCH_E2E_WRK_DELAY_MS:-20}
+  leak_what="under wrk -c$wrk_connections (${wrk_delay_ms} ms between requests per connection)"
+fi
 bad_alert_re='^Heapwatch(Leak|HeapExhaustion)'
 
 # shellcheck source=../e2e/e2e_lib.sh
@@ -60,13 +88,21 @@ promtool check rules "$rules" >/dev/null || fail "promtool check rules $rules fa
 
 # ---- 1. jars and heapwatchd at its defaults ---------------------------------------------------------------
 mkdir -p "$tmp/classes" "$tmp/data"
-javac -d "$tmp/classes" "$java_src/HeapExhaustionApp.java" "$java_src/HealthyApp.java" \
-  "$java_src/TestSupport.java"
-# Each program runs from a jar in this run's directory: its main class as heapwatchd sees it (the jar's path)
-# is unique to this run, so the watch filter ignores every other JVM on the machine.
-for app in HeapExhaustionApp HealthyApp; do
-  jar --create --file "$tmp/$app.jar" --main-class "$app" -C "$tmp/classes" .
-done
+if [[ -z $realapp ]]; then
+  javac -d "$tmp/classes" "$java_src/HeapExhaustionApp.java" "$java_src/HealthyApp.java" \
+    "$java_src/TestSupport.java"
+  # Each program runs from a jar in this run's directory: its main class as heapwatchd sees it (the jar's
+  # path) is unique to this run, so the watch filter ignores every other JVM on the machine.
+  for app in HeapExhaustionApp HealthyApp; do
+    jar --create --file "$tmp/$app.jar" --main-class "$app" -C "$tmp/classes" .
+  done
+else
+  for tool in wrk curl; do command -v "$tool" >/dev/null || fail "$tool is missing (scripts/deps.sh)"; done
+  servlet_api=/usr/share/tomcat10/lib/servlet-api.jar
+  [[ -f $servlet_api ]] || fail "Tomcat 10 is not installed (apt-get install tomcat10)"
+  # Each Tomcat runs as `java -jar $tmp/<name>/tomcat.jar` (tomcat_launch): the watch filter below matches it.
+  javac -nowarn -d "$tmp/classes" -cp "$servlet_api" "$realapp"/tomcat/src/org/heapwatch/e2e/*.java
+fi
 
 cat >"$tmp/heapwatchd.yml" <<EOF
 # Nothing but the watch filter: every other option is heapwatchd's shipped default.
@@ -133,6 +169,36 @@ log "prometheus ready at $prom_url (scrape and evaluation every 15s, rules: $rul
 query() { curl -sfG "$prom_url/api/v1/query" --data-urlencode "query=$1"; }
 
 # ---- 3. the two JVMs ---------------------------------------------------------------------------------------
+if [[ -n $realapp ]]; then
+  declare -A url
+  tomcat_opts=(-Xms64m "-Xmx$heap" -XX:+UseG1GC -Djava.awt.headless=true)
+  tomcat_shop tomcat-healthy healthy "$realapp" "$tmp/classes" "${tomcat_opts[@]}"
+  healthy_pid=${pid_of[tomcat-healthy]}
+  # HotSpot runs the OnOutOfMemoryError command with /bin/sh -c after expanding %% to %.
+  tomcat_shop tomcat-leak leak "$realapp" "$tmp/classes" "${tomcat_opts[@]}" -XX:+ExitOnOutOfMemoryError \
+    "-XX:OnOutOfMemoryError=date +'OOM %%s%%3N'"
+  leaky_pid=${pid_of[tomcat-leak]}
+  # When the leaking Tomcat ends (bash reaps its children, so kill -0 fails once it has exited).
+  ( while kill -0 "$leaky_pid" 2>/dev/null; do sleep 0.2; done; echo "- $(date +%s%3N)" >"$tmp/exhaustion.exit" ) &
+  pids+=($!)
+  up_deadline=$(($(date +%s) + 120))
+  for n in tomcat-healthy tomcat-leak; do
+    until curl -fs -o /dev/null "${url[$n]}?sku=1"; do
+      kill -0 "${pid_of[$n]}" 2>/dev/null || fail "$n exited at start-up; see $n.log"
+      (($(date +%s) < up_deadline)) || fail "$n does not answer ${url[$n]} within 120 s"
+      sleep 0.5
+    done
+  done
+  t0_ms=$(date +%s%3N)
+  for n in tomcat-healthy tomcat-leak; do
+    LOAD_PATH=/shop/cart LOAD_PARAMS=cart LOAD_DELAY_MS=$wrk_delay_ms \
+      wrk -t1 -c"$wrk_connections" -d"$((oom_timeout_s + 60))s" -s "$realapp/load.lua" \
+      "http://127.0.0.1:${port[$n]}/" >"$tmp/wrk-$n.txt" 2>&1 </dev/null &
+    pids+=($!)
+  done
+  t_start_ms=$t0_ms
+  log "Tomcat pids: leaking $leaky_pid, healthy $healthy_pid; load started at t=0 on both"
+else
 java -Xmx256m -XX:+UseG1GC -jar "$tmp/HealthyApp.jar" --max-seconds $((oom_timeout_s + 180)) \
   >"$tmp/healthy.log" 2>&1 &
 healthy_pid=$!
@@ -158,6 +224,7 @@ leaky_pid=$(sed -E 's/.* pid=([0-9]+).*/\1/' <<<"$start_line")
 pids+=("$leaky_pid")
 t_start_ms=$t0_ms  # log and elapsed count from the leak start from here on
 log "HeapExhaustionApp pid $leaky_pid leaks $leak_rate bytes/s from t=0; HealthyApp pid $healthy_pid"
+fi
 
 # Seconds of an epoch-ms time since the leak start, with one decimal (negative before it).
 rel() {
@@ -180,7 +247,7 @@ next_leaks_ms=0
 deadline_ms=$((t0_ms + oom_timeout_s * 1000))
 while [[ ! -e $tmp/exhaustion.exit ]]; do
   (($(now_ms) <= deadline_ms)) ||
-    fail "HeapExhaustionApp did not die within ${oom_timeout_s}s of its leak start (is the heap bigger than 256 MiB?)"
+    fail "$leaky_label did not die within ${oom_timeout_s}s of its leak start (is the heap bigger than $heap?)"
 
   if [[ -z $leaky_agent || -z $healthy_agent ]]; then
     agents=$("${ctl[@]}" agents 2>/dev/null || echo '{}')
@@ -188,7 +255,7 @@ while [[ ! -e $tmp/exhaustion.exit ]]; do
     healthy_agent=$(jq -r --argjson p "$healthy_pid" '[.agents[]? | select(.pid == $p)][0].agent // empty' <<<"$agents")
     if [[ -n $leaky_agent && -n $healthy_agent ]]; then
       t_agents=$(elapsed)
-      log "heapwatchd watches both: HeapExhaustionApp=$leaky_agent HealthyApp=$healthy_agent"
+      log "heapwatchd watches both: $leaky_label=$leaky_agent $healthy_label=$healthy_agent"
     fi
   fi
 
@@ -281,17 +348,17 @@ done
 
 # ---- 5. when it died, the timeline, the verdict ---------------------------------------------------------------
 read -r exit_rc exit_ms <"$tmp/exhaustion.exit"
-oom_line=$(grep -m1 '^OOM ' "$tmp/exhaustion.log" || true)
+oom_line=$(grep -m1 '^OOM ' "$tmp/$leaky_log_name" || true)
 if [[ -n $oom_line ]]; then
   oom_ms=$(awk '{ print $2 }' <<<"$oom_line")
-elif grep -q 'java.lang.OutOfMemoryError' "$tmp/exhaustion.log"; then
+elif grep -q 'java.lang.OutOfMemoryError' "$tmp/$leaky_log_name"; then
   oom_ms=$exit_ms  # died of an OOM outside the app's handler: the exit time (at most ~0.1 s later)
 else
-  fail "HeapExhaustionApp exited with code $exit_rc at t=$(rel "$exit_ms") without an OutOfMemoryError"
+  fail "$leaky_label exited with code $exit_rc at t=$(rel "$exit_ms") without an OutOfMemoryError"
 fi
 [[ $oom_ms =~ ^[0-9]+$ ]] || fail "cannot parse the OOM line '$oom_line'"
 t_oom=$(rel "$oom_ms")
-log "HeapExhaustionApp died: ${oom_line:-OutOfMemoryError (exit code $exit_rc)}"
+log "$leaky_label died: ${oom_line:-OutOfMemoryError (exit code $exit_rc)}"
 alive_agent=$(jq -r '.agents[]? | select(.agent == "'"$healthy_agent"'") | .state' \
   <<<"$("${ctl[@]}" agents 2>/dev/null || echo '{}')")
 
@@ -315,10 +382,10 @@ if [[ -n $named_id && -n $heap_leak_id ]]; then
   if [[ $named_id == "$heap_leak_id" ]]; then same=", the heap leak's id"; else same=", not the heap leak's id $heap_leak_id"; fi
 fi
 ev "$t_named" "heapwatchctl leaks names ${named_main:-the leaking class}${named_id:+ (leak $named_id$same)}"
-ev "$t_oom" "OutOfMemoryError: HeapExhaustionApp dies"
-ev "$t_healthy_bad" "leak/exhaustion alert for HealthyApp ${healthy_bad:-}"
+ev "$t_oom" "OutOfMemoryError: $leaky_label dies"
+ev "$t_healthy_bad" "leak/exhaustion alert for $healthy_label ${healthy_bad:-}"
 echo
-echo "timeline (seconds; t=0: HeapExhaustionApp starts leaking at $leak_rate bytes/s into -Xmx256m;"
+echo "timeline (seconds; t=0: $leaky_label starts $leak_what into -Xmx$heap;"
 echo "          heapwatchd at its defaults: $defaults;"
 echo "          Prometheus scrapes and evaluates every 15s, rules unmodified):"
 printf '%s\n' "${events[@]}" | sed 's/^never\t/1e9\t/' | sort -s -t$'\t' -k1,1g | sed 's/^1e9\t/never\t/' |
@@ -352,7 +419,7 @@ fi
 if [[ -n $t_named ]] && (($(tenths "$t_named") < $(tenths "$t_oom"))); then
   echo "heapwatchctl leaks named $named_main at t=$t_named, $((($(tenths "$t_oom") - $(tenths "$t_named")) / 10))s before the OOM"
 else
-  failures+=("heapwatchctl leaks did not name a HeapExhaustionApp class before the OOM at t=$t_oom${t_listed:+ (it listed leak $listed_id, kind '$listed_kind', from t=$t_listed)}")
+  failures+=("heapwatchctl leaks did not name a class of $leaky_label ($app_class_re) before the OOM at t=$t_oom${t_listed:+ (it listed leak $listed_id, kind '$listed_kind', from t=$t_listed)}")
 fi
 [[ -z $healthy_bad ]] || failures+=("an alert names the healthy JVM's agent $healthy_agent at t=$t_healthy_bad: $healthy_bad")
 if ((${#failures[@]} > 0)); then

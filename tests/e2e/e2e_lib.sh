@@ -99,6 +99,30 @@ tomcat_launch() {
   pids+=("${pid_of[$name]}")
 }
 
+# tomcat_shop NAME MODE REALAPP_DIR CLASSES_DIR JVM_OPTION...: a CATALINA_BASE in $tmp/NAME (the package's
+# /etc/tomcat10 with a free loopback port, no shutdown port, no session persistence, no other webapps) with
+# the shop webapp of REALAPP_DIR/tomcat (its classes compiled into CLASSES_DIR) at /shop, in MODE leak
+# (sessions never expire) or healthy, started with tomcat_launch. Sets port[NAME], pid_of[NAME] and
+# url[NAME] (the cart's URL; the caller declares `url` as an associative array).
+tomcat_shop() {
+  local name=$1 mode=$2 src=$3 classes=$4 base=$tmp/$1 timeout=30
+  shift 4
+  [[ $mode == leak ]] && timeout=-1
+  mkdir -p "$base"/{logs,temp,work,webapps/shop/WEB-INF}
+  cp -r /etc/tomcat10 "$base/conf"
+  rm -rf "$base/conf/Catalina"
+  free_port "$name"
+  sed -i -e "s/<Connector port=\"8080\"/<Connector address=\"127.0.0.1\" port=\"${port[$name]}\"/" \
+         -e 's/<Server port="8005"/<Server port="-1"/' "$base/conf/server.xml"
+  grep -q "port=\"${port[$name]}\"" "$base/conf/server.xml" || fail "could not set the HTTP port in server.xml"
+  sed -i 's#^<Context>#<Context>\n    <Manager pathname="" />#' "$base/conf/context.xml"
+  cp -r "$classes" "$base/webapps/shop/WEB-INF/classes"
+  sed -e "s/@MODE@/$mode/g" -e "s/@SESSION_TIMEOUT@/$timeout/g" "$src/tomcat/WEB-INF/web.xml" \
+    >"$base/webapps/shop/WEB-INF/web.xml"
+  tomcat_launch "$name" "$base" "$@"
+  url[$name]=http://127.0.0.1:${port[$name]}/shop/cart
+}
+
 # start_heapwatchd BIN DIR [NAME]: writes DIR/heapwatchd.yml (data in DIR/data, gRPC and metrics on loopback
 # ports written to DIR/grpc.port and DIR/metrics.port) followed by the YAML on stdin, starts BIN on it in the
 # background (log $tmp/NAME.log, default heapwatchd), adds its pid to pids and sets hw_pid; then waits up to

@@ -124,25 +124,10 @@ if [[ -n $AGENT ]]; then
   want_kind=registered
 fi
 declare -A url leak_class  # port and pid_of: e2e_lib.sh
-# start_tomcat NAME MODE: a CATALINA_BASE in $tmp/NAME (the package's /etc/tomcat10 with our port, no
-# shutdown port, no session persistence, no other webapps) with the shop webapp at /shop.
+# start_tomcat NAME MODE: the shop webapp on Tomcat 10 (e2e_lib.sh, tomcat_shop).
 start_tomcat() {
-  local name=$1 mode=$2 base=$tmp/$1 timeout=30
-  [[ $mode == leak ]] && timeout=-1
-  mkdir -p "$base"/{logs,temp,work,webapps/shop/WEB-INF}
-  cp -r /etc/tomcat10 "$base/conf"
-  rm -rf "$base/conf/Catalina"
-  free_port "$name"
-  sed -i -e "s/<Connector port=\"8080\"/<Connector address=\"127.0.0.1\" port=\"${port[$name]}\"/" \
-         -e 's/<Server port="8005"/<Server port="-1"/' "$base/conf/server.xml"
-  grep -q "port=\"${port[$name]}\"" "$base/conf/server.xml" || fail "could not set the HTTP port in server.xml"
-  sed -i 's#^<Context>#<Context>\n    <Manager pathname="" />#' "$base/conf/context.xml"
-  cp -r "$tmp/classes-tomcat" "$base/webapps/shop/WEB-INF/classes"
-  sed -e "s/@MODE@/$mode/g" -e "s/@SESSION_TIMEOUT@/$timeout/g" "$src/tomcat/WEB-INF/web.xml" \
-    >"$base/webapps/shop/WEB-INF/web.xml"
-  tomcat_launch "$name" "$base" "${JVM_OPTS[@]}"
-  url[$name]=http://127.0.0.1:${port[$name]}/shop/cart
-  leak_class[$name]=org.heapwatch.e2e.ShoppingCart
+  tomcat_shop "$1" "$2" "$src" "$tmp/classes-tomcat" "${JVM_OPTS[@]}"
+  leak_class[$1]=org.heapwatch.e2e.ShoppingCart
 }
 # start_jetty NAME MODE: a JETTY_BASE in $tmp/NAME (modules server, http, deploy of the package's
 # JETTY_HOME) with the product pages webapp at /pages.
