@@ -330,6 +330,10 @@ void AgentWatch::ObserveLiveSetLocked(const LiveSetPoint& point) {
   s.histogram.rows.push_back({std::string(kLiveSetSeries), "", 1, point.live_bytes});
   if (!live_set_detector_->Observe(s)) return;  // out of time order
   recent_points_.push_back(point);
+  forecast_points_.push_back(point);
+  if (forecast_points_.size() > 2 * kForecastHistory) {
+    forecast_points_.erase(forecast_points_.begin(), forecast_points_.end() - kForecastHistory);
+  }
   if (recent_points_.size() > options_.forecast.max_points) {
     recent_points_.erase(recent_points_.begin(),
                          recent_points_.end() - static_cast<ptrdiff_t>(options_.forecast.max_points));
@@ -387,7 +391,11 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
     }
   }
   live_set_growth_ = trend_growth_;
-  exhaustion_ = diff::ForecastHeapExhaustion(recent_points_, options_.forecast);
+  // Over the window the trend flagged (its buckets' width times their number; the newest points on
+  // the every-point scale).
+  const absl::Duration span =
+      trend_growth_->time_scale * static_cast<double>(trend_growth_->window_size);
+  exhaustion_ = diff::ForecastHeapExhaustion(forecast_points_, options_.forecast, span);
 }
 
 void AgentWatch::RefreshHeapLeakLocked() {

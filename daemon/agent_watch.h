@@ -208,7 +208,11 @@ class AgentWatch {
   std::unique_ptr<diff::LeakDetector> live_set_detector_;  // guarded by mu_
   std::unique_ptr<ClassLoadingWatch> class_loading_;       // guarded by mu_
   std::unique_ptr<StringTableWatch> string_table_;         // guarded by mu_; null when off
-  std::vector<LiveSetPoint> recent_points_;  // guarded by mu_; the forecast's input
+  std::vector<LiveSetPoint> recent_points_;  // guarded by mu_; the newest forecast.max_points
+  // The exact and concurrent-cycle points of the longer past (up to 2 * kForecastHistory of them):
+  // the forecast's input over the trend's window; guarded by mu_.
+  std::vector<LiveSetPoint> forecast_points_;
+  static constexpr size_t kForecastHistory = 2048;
   GrowthProbe probe_;                        // guarded by mu_
   absl::Time last_reading_ = absl::InfinitePast();  // guarded by mu_; newest GC reading's time
   std::optional<diff::Suspect> trend_growth_;     // guarded by mu_; the trend's word

@@ -56,11 +56,31 @@ std::pair<double, double> TheilSenSlopeInterval(std::span<const double> times,
 }
 
 std::optional<HeapExhaustion> ForecastHeapExhaustion(std::span<const LiveSetPoint> points,
-                                                     const HeapForecastOptions& options) {
-  // The newest usable points, oldest first.
+                                                     const HeapForecastOptions& options,
+                                                     absl::Duration span) {
+  // The newest usable points (one per part of the span when it is positive), oldest first.
   std::vector<const LiveSetPoint*> used;
+  const LiveSetPoint* newest_usable = nullptr;
+  for (auto it = points.rbegin(); it != points.rend(); ++it) {
+    if (it->source != LiveSetSource::kYoungUpperBound) {
+      newest_usable = &*it;
+      break;
+    }
+  }
+  if (newest_usable == nullptr) return std::nullopt;
+  const bool thin = span > absl::ZeroDuration() && options.max_points > 0;
+  const absl::Duration part = thin ? span / static_cast<double>(options.max_points) : absl::ZeroDuration();
+  int64_t last_part = -1;
   for (auto it = points.rbegin(); it != points.rend() && used.size() < options.max_points; ++it) {
     if (it->source == LiveSetSource::kYoungUpperBound) continue;
+    if (thin) {
+      const absl::Duration age = newest_usable->time - it->time;
+      if (age > span) break;
+      absl::Duration rem;
+      const int64_t p = absl::IDivDuration(age, part, &rem);
+      if (p == last_part) continue;  // the newest point of this part is already used
+      last_part = p;
+    }
     used.push_back(&*it);
   }
   if (used.size() < std::max<size_t>(options.min_points, 2)) return std::nullopt;
@@ -79,7 +99,8 @@ std::optional<HeapExhaustion> ForecastHeapExhaustion(std::span<const LiveSetPoin
   const auto [low, high] = TheilSenSlopeInterval(t, y, options.confidence);
   const double intercept = TheilSenIntercept(t, y, slope, &scratch);
   const double level = std::max(0.0, intercept + slope * t.back());
-  const double room = std::max(0.0, static_cast<double>(newest.max_bytes) - level);
+  const double room =
+      std::max(0.0, options.exhaustion_fraction * static_cast<double>(newest.max_bytes) - level);
   auto seconds = [](double s) {
     return s >= 1e12 ? absl::InfiniteDuration() : absl::Seconds(s);
   };

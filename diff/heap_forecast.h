@@ -10,6 +10,7 @@
 // point being a low or high reading); the estimate is (max - level) / slope, and the interval's ends
 // divide by the interval's slopes.
 //
+// The target is options.exhaustion_fraction (98 %) of the maximum heap, not all of it.
 // Inputs are the exact and concurrent-cycle points (kFullGc, kConcurrentCycle); young-collection
 // upper bounds include the old generation's garbage and are skipped. The forecast is only as good
 // as a straight line: a leak that accelerates makes it late, one that slows makes it early. The JVM
@@ -38,6 +39,12 @@ struct HeapForecastOptions {
   size_t min_points = 6;
   // Two-sided confidence of the slope's interval. Range (0, 1).
   double confidence = 0.90;
+  // The heap counts as exhausted when the live set reaches this fraction of the maximum: the
+  // Parallel collector throws OutOfMemoryError once a full collection frees less than 2 % of the
+  // heap (-XX:+UseGCOverheadLimit, GCHeapFreeLimit=2), and G1 spends most of its time collecting
+  // long before the last regions fill. For a slow leak the last 2 % are a long time: 29 minutes of
+  // a 256 MiB heap that would fill in a day. Range (0, 1].
+  double exhaustion_fraction = 0.98;
 };
 
 struct HeapExhaustion {
@@ -56,11 +63,17 @@ struct HeapExhaustion {
 };
 
 // The forecast from `points` (time order, any sources; only kFullGc and kConcurrentCycle are used,
-// the newest options.max_points of them). nullopt when fewer than min_points usable points, when the
+// the newest options.max_points of them). With a positive `span`, the points within `span` of the
+// newest usable one, thinned to at most options.max_points spread over it: the span is cut into
+// max_points equal parts and the newest point of each part is used (the line then spans the growth
+// the trend detector saw, not the last seconds of dense readings: after G1's old generation passes
+// its occupancy threshold a concurrent cycle ends every few seconds, and a slow leak's growth over
+// 24 of them is lost in their noise). nullopt when fewer than min_points usable points, when the
 // newest point has no maximum heap (max_bytes 0), or when the slope is not positive. A level already
 // at or above the maximum gives an estimate of 0. Complexity O(n^2 log n) for n = max_points.
 std::optional<HeapExhaustion> ForecastHeapExhaustion(std::span<const LiveSetPoint> points,
-                                                     const HeapForecastOptions& options = {});
+                                                     const HeapForecastOptions& options = {},
+                                                     absl::Duration span = absl::ZeroDuration());
 
 // Sen's interval for the Theil-Sen slope of (times, values) at two-sided `confidence`: (low, high).
 // Returns (0, 0) for fewer than 2 points with distinct times. Ties in `values` are ignored in the

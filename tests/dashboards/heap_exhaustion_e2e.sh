@@ -126,40 +126,7 @@ ctl=("$heapwatchctl" --server "127.0.0.1:$grpc_port" --timeout 5s --json)
 log "heapwatchd up at its defaults ($defaults): metrics 127.0.0.1:$metrics_port, gRPC 127.0.0.1:$grpc_port"
 
 # ---- 2. Prometheus with the shipped rules ----------------------------------------------------------------
-prom_url=''
-for attempt in 1 2 3 4 5; do
-  free_port prometheus
-  cat >"$tmp/prometheus.yml" <<EOF
-# 15 s between scrapes and between rule evaluations: a common production setting (Prometheus' own
-# default is 1m for both; 15s is what most installations configure).
-global:
-  scrape_interval: 15s
-  evaluation_interval: 15s
-rule_files:
-  - $rules
-scrape_configs:
-  - job_name: heapwatch
-    static_configs:
-      - targets: ['127.0.0.1:$metrics_port']
-EOF
-  promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config failed"
-  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-    --web.listen-address="127.0.0.1:${port[prometheus]}" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
-  prom_pid=$!
-  for _ in $(seq 100); do
-    if curl -sf "http://127.0.0.1:${port[prometheus]}/-/ready" >/dev/null 2>&1; then
-      prom_url="http://127.0.0.1:${port[prometheus]}"
-      break
-    fi
-    kill -0 "$prom_pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if [[ -n $prom_url ]]; then pids+=("$prom_pid"); break; fi
-  kill "$prom_pid" 2>/dev/null || true
-  wait "$prom_pid" 2>/dev/null || true
-  log "prometheus attempt $attempt on port ${port[prometheus]} failed, retrying"
-done
-[[ -n $prom_url ]] || fail "prometheus did not start"
+start_prometheus "$rules" "$metrics_port"
 n_rules=$(curl -sf "$prom_url/api/v1/rules" |
   jq '[.data.groups[].rules[] | select(.name == "HeapwatchHeapExhaustionSoon" or .name == "HeapwatchHeapExhaustion")] | length')
 ((n_rules == 2)) || fail "Prometheus did not load HeapwatchHeapExhaustionSoon and HeapwatchHeapExhaustion from $rules"

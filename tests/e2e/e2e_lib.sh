@@ -123,6 +123,71 @@ tomcat_shop() {
   url[$name]=http://127.0.0.1:${port[$name]}/shop/cart
 }
 
+# jetty_pages NAME MODE REALAPP_DIR CLASSES_DIR JVM_OPTION...: a JETTY_BASE in $tmp/NAME (modules server,
+# http, deploy of Debian's Jetty 9, /usr/share/jetty9) with the product pages webapp of REALAPP_DIR/jetty (its
+# classes compiled into CLASSES_DIR) at /pages, in MODE leak (pages cached in a static map without eviction)
+# or healthy (an LRU map of 1000 pages), started as `java -jar $tmp/NAME/jetty.jar` (a launcher jar naming
+# Jetty's start Main) in the background, output in $tmp/NAME.log. Sets port[NAME], pid_of[NAME] (added to
+# pids) and url[NAME] (the caller declares `url` as an associative array).
+jetty_pages() {
+  local name=$1 mode=$2 src=$3 classes=$4 base=$tmp/$1 home=/usr/share/jetty9
+  shift 4
+  mkdir -p "$base"/{tmp,webapps/pages/WEB-INF}
+  free_port "$name"
+  printf -- '--module=server,http,deploy\njetty.http.host=127.0.0.1\njetty.http.port=%s\njetty.deploy.scanInterval=0\n' \
+    "${port[$name]}" >"$base/start.ini"
+  cp -r "$classes" "$base/webapps/pages/WEB-INF/classes"
+  sed -e "s/@MODE@/$mode/g" "$src/jetty/WEB-INF/web.xml" >"$base/webapps/pages/WEB-INF/web.xml"
+  printf 'Main-Class: org.eclipse.jetty.start.Main\nClass-Path: %s\n' "$home/start.jar" >"$base/launcher.mf"
+  jar --create --file "$base/jetty.jar" --manifest "$base/launcher.mf"
+  (cd "$base" && exec java "$@" -Djetty.home="$home" -Djetty.base="$base" \
+    -Djava.io.tmpdir="$base/tmp" -jar "$base/jetty.jar") >"$tmp/$name.log" 2>&1 </dev/null &
+  pid_of[$name]=$!
+  pids+=("${pid_of[$name]}")
+  url[$name]=http://127.0.0.1:${port[$name]}/pages/product
+}
+
+# start_prometheus RULES_YML METRICS_PORT: Prometheus on a free loopback port scraping heapwatchd's metrics on
+# 127.0.0.1:METRICS_PORT and evaluating RULES_YML (an absolute path, loaded unmodified), both every 15 s (a
+# common production setting; Prometheus' own default is 1m), with a TSDB in $tmp/tsdb and its log in
+# $tmp/prometheus.log. Sets prom_url once /-/ready answers (five attempts on other ports if it does not start)
+# and adds its pid to pids.
+start_prometheus() {
+  local rules=$1 metrics_port=$2 prom_pid attempt
+  prom_url=''
+  for attempt in 1 2 3 4 5; do
+    free_port prometheus
+    cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 15s
+  evaluation_interval: 15s
+rule_files:
+  - $rules
+scrape_configs:
+  - job_name: heapwatch
+    static_configs:
+      - targets: ['127.0.0.1:$metrics_port']
+EOF
+    promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config failed"
+    prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+      --web.listen-address="127.0.0.1:${port[prometheus]}" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
+    prom_pid=$!
+    for _ in $(seq 100); do
+      if curl -sf "http://127.0.0.1:${port[prometheus]}/-/ready" >/dev/null 2>&1; then
+        prom_url="http://127.0.0.1:${port[prometheus]}"
+        break
+      fi
+      kill -0 "$prom_pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if [[ -n $prom_url ]]; then pids+=("$prom_pid"); return 0; fi
+    kill "$prom_pid" 2>/dev/null || true
+    wait "$prom_pid" 2>/dev/null || true
+    log "prometheus attempt $attempt on port ${port[prometheus]} failed, retrying"
+  done
+  fail "prometheus did not start"
+}
+
 # start_heapwatchd BIN DIR [NAME]: writes DIR/heapwatchd.yml (data in DIR/data, gRPC and metrics on loopback
 # ports written to DIR/grpc.port and DIR/metrics.port) followed by the YAML on stdin, starts BIN on it in the
 # background (log $tmp/NAME.log, default heapwatchd), adds its pid to pids and sets hw_pid; then waits up to

@@ -129,24 +129,10 @@ start_tomcat() {
   tomcat_shop "$1" "$2" "$src" "$tmp/classes-tomcat" "${JVM_OPTS[@]}"
   leak_class[$1]=org.heapwatch.e2e.ShoppingCart
 }
-# start_jetty NAME MODE: a JETTY_BASE in $tmp/NAME (modules server, http, deploy of the package's
-# JETTY_HOME) with the product pages webapp at /pages.
+# start_jetty NAME MODE: the product pages webapp on Jetty 9 (e2e_lib.sh, jetty_pages).
 start_jetty() {
-  local name=$1 mode=$2 base=$tmp/$1
-  mkdir -p "$base"/{tmp,webapps/pages/WEB-INF}
-  free_port "$name"
-  printf -- '--module=server,http,deploy\njetty.http.host=127.0.0.1\njetty.http.port=%s\njetty.deploy.scanInterval=0\n' \
-    "${port[$name]}" >"$base/start.ini"
-  cp -r "$tmp/classes-jetty" "$base/webapps/pages/WEB-INF/classes"
-  sed -e "s/@MODE@/$mode/g" "$src/jetty/WEB-INF/web.xml" >"$base/webapps/pages/WEB-INF/web.xml"
-  printf 'Main-Class: org.eclipse.jetty.start.Main\nClass-Path: %s\n' "$JETTY_HOME/start.jar" >"$base/launcher.mf"
-  jar --create --file "$base/jetty.jar" --manifest "$base/launcher.mf"
-  (cd "$base" && exec java "${JVM_OPTS[@]}" -Djetty.home="$JETTY_HOME" -Djetty.base="$base" \
-    -Djava.io.tmpdir="$base/tmp" -jar "$base/jetty.jar") >"$tmp/$name.log" 2>&1 </dev/null &
-  pid_of[$name]=$!
-  pids+=("${pid_of[$name]}")
-  url[$name]=http://127.0.0.1:${port[$name]}/pages/product
-  leak_class[$name]=org.heapwatch.e2e.RenderedPage
+  jetty_pages "$1" "$2" "$src" "$tmp/classes-jetty" "${JVM_OPTS[@]}"
+  leak_class[$1]=org.heapwatch.e2e.RenderedPage
 }
 
 # ---- heapwatchd ------------------------------------------------------------------------------------------
