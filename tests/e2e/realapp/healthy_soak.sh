@@ -122,8 +122,8 @@ while (($(date +%s%3N) < end_ms)); do
   if (($(date +%s%3N) >= next_poll_ms)); then
     next_poll_ms=$(($(date +%s%3N) + poll_s * 1000))
     log "$(jq -r --arg t "${agent[tomcat]:-}" --arg j "${agent[jetty]:-}" '[.agents[]? | select(.agent == $t or .agent == $j)
-          | "\(if .agent == $t then "tomcat" else "jetty" end): live set \((.live_bytes // 0) / 1048576 | floor) MiB,
-             last histogram \(.histogram_mode // "-"), paused \(.total_pause_seconds // 0 | . * 1000 | floor) ms"] | join("; ")' <<<"$agents")"
+          | "\(if .agent == $t then "tomcat" else "jetty" end): live set \((.live_bytes // 0) / 1048576 | floor) MiB, " +
+             "last histogram \(.histogram_mode // "-"), paused \(.total_pause_seconds // 0 | . * 1000 | floor) ms"] | join("; ")' <<<"$agents")"
   fi
   sleep 5
 done
