@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -343,10 +346,14 @@ void AgentWatch::ObserveLiveSetLocked(const LiveSetPoint& point) {
 }
 
 void AgentWatch::AcceptGrowthLocked(absl::Time now) {
+  std::optional<diff::Suspect> held = std::move(live_set_growth_);
   live_set_growth_.reset();
   exhaustion_.reset();
   growth_pending_ = false;
-  if (!trend_growth_.has_value()) return;
+  if (!trend_growth_.has_value()) {
+    if (held.has_value()) HoldGrowthLocked(std::move(*held), now);
+    return;
+  }
   const LiveSetPoint* newest = nullptr;  // the newest full collection
   bool full_before = false;              // a full collection before the trend flagged the growth
   for (const LiveSetPoint& p : recent_points_) {
@@ -391,11 +398,52 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
     }
   }
   live_set_growth_ = trend_growth_;
+  // Where the evidence of this episode starts: its window's oldest point when first accepted (kept
+  // while the same episode, same first_seen, is accepted again).
+  if (!held.has_value() || held->first_seen != trend_growth_->first_seen) {
+    absl::Time start = trend_growth_->first_seen -
+                       trend_growth_->time_scale * static_cast<double>(trend_growth_->window_size);
+    if (trend_growth_->time_scale == absl::ZeroDuration() && !recent_points_.empty()) {
+      const size_t n = std::min(recent_points_.size(), std::max<size_t>(trend_growth_->window_size, 1));
+      start = recent_points_[recent_points_.size() - n].time;
+    }
+    growth_evidence_start_ = start;
+  }
   // Over the window the trend flagged (its buckets' width times their number; the newest points on
   // the every-point scale).
   const absl::Duration span =
       trend_growth_->time_scale * static_cast<double>(trend_growth_->window_size);
   exhaustion_ = diff::ForecastHeapExhaustion(forecast_points_, options_.forecast, span);
+}
+
+void AgentWatch::HoldGrowthLocked(diff::Suspect held, absl::Time now) {
+  const absl::Duration flagged_span = held.first_seen - growth_evidence_start_;
+  const absl::Duration span = std::min(now - growth_evidence_start_, std::max(flagged_span, kHoldSpan));
+  std::optional<diff::HeapExhaustion> forecast =
+      diff::ForecastHeapExhaustion(forecast_points_, options_.forecast, span);
+  if (!forecast.has_value() || !(forecast->growth_low_bytes_per_second > 0)) return;
+  // And still now: the newest quarter's slope is positive when it has enough points (a live set
+  // that stopped growing ends the hold once its plateau fills that quarter, not when it outweighs
+  // the growth before).
+  const absl::Time quarter = forecast_points_.back().time - span / 4;
+  std::vector<const LiveSetPoint*> recent;
+  for (const LiveSetPoint& p : forecast_points_) {
+    if (p.time >= quarter && p.source != LiveSetSource::kYoungUpperBound) recent.push_back(&p);
+  }
+  if (recent.size() >= options_.forecast.min_points) {
+    std::vector<double> ts, vs, scratch;
+    const size_t n = std::min(recent.size(), options_.forecast.max_points);
+    for (size_t i = 0; i < n; ++i) {  // n of them, evenly by index, the newest included
+      const LiveSetPoint& p = *recent[recent.size() - 1 - i * (recent.size() - 1) / std::max<size_t>(n - 1, 1)];
+      ts.push_back(absl::ToDoubleSeconds(p.time - info_.start_time));
+      vs.push_back(static_cast<double>(p.live_bytes));
+    }
+    if (!(diff::TheilSenSlope(ts, vs, &scratch) > 0)) return;
+  }
+  held.bytes = forecast->live_bytes;
+  held.growth_bytes_per_second = forecast->growth_bytes_per_second;
+  live_set_growth_ = std::move(held);
+  exhaustion_ = std::move(forecast);
 }
 
 void AgentWatch::RefreshHeapLeakLocked() {
@@ -431,6 +479,26 @@ void AgentWatch::RefreshHeapLeakLocked() {
       }
     }
     if (fastest != nullptr) alias_[fastest->id] = heap_leak_->id;
+  }
+  // Later class leaks made only of the heap leak's classes (those the attribution named and those
+  // of the class leaks joined to it) are parts of it, not leaks of their own: the class detector
+  // may group a leak's classes apart (byte[] payloads blurred by garbage in -all histograms did not
+  // correlate with their Order records in bench/exhaustion, and were listed as a second leak).
+  std::set<std::string, std::less<>> members;
+  if (heap_leak_->attribution.has_value()) {
+    for (const diff::LeakClass& c : heap_leak_->attribution->classes) members.insert(c.class_name);
+  }
+  for (const diff::Leak& l : class_leaks) {
+    auto it = alias_.find(l.id);
+    if (it == alias_.end() || it->second != heap_leak_->id) continue;
+    for (const diff::LeakClass& c : l.classes) members.insert(c.class_name);
+  }
+  for (const diff::Leak& l : class_leaks) {
+    if (alias_.contains(l.id) || l.classes.empty()) continue;
+    const bool part = std::all_of(l.classes.begin(), l.classes.end(), [&](const diff::LeakClass& c) {
+      return members.contains(c.class_name);
+    });
+    if (part) alias_[l.id] = heap_leak_->id;
   }
 }
 
@@ -470,10 +538,38 @@ void AgentWatch::AttributeLocked() {
 }
 
 std::vector<diff::Leak> AgentWatch::ClassLeaksLocked() const {
-  std::vector<diff::Leak> leaks = detector_->Leaks();
-  for (diff::Leak& l : leaks) {
+  std::vector<diff::Leak> leaks;
+  for (diff::Leak& l : detector_->Leaks()) {
     if (auto it = alias_.find(l.id); it != alias_.end()) l.id = it->second;
+    auto same = std::find_if(leaks.begin(), leaks.end(), [&](const diff::Leak& m) { return m.id == l.id; });
+    if (same == leaks.end()) {
+      leaks.push_back(std::move(l));
+      continue;
+    }
+    // Parts of one leak (RefreshHeapLeakLocked): one entry, its main class the application's
+    // class over the JDK's, then the faster part's.
+    const bool take_main = diff::IsJdkClass(same->main_class) != diff::IsJdkClass(l.main_class)
+                               ? diff::IsJdkClass(same->main_class)
+                               : l.growth_bytes_per_second > same->growth_bytes_per_second;
+    if (take_main) {
+      same->main_class = l.main_class;
+      same->accumulation_point = l.accumulation_point;
+    }
+    for (diff::LeakClass& c : l.classes) same->classes.push_back(std::move(c));
+    std::sort(same->classes.begin(), same->classes.end(), [](const diff::LeakClass& a, const diff::LeakClass& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.class_name < b.class_name;
+    });
+    same->bytes = l.bytes > UINT64_MAX - same->bytes ? UINT64_MAX : same->bytes + l.bytes;
+    same->growth_bytes_per_second += l.growth_bytes_per_second;
+    same->score = std::max(same->score, l.score);
+    same->first_seen = std::min(same->first_seen, l.first_seen);
+    same->time_scale = std::min(same->time_scale, l.time_scale);
   }
+  std::sort(leaks.begin(), leaks.end(), [](const diff::Leak& a, const diff::Leak& b) {
+    return a.growth_bytes_per_second != b.growth_bytes_per_second
+               ? a.growth_bytes_per_second > b.growth_bytes_per_second
+               : a.id < b.id;
+  });
   return leaks;
 }
 

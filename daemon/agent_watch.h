@@ -193,6 +193,17 @@ class AgentWatch {
   void AcceptGrowthLocked(absl::Time now);
   static constexpr absl::Duration kFullGcWait = absl::Minutes(2);
   static constexpr absl::Duration kFullGcRecent = absl::Minutes(5);
+  // Hysteresis: the trend's word on the live set is lost when its points crowd (past G1's
+  // occupancy threshold a concurrent cycle ends every few seconds, and the every-point window then
+  // spans under a minute of a slow leak: the 8 GiB / 2 h leak of bench/exhaustion was dropped and
+  // listed again as a second leak under a new id, its classes to be named again). A growth accepted
+  // before is kept while the live set still grows over the span from the oldest point of the window
+  // it was first accepted on to now (at most max(kHoldSpan, that window's span)): the lower end of the forecast's confidence
+  // interval for the slope (diff/heap_forecast.h) over that span is above zero, and the slope over
+  // its newest quarter is positive (a plateau ends the hold within about a quarter of the span).
+  // Its figures are then the forecast's. O(n^2 log n) for n = forecast.max_points.
+  void HoldGrowthLocked(diff::Suspect held, absl::Time now);
+  static constexpr absl::Duration kHoldSpan = absl::Hours(1);
   // Starts or ends the heap leak from the live-set trend; joins a new class leak to it.
   void RefreshHeapLeakLocked();
   // Tries to name the heap leak's classes from the stored histograms.
@@ -217,6 +228,7 @@ class AgentWatch {
   absl::Time last_reading_ = absl::InfinitePast();  // guarded by mu_; newest GC reading's time
   std::optional<diff::Suspect> trend_growth_;     // guarded by mu_; the trend's word
   std::optional<diff::Suspect> live_set_growth_;  // guarded by mu_; accepted (AcceptGrowthLocked)
+  absl::Time growth_evidence_start_;               // guarded by mu_; HoldGrowthLocked's span start
   bool growth_pending_ = false;                   // guarded by mu_; waits for a full collection
   std::optional<diff::HeapExhaustion> exhaustion_;  // guarded by mu_
   std::optional<HeapLeak> heap_leak_;                // guarded by mu_

@@ -14,7 +14,8 @@
 // (< 12 h for 10 min) likewise.
 //
 // Usage: heapwatch_exhaustion_sim [--seeds N] [--sizes-mib 256,2048,8192] [--hours 0.25,2,24]
-// Prints one table row per (heap, exhaustion time) with medians over the seeds, then the forecast error at
+// Prints one table row per (heap, exhaustion time) with medians over the seeds (leak ids and drops:
+// the most in any seed; one leak should be one id, listed until the OOM), then the forecast error at
 // half-full as a distribution.
 #include <stdlib.h>
 
@@ -24,6 +25,7 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,8 @@ struct Result {
   double half_forecast = NAN;  // the estimate when the live set passes half the heap
   double half_actual = NAN;    // the time then left until the OOM
   double pause = 0;            // seconds of pause heapwatch caused
+  int drops = 0;               // times the listed leak vanished before the OOM (listed again or not)
+  std::set<std::string> ids;   // leak ids listed over the run (one leak: one id)
 };
 
 Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::string& dir) {
@@ -91,6 +95,7 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
   bool natural_gc = false;
   absl::Time natural_at = absl::InfinitePast();
   std::optional<absl::Time> critical_since, warning_since;
+  bool listed_now = false;
 
   auto exact_point = [&](absl::Time t, LiveSetSource source, double live) {
     LiveSetPoint p;
@@ -131,6 +136,9 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
   };
   auto note = [&](const daemon::WatchUpdate& w, double ts) {
     if (std::isnan(r.flagged) && !w.leaks.empty()) r.flagged = ts;
+    if (!std::isnan(r.flagged) && w.leaks.empty() && listed_now) ++r.drops;
+    listed_now = !w.leaks.empty();
+    for (const diff::Leak& l : w.leaks) r.ids.insert(l.id);
     for (const diff::Leak& l : w.leaks) {
       if (std::isnan(r.named) && l.main_class == "com.example.Order") r.named = ts;
     }
@@ -281,11 +289,11 @@ int main(int argc, char** argv) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "exhaustion_sim.XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) return 1;
   std::printf("heap      exhausted in  listed    named     critical  warning   lead (critical)  lead (warning)  "
-              "pause share  seeds\n");
+              "pause share  leak ids  drops  seeds\n");
   std::vector<double> errors;
   for (double mib : sizes) {
     for (double h : hours) {
-      std::vector<double> listed, named, critical, warning, lead_c, lead_w, share;
+      std::vector<double> listed, named, critical, warning, lead_c, lead_w, share, ids, drops;
       for (int seed = 0; seed < seeds; ++seed) {
         const std::string dir = tmpl + "/run";
         std::filesystem::remove_all(dir);
@@ -298,15 +306,18 @@ int main(int argc, char** argv) {
         lead_c.push_back(r.oom - r.critical);
         lead_w.push_back(r.oom - r.warning);
         share.push_back(r.pause / r.oom);
+        ids.push_back(static_cast<double>(r.ids.size()));
+        drops.push_back(r.drops);
         if (!std::isnan(r.half_actual)) errors.push_back(r.half_forecast / r.half_actual - 1);
       }
-      std::printf("%-9s %-13s %-9s %-9s %-9s %-9s %-16s %-15s %.3f %%      %d\n",
+      std::printf("%-9s %-13s %-9s %-9s %-9s %-9s %-16s %-15s %.3f %%      %-9.0f %-6.0f %d\n",
                   (mib < 1024 ? std::to_string(static_cast<int>(mib)) + " MiB"
                               : std::to_string(static_cast<int>(mib / 1024)) + " GiB")
                       .c_str(),
                   Time(h * 3600).c_str(), Time(Median(listed)).c_str(), Time(Median(named)).c_str(),
                   Time(Median(critical)).c_str(), Time(Median(warning)).c_str(),
-                  Time(Median(lead_c)).c_str(), Time(Median(lead_w)).c_str(), 100 * Median(share), seeds);
+                  Time(Median(lead_c)).c_str(), Time(Median(lead_w)).c_str(), 100 * Median(share),
+                  *std::max_element(ids.begin(), ids.end()), *std::max_element(drops.begin(), drops.end()), seeds);
       std::fflush(stdout);
     }
   }

@@ -186,6 +186,50 @@ TEST_F(AgentWatchTest, HealthyLiveSetsAreQuiet) {
   EXPECT_FALSE(u.wants_confirmation);
 }
 
+// A slow leak flagged from sparse concurrent cycles, then the live set passes G1's occupancy
+// threshold and a cycle ends every 4 s: the every-point window spans 48 s of a 50 KiB/s leak in
+// 1 MiB of noise, and the trend loses it. The leak stays listed under its id (the growth since it
+// was first seen still shows), and ends once the live set has stopped growing.
+TEST_F(AgentWatchTest, ALeakStaysOneLeakWhenItsPointsCrowd) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 1.0 * kMiB);
+  auto watch = NewWatch();
+  WatchUpdate u;
+  double t = 0;
+  double live = 40.0 * kMiB;
+  const double rate = 50.0 * 1024;
+  std::string id;
+  for (int i = 0; i < 30 && id.empty(); ++i, t += 200) {
+    u = LiveSet(*watch, t, static_cast<uint64_t>(live + rate * t + noise(rng)));
+    if (!u.leaks.empty()) id = u.leaks[0].id;
+  }
+  ASSERT_FALSE(id.empty()) << "the sparse points never flagged the leak";
+  const double crowded = t;
+  int lost = 0, renamed = 0;
+  for (; t < crowded + 900; t += 4) {
+    u = LiveSet(*watch, t, static_cast<uint64_t>(live + rate * t + noise(rng)));
+    if (u.leaks.empty()) {
+      ++lost;
+    } else if (u.leaks[0].id != id) {
+      ++renamed;
+    }
+    ASSERT_TRUE(u.exhaustion.has_value() || u.leaks.empty()) << "t=" << t;
+  }
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(renamed, 0);
+  // The live set stops growing: flat for an hour of crowded points, and the leak ends.
+  live += rate * t;
+  bool ended = false;
+  const double stop = t;
+  for (; t < stop + 3600 && !ended; t += 4) {
+    u = LiveSet(*watch, t, static_cast<uint64_t>(live + noise(rng)));
+    ended = u.leaks.empty();
+  }
+  EXPECT_TRUE(ended);
+  RecordProperty("ended_after_seconds", static_cast<int>(t - stop));
+  EXPECT_FALSE(u.exhaustion.has_value());
+}
+
 // G1's mixed-phase minima climb on a healthy JVM as the heap is committed (seen: 30 -> 86 MiB
 // while full collections read 18-27 MiB): the full collections refute the growth, so no leak and
 // no forecast. Then a real leak, which the full collections confirm, is listed.

@@ -148,14 +148,7 @@ if [[ -n $realapp ]]; then
   # When the leaking Tomcat ends (bash reaps its children, so kill -0 fails once it has exited).
   ( while kill -0 "$leaky_pid" 2>/dev/null; do sleep 0.2; done; echo "- $(date +%s%3N)" >"$tmp/exhaustion.exit" ) &
   pids+=($!)
-  up_deadline=$(($(date +%s) + 120))
-  for n in tomcat-healthy tomcat-leak; do
-    until curl -fs -o /dev/null "${url[$n]}?sku=1"; do
-      kill -0 "${pid_of[$n]}" 2>/dev/null || fail "$n exited at start-up; see $n.log"
-      (($(date +%s) < up_deadline)) || fail "$n does not answer ${url[$n]} within 120 s"
-      sleep 0.5
-    done
-  done
+  wait_http 120 'sku=1' tomcat-healthy tomcat-leak
   t0_ms=$(date +%s%3N)
   for n in tomcat-healthy tomcat-leak; do
     LOAD_PATH=/shop/cart LOAD_PARAMS=cart LOAD_DELAY_MS=$wrk_delay_ms \

@@ -147,6 +147,21 @@ jetty_pages() {
   url[$name]=http://127.0.0.1:${port[$name]}/pages/product
 }
 
+# wait_http SECONDS QUERY NAME...: until each server NAME answers GET ${url[NAME]}?QUERY with a 2xx; fails when
+# one exits (pid_of[NAME]) or SECONDS pass.
+wait_http() {
+  local seconds=$1 query=$2 n deadline
+  shift 2
+  deadline=$(($(date +%s) + seconds))
+  for n in "$@"; do
+    until curl -fs -o /dev/null "${url[$n]}?$query"; do
+      kill -0 "${pid_of[$n]}" 2>/dev/null || fail "$n exited at start-up; see $n.log"
+      (($(date +%s) < deadline)) || fail "$n does not answer ${url[$n]} within $seconds s"
+      sleep 0.5
+    done
+  done
+}
+
 # start_prometheus RULES_YML METRICS_PORT: Prometheus on a free loopback port scraping heapwatchd's metrics on
 # 127.0.0.1:METRICS_PORT and evaluating RULES_YML (an absolute path, loaded unmodified), both every 15 s (a
 # common production setting; Prometheus' own default is 1m), with a TSDB in $tmp/tsdb and its log in

@@ -160,15 +160,9 @@ for app in $apps; do
 done
 log "heapwatchd on 127.0.0.1:$grpc; started ${names[*]} (JVM pids: $(for n in "${names[@]}"; do printf '%s ' "${pid_of[$n]}"; done))"
 
-deadline=$(($(date +%s) + 150))
+deadline=$(($(date +%s) + 150))  # for the servers, their agents and their histograms together
 declare -A agent
-for n in "${names[@]}"; do
-  until curl -fs -o /dev/null "${url[$n]}?sku=1&id=1"; do
-    kill -0 "${pid_of[$n]}" 2>/dev/null || fail "$n exited; see $n.log"
-    (($(date +%s) < deadline)) || fail "$n does not answer ${url[$n]} within 150 s"
-    sleep 0.5
-  done
-done
+wait_http 150 'sku=1&id=1' "${names[@]}"
 log "every server answers: $(for n in "${names[@]}"; do printf '%s:%s ' "$n" "${port[$n]}"; done)"
 for n in "${names[@]}"; do
   jar_path=$tmp/$n/$([[ $n == tomcat-* ]] && echo tomcat.jar || echo jetty.jar)

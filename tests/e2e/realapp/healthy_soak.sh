@@ -69,14 +69,7 @@ opts=(-Xms64m "-Xmx$heap" -XX:+UseG1GC -Djava.awt.headless=true)
 tomcat_shop tomcat healthy "$src" "$tmp/classes-tomcat" "${opts[@]}"
 jetty_pages jetty healthy "$src" "$tmp/classes-jetty" "${opts[@]}"
 names=(tomcat jetty)
-deadline=$(($(date +%s) + 150))
-for n in "${names[@]}"; do
-  until curl -fs -o /dev/null "${url[$n]}?sku=1&id=1"; do
-    kill -0 "${pid_of[$n]}" 2>/dev/null || fail "$n exited at start-up; see $n.log"
-    (($(date +%s) < deadline)) || fail "$n does not answer ${url[$n]} within 150 s"
-    sleep 0.5
-  done
-done
+wait_http 150 'sku=1&id=1' "${names[@]}"
 t_start_ms=$(date +%s%3N)
 for n in "${names[@]}"; do
   params=cart; [[ $n == jetty ]] && params=page
