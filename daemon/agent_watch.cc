@@ -62,8 +62,8 @@ AgentWatch::AgentWatch(const AgentInfo& info, AgentWatchOptions options,
       options_(std::move(options)),
       store_(store),
       detector_(std::make_unique<diff::LeakDetector>(options_.trend, info.start_time)),
-      live_set_detector_(
-          std::make_unique<diff::LeakDetector>(LiveSetTrendOptions(options_.trend), info.start_time)),
+      live_set_detector_(std::make_unique<diff::LeakDetector>(LiveSetTrendOptions(options_.trend),
+                                                              info.start_time)),
       class_loading_(std::make_unique<ClassLoadingWatch>(options_.trend, info.start_time)) {
   if (options_.string_table) {
     string_table_ = std::make_unique<StringTableWatch>(options_.trend, info.start_time);
@@ -110,10 +110,10 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
     const size_t last = std::min(times->size(), i + kChunk) - 1;
     auto chunk = store_->ReadSnapshots(info_.id, (*times)[i], (*times)[last], 0);
     if (!chunk.ok()) {
-      spdlog::error("agent {}: cannot read its stored history after {} of {} snapshots, the "
-                    "detector continues from there: {}",
-                    DescribeAgent(info_), result.snapshots, times->size() - first,
-                    chunk.status().ToString());
+      spdlog::error(
+          "agent {}: cannot read its stored history after {} of {} snapshots, the "
+          "detector continues from there: {}",
+          DescribeAgent(info_), result.snapshots, times->size() - first, chunk.status().ToString());
       break;
     }
     for (const Snapshot& s : *chunk) {
@@ -140,9 +140,10 @@ WatchUpdate AgentWatch::Replay(absl::Duration horizon, size_t max_snapshots,
     for (const ClassLoadingPoint& p : *loading) class_loading_->Observe(p);
     if (!loading->empty()) loading_last = loading->back();
   } else if (loading.status().code() != absl::StatusCode::kNotFound) {
-    spdlog::error("agent {}: cannot read its stored class-loading series, its trend starts "
-                  "afresh: {}",
-                  DescribeAgent(info_), loading.status().ToString());
+    spdlog::error(
+        "agent {}: cannot read its stored class-loading series, its trend starts "
+        "afresh: {}",
+        DescribeAgent(info_), loading.status().ToString());
   }
   if (string_table_ != nullptr) {
     auto strings = store_->ReadStringTable(info_.id, series_from, absl::InfiniteFuture(), 0);
@@ -199,15 +200,16 @@ WatchUpdate AgentWatch::IngestLiveSet(const LiveSetPoint& point) {
   WatchUpdate update = UpdateLocked(false);
   if (update.live_set_growth.has_value() != live_set_growing_) {
     if (const auto& g = update.live_set_growth) {
-      spdlog::warn("agent {}: its live set keeps growing ({:.0f} bytes/s on the {} time scale, "
-                   "now {} bytes){}",
-                   DescribeAgent(info_), g->growth_bytes_per_second,
-                   ScaleText(g->time_scale, "every-point"), g->bytes,
-                   update.exhaustion.has_value()
-                       ? absl::StrCat(", the heap runs out in about ",
-                                      FormatDurationText(absl::Seconds(std::round(
-                                          absl::ToDoubleSeconds(update.exhaustion->estimate)))))
-                       : "");
+      spdlog::warn(
+          "agent {}: its live set keeps growing ({:.0f} bytes/s on the {} time scale, "
+          "now {} bytes){}",
+          DescribeAgent(info_), g->growth_bytes_per_second, ScaleText(g->time_scale, "every-point"),
+          g->bytes,
+          update.exhaustion.has_value()
+              ? absl::StrCat(", the heap runs out in about ",
+                             FormatDurationText(absl::Seconds(
+                                 std::round(absl::ToDoubleSeconds(update.exhaustion->estimate)))))
+              : "");
     } else {
       spdlog::info("agent {}: its live set no longer grows", DescribeAgent(info_));
     }
@@ -247,7 +249,8 @@ WatchUpdate AgentWatch::SetAccumulationPoints(
     const std::vector<diff::LeakDetector::AccumulationPoint>& points) {
   std::lock_guard<std::mutex> lock(mu_);
   detector_->SetAccumulationPoints(points);
-  // The named heap leak's classes are not the class detector's suspects: their points are kept here.
+  // The named heap leak's classes are not the class detector's suspects: their points are kept
+  // here.
   named_points_.clear();
   for (const auto& p : points) named_points_[p.suspect_class] = p.object_class;
   RefreshHeapLeakLocked();
@@ -259,7 +262,8 @@ WatchUpdate AgentWatch::SetAccumulationPoints(
 void AgentWatch::SetFailing(bool failing, std::string_view reason) {
   std::lock_guard<std::mutex> lock(mu_);
   if (failing && !failing_) {
-    spdlog::warn("agent {}: collection failed, retrying with backoff: {}", DescribeAgent(info_), reason);
+    spdlog::warn("agent {}: collection failed, retrying with backoff: {}", DescribeAgent(info_),
+                 reason);
   } else if (failing) {
     spdlog::debug("agent {}: collection failed again: {}", DescribeAgent(info_), reason);
   }
@@ -338,8 +342,9 @@ void AgentWatch::ObserveLiveSetLocked(const LiveSetPoint& point) {
     forecast_points_.erase(forecast_points_.begin(), forecast_points_.end() - kForecastHistory);
   }
   if (recent_points_.size() > options_.forecast.max_points) {
-    recent_points_.erase(recent_points_.begin(),
-                         recent_points_.end() - static_cast<ptrdiff_t>(options_.forecast.max_points));
+    recent_points_.erase(
+        recent_points_.begin(),
+        recent_points_.end() - static_cast<ptrdiff_t>(options_.forecast.max_points));
   }
   trend_growth_ = live_set_detector_->SuspectFor(kLiveSetSeries);
   AcceptGrowthLocked(last_reading_);
@@ -382,7 +387,8 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
     }
     for (const LiveSetPoint& p : recent_points_) {
       const double t = absl::ToDoubleSeconds(p.time - info_.start_time);
-      if (p.source != LiveSetSource::kFullGc && t >= full_t.front() - 60 && t <= full_t.back() + 60) {
+      if (p.source != LiveSetSource::kFullGc && t >= full_t.front() - 60 &&
+          t <= full_t.back() + 60) {
         other_t.push_back(t);
         other_v.push_back(static_cast<double>(p.live_bytes));
       }
@@ -392,8 +398,7 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
       const double claimed = other_t.size() >= 2 ? diff::TheilSenSlope(other_t, other_v, &scratch)
                                                  : trend_growth_->growth_bytes_per_second;
       const double span = full_t.back() - full_t.front();
-      const double slack =
-          std::max(double{1 << 20}, 0.02 * static_cast<double>(newest->max_bytes));
+      const double slack = std::max(double{1 << 20}, 0.02 * static_cast<double>(newest->max_bytes));
       if (shown < 0.5 * claimed && (claimed - shown) * span >= slack) return;  // refuted
     }
   }
@@ -404,7 +409,8 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
     absl::Time start = trend_growth_->first_seen -
                        trend_growth_->time_scale * static_cast<double>(trend_growth_->window_size);
     if (trend_growth_->time_scale == absl::ZeroDuration() && !recent_points_.empty()) {
-      const size_t n = std::min(recent_points_.size(), std::max<size_t>(trend_growth_->window_size, 1));
+      const size_t n =
+          std::min(recent_points_.size(), std::max<size_t>(trend_growth_->window_size, 1));
       start = recent_points_[recent_points_.size() - n].time;
     }
     growth_evidence_start_ = start;
@@ -418,7 +424,8 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
 
 void AgentWatch::HoldGrowthLocked(diff::Suspect held, absl::Time now) {
   const absl::Duration flagged_span = held.first_seen - growth_evidence_start_;
-  const absl::Duration span = std::min(now - growth_evidence_start_, std::max(flagged_span, kHoldSpan));
+  const absl::Duration span =
+      std::min(now - growth_evidence_start_, std::max(flagged_span, kHoldSpan));
   std::optional<diff::HeapExhaustion> forecast =
       diff::ForecastHeapExhaustion(forecast_points_, options_.forecast, span);
   if (!forecast.has_value() || !(forecast->growth_low_bytes_per_second > 0)) return;
@@ -434,7 +441,8 @@ void AgentWatch::HoldGrowthLocked(diff::Suspect held, absl::Time now) {
     std::vector<double> ts, vs, scratch;
     const size_t n = std::min(recent.size(), options_.forecast.max_points);
     for (size_t i = 0; i < n; ++i) {  // n of them, evenly by index, the newest included
-      const LiveSetPoint& p = *recent[recent.size() - 1 - i * (recent.size() - 1) / std::max<size_t>(n - 1, 1)];
+      const LiveSetPoint& p =
+          *recent[recent.size() - 1 - i * (recent.size() - 1) / std::max<size_t>(n - 1, 1)];
       ts.push_back(absl::ToDoubleSeconds(p.time - info_.start_time));
       vs.push_back(static_cast<double>(p.live_bytes));
     }
@@ -495,9 +503,9 @@ void AgentWatch::RefreshHeapLeakLocked() {
   }
   for (const diff::Leak& l : class_leaks) {
     if (alias_.contains(l.id) || l.classes.empty()) continue;
-    const bool part = std::all_of(l.classes.begin(), l.classes.end(), [&](const diff::LeakClass& c) {
-      return members.contains(c.class_name);
-    });
+    const bool part =
+        std::all_of(l.classes.begin(), l.classes.end(),
+                    [&](const diff::LeakClass& c) { return members.contains(c.class_name); });
     if (part) alias_[l.id] = heap_leak_->id;
   }
 }
@@ -525,15 +533,14 @@ void AgentWatch::AttributeLocked() {
   }
   auto named = diff::AttributeLiveSetGrowth(histograms, g, options_.attribution);
   if (!named.has_value()) return;
-  spdlog::info("agent {}: the live set's growth ({:.0f} bytes/s) is carried by {} ({:.0f} % of "
-               "it, from {} histograms over {})",
-               DescribeAgent(info_), g,
-               absl::StrJoin(named->classes, ", ",
-                             [](std::string* out, const diff::LeakClass& c) {
-                               absl::StrAppend(out, c.class_name);
-                             }),
-               named->explained * 100, named->histograms,
-               FormatDurationText(named->to - named->from));
+  spdlog::info(
+      "agent {}: the live set's growth ({:.0f} bytes/s) is carried by {} ({:.0f} % of "
+      "it, from {} histograms over {})",
+      DescribeAgent(info_), g,
+      absl::StrJoin(
+          named->classes, ", ",
+          [](std::string* out, const diff::LeakClass& c) { absl::StrAppend(out, c.class_name); }),
+      named->explained * 100, named->histograms, FormatDurationText(named->to - named->from));
   heap_leak_->attribution = std::move(named);
 }
 
@@ -541,7 +548,8 @@ std::vector<diff::Leak> AgentWatch::ClassLeaksLocked() const {
   std::vector<diff::Leak> leaks;
   for (diff::Leak& l : detector_->Leaks()) {
     if (auto it = alias_.find(l.id); it != alias_.end()) l.id = it->second;
-    auto same = std::find_if(leaks.begin(), leaks.end(), [&](const diff::Leak& m) { return m.id == l.id; });
+    auto same =
+        std::find_if(leaks.begin(), leaks.end(), [&](const diff::Leak& m) { return m.id == l.id; });
     if (same == leaks.end()) {
       leaks.push_back(std::move(l));
       continue;
@@ -556,9 +564,10 @@ std::vector<diff::Leak> AgentWatch::ClassLeaksLocked() const {
       same->accumulation_point = l.accumulation_point;
     }
     for (diff::LeakClass& c : l.classes) same->classes.push_back(std::move(c));
-    std::sort(same->classes.begin(), same->classes.end(), [](const diff::LeakClass& a, const diff::LeakClass& b) {
-      return a.bytes != b.bytes ? a.bytes > b.bytes : a.class_name < b.class_name;
-    });
+    std::sort(same->classes.begin(), same->classes.end(),
+              [](const diff::LeakClass& a, const diff::LeakClass& b) {
+                return a.bytes != b.bytes ? a.bytes > b.bytes : a.class_name < b.class_name;
+              });
     same->bytes = l.bytes > UINT64_MAX - same->bytes ? UINT64_MAX : same->bytes + l.bytes;
     same->growth_bytes_per_second += l.growth_bytes_per_second;
     same->score = std::max(same->score, l.score);
@@ -661,9 +670,10 @@ WatchUpdate AgentWatch::UpdateLocked(bool with_exported) const {
     }
     if (target != nullptr) target->exhaustion = exhaustion_;
   }
-  std::sort(u.suspects.begin(), u.suspects.end(), [](const diff::Suspect& a, const diff::Suspect& b) {
-    return a.score != b.score ? a.score > b.score : a.class_name < b.class_name;
-  });
+  std::sort(u.suspects.begin(), u.suspects.end(),
+            [](const diff::Suspect& a, const diff::Suspect& b) {
+              return a.score != b.score ? a.score > b.score : a.class_name < b.class_name;
+            });
   if (auto class_loader_leak = class_loading_->leak()) {
     // Escalated like any leak: its series is a suspect (the dump's analysis shows the class
     // loaders).
@@ -713,7 +723,8 @@ void AgentWatch::LogChangesLocked(const WatchUpdate& update) {
         "leak %s (%s, %d classes, grows %.0f bytes/s, now %d bytes%s)", l.id,
         l.kind == "heap" ? std::string("the live set") : absl::StrCat("main class ", l.main_class),
         l.classes.size(), l.growth_bytes_per_second, l.bytes,
-        l.accumulation_point.empty() ? "" : absl::StrCat(", accumulates in ", l.accumulation_point));
+        l.accumulation_point.empty() ? ""
+                                     : absl::StrCat(", accumulates in ", l.accumulation_point));
   };
   auto class_names = [](const diff::Leak& l) {
     std::vector<std::string> out;

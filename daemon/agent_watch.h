@@ -23,9 +23,9 @@
 //     daemon/string_table_watch.h);
 //   - the log-once state: suspects, leaks and failures are logged when they change.
 //
-// Thread-safety: thread-safe; every method takes the object's mutex. The methods that read the store
-// (Replay, IngestHistogram while a heap leak waits for its classes) do so under it: other callers
-// of the same agent wait, other agents do not.
+// Thread-safety: thread-safe; every method takes the object's mutex. The methods that read the
+// store (Replay, IngestHistogram while a heap leak waits for its classes) do so under it: other
+// callers of the same agent wait, other agents do not.
 #ifndef HEAPWATCH_DAEMON_AGENT_WATCH_H_
 #define HEAPWATCH_DAEMON_AGENT_WATCH_H_
 
@@ -116,9 +116,9 @@ class AgentWatch {
 
   // Rebuilds the state from the agent's stored history: the snapshots of the last `horizon` before
   // the newest one (at least enough to fill scale 0's warm-up, lookback and window twice over; at
-  // most max_snapshots, the newest), then `points` (the newest analysed dump's accumulation points),
-  // then the live-set, class-loading and string-table series of the same span. Read errors are
-  // logged and the detectors continue from what was read. Returns the update and, in
+  // most max_snapshots, the newest), then `points` (the newest analysed dump's accumulation
+  // points), then the live-set, class-loading and string-table series of the same span. Read errors
+  // are logged and the detectors continue from what was read. Returns the update and, in
   // `replayed`, how many snapshots the class detector took and the newest one's time.
   struct Replayed {
     size_t snapshots = 0;
@@ -142,7 +142,8 @@ class AgentWatch {
   // A stored string-table reading (ignored when options.string_table is false).
   void IngestStringTable(const collectors::StringTableStats& stats);
   // An extended dump's accumulation points regroup the class leaks.
-  WatchUpdate SetAccumulationPoints(const std::vector<diff::LeakDetector::AccumulationPoint>& points);
+  WatchUpdate SetAccumulationPoints(
+      const std::vector<diff::LeakDetector::AccumulationPoint>& points);
 
   // A collection failed (true) or succeeded again (false): logged once per streak.
   void SetFailing(bool failing, std::string_view reason);
@@ -187,9 +188,10 @@ class AgentWatch {
   // (where live histograms fit the budget), growth is accepted only once a full collection after
   // the trend flagged it (and one in the kFullGcRecent before) agrees: the Theil-Sen slope of the
   // full collections among the recent exact points is at least half that of the other points over
-  // the same span, or short of it by less than max(1 MiB, 2 % of the heap) over that span. Until one comes (histograms are wanted sooner meanwhile) it is pending, for
-  // at most kFullGcWait; a JVM without full collections (a heap whose live histograms exceed the
-  // budget) is taken at the trend's word. Sets exhaustion_ too.
+  // the same span, or short of it by less than max(1 MiB, 2 % of the heap) over that span. Until
+  // one comes (histograms are wanted sooner meanwhile) it is pending, for at most kFullGcWait; a
+  // JVM without full collections (a heap whose live histograms exceed the budget) is taken at the
+  // trend's word. Sets exhaustion_ too.
   void AcceptGrowthLocked(absl::Time now);
   static constexpr absl::Duration kFullGcWait = absl::Minutes(2);
   static constexpr absl::Duration kFullGcRecent = absl::Minutes(5);
@@ -198,10 +200,11 @@ class AgentWatch {
   // spans under a minute of a slow leak: the 8 GiB / 2 h leak of bench/exhaustion was dropped and
   // listed again as a second leak under a new id, its classes to be named again). A growth accepted
   // before is kept while the live set still grows over the span from the oldest point of the window
-  // it was first accepted on to now (at most max(kHoldSpan, that window's span)): the lower end of the forecast's confidence
-  // interval for the slope (diff/heap_forecast.h) over that span is above zero, and the slope over
-  // its newest quarter is positive (a plateau ends the hold within about a quarter of the span).
-  // Its figures are then the forecast's. O(n^2 log n) for n = forecast.max_points.
+  // it was first accepted on to now (at most max(kHoldSpan, that window's span)): the lower end of
+  // the forecast's confidence interval for the slope (diff/heap_forecast.h) over that span is above
+  // zero, and the slope over its newest quarter is positive (a plateau ends the hold within about a
+  // quarter of the span). Its figures are then the forecast's. O(n^2 log n) for n =
+  // forecast.max_points.
   void HoldGrowthLocked(diff::Suspect held, absl::Time now);
   static constexpr absl::Duration kHoldSpan = absl::Hours(1);
   // Starts or ends the heap leak from the live-set trend; joins a new class leak to it.
@@ -224,14 +227,14 @@ class AgentWatch {
   // the forecast's input over the trend's window; guarded by mu_.
   std::vector<LiveSetPoint> forecast_points_;
   static constexpr size_t kForecastHistory = 2048;
-  GrowthProbe probe_;                        // guarded by mu_
+  GrowthProbe probe_;                               // guarded by mu_
   absl::Time last_reading_ = absl::InfinitePast();  // guarded by mu_; newest GC reading's time
-  std::optional<diff::Suspect> trend_growth_;     // guarded by mu_; the trend's word
-  std::optional<diff::Suspect> live_set_growth_;  // guarded by mu_; accepted (AcceptGrowthLocked)
-  absl::Time growth_evidence_start_;               // guarded by mu_; HoldGrowthLocked's span start
-  bool growth_pending_ = false;                   // guarded by mu_; waits for a full collection
+  std::optional<diff::Suspect> trend_growth_;       // guarded by mu_; the trend's word
+  std::optional<diff::Suspect> live_set_growth_;    // guarded by mu_; accepted (AcceptGrowthLocked)
+  absl::Time growth_evidence_start_;                // guarded by mu_; HoldGrowthLocked's span start
+  bool growth_pending_ = false;                     // guarded by mu_; waits for a full collection
   std::optional<diff::HeapExhaustion> exhaustion_;  // guarded by mu_
-  std::optional<HeapLeak> heap_leak_;                // guarded by mu_
+  std::optional<HeapLeak> heap_leak_;               // guarded by mu_
   // Suspect class -> accumulation point class of the newest analysed dump; guarded by mu_.
   std::map<std::string, std::string> named_points_;
   // Class leak id -> heap leak id it took over; guarded by mu_.

@@ -1,22 +1,25 @@
-// heapwatch_exhaustion_sim: how soon heapwatchd's defaults alert on a heap leak and name it, for heaps of
-// 0.25, 2 and 8 GiB and leaks that exhaust them in 15 minutes, 2 hours and 1 day (bench/exhaustion/README.md).
+// heapwatch_exhaustion_sim: how soon heapwatchd's defaults alert on a heap leak and name it, for
+// heaps of 0.25, 2 and 8 GiB and leaks that exhaust them in 15 minutes, 2 hours and 1 day
+// (bench/exhaustion/README.md).
 //
-// Real time is too long for the slow cases, so this runs the daemon's own decision code on simulated time:
-// the real AgentWatch (live-set trend, growth probe, heap leak, forecast, attribution; daemon/agent_watch.h)
-// on a real LMDB store, the real PauseBudget (collectors/pause_budget.h) choosing each histogram's mode and
-// time at the default 0.1 % budget, the daemon's 60 s interval with +-10 % jitter and its 10 s spacing of
-// histograms wanted sooner. The JVM is a model of G1 calibrated on the real runs of
-// tests/dashboards/heap_exhaustion_e2e.sh (bench/exhaustion/README.md): young collections when eden fills,
-// promoted garbage, a concurrent cycle (an exact live-set point) when the old generation passes 45 % of the
-// heap, a full collection at each live histogram; pauses from the budget's per-GiB priors (live 1.5 s/GiB of
-// live set, -all 0.4 s/GiB of heap used). The "alert" is the shipped HeapwatchHeapExhaustionSoon rule
-// (estimate < 30 min held for 1 min) plus 30 s for Prometheus's scrape and evaluation; the warning rule
+// Real time is too long for the slow cases, so this runs the daemon's own decision code on
+// simulated time: the real AgentWatch (live-set trend, growth probe, heap leak, forecast,
+// attribution; daemon/agent_watch.h) on a real LMDB store, the real PauseBudget
+// (collectors/pause_budget.h) choosing each histogram's mode and time at the default 0.1 % budget,
+// the daemon's 60 s interval with +-10 % jitter and its 10 s spacing of histograms wanted sooner.
+// The JVM is a model of G1 calibrated on the real runs of tests/dashboards/heap_exhaustion_e2e.sh
+// (bench/exhaustion/README.md): young collections when eden fills, promoted garbage, a concurrent
+// cycle (an exact live-set point) when the old generation passes 45 % of the heap, a full
+// collection at each live histogram; pauses from the budget's per-GiB priors (live 1.5 s/GiB of
+// live set, -all 0.4 s/GiB of heap used). The "alert" is the shipped HeapwatchHeapExhaustionSoon
+// rule (estimate < 30 min held for 1 min) plus 30 s for Prometheus's scrape and evaluation; the
+// warning rule
 // (< 12 h for 10 min) likewise.
 //
 // Usage: heapwatch_exhaustion_sim [--seeds N] [--sizes-mib 256,2048,8192] [--hours 0.25,2,24]
 // Prints one table row per (heap, exhaustion time) with medians over the seeds (leak ids and drops:
-// the most in any seed; one leak should be one id, listed until the OOM), then the forecast error at
-// half-full as a distribution.
+// the most in any seed; one leak should be one id, listed until the OOM), then the forecast error
+// at half-full as a distribution.
 #include <stdlib.h>
 
 #include <algorithm>
@@ -43,16 +46,16 @@ constexpr double kMiB = 1 << 20;
 constexpr double kGiB = 1 << 30;
 
 struct Result {
-  double flagged = NAN;   // a leak is listed (seconds since the JVM started)
-  double named = NAN;     // its main class is the leaking class
-  double critical = NAN;  // HeapwatchHeapExhaustionSoon fires
-  double warning = NAN;   // HeapwatchHeapExhaustion fires
-  double oom = NAN;       // the live set reaches 98 % of the heap
+  double flagged = NAN;        // a leak is listed (seconds since the JVM started)
+  double named = NAN;          // its main class is the leaking class
+  double critical = NAN;       // HeapwatchHeapExhaustionSoon fires
+  double warning = NAN;        // HeapwatchHeapExhaustion fires
+  double oom = NAN;            // the live set reaches 98 % of the heap
   double half_forecast = NAN;  // the estimate when the live set passes half the heap
   double half_actual = NAN;    // the time then left until the OOM
   double pause = 0;            // seconds of pause heapwatch caused
-  int drops = 0;               // times the listed leak vanished before the OOM (listed again or not)
-  std::set<std::string> ids;   // leak ids listed over the run (one leak: one id)
+  int drops = 0;              // times the listed leak vanished before the OOM (listed again or not)
+  std::set<std::string> ids;  // leak ids listed over the run (one leak: one id)
 };
 
 Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::string& dir) {
@@ -77,9 +80,10 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
   daemon::AgentWatch watch(info, {}, store->get());
   collectors::PauseBudget budget(collectors::PauseBudgetOptions{}, t0);
 
-  // The JVM: a steady live set of 5 % of the heap in 200 classes, a leak of orders (24 bytes, a 528-byte
-  // payload, a 24-byte String id) from t=0 at the rate that fills the rest by `exhaust_seconds`, and
-  // garbage: an allocation rate that fills eden every ~4 s, 2 % of each young collection promoted.
+  // The JVM: a steady live set of 5 % of the heap in 200 classes, a leak of orders (24 bytes, a
+  // 528-byte payload, a 24-byte String id) from t=0 at the rate that fills the rest by
+  // `exhaust_seconds`, and garbage: an allocation rate that fills eden every ~4 s, 2 % of each
+  // young collection promoted.
   const double base = 0.05 * max_bytes;
   const double oom_at = 0.98 * max_bytes;
   const double rate = (oom_at - base) / exhaust_seconds;
@@ -121,9 +125,10 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
                                   static_cast<uint64_t>(bytes / 48), static_cast<uint64_t>(bytes)});
     }
     const double arrays = base / 22 + garbage / 2 * u(rng) + orders * 528;
-    s.histogram.rows.push_back({"byte[]", "java.base",
-                                static_cast<uint64_t>(base / 22 / 200 + garbage / 400 * u(rng) + orders),
-                                static_cast<uint64_t>(arrays)});
+    s.histogram.rows.push_back(
+        {"byte[]", "java.base",
+         static_cast<uint64_t>(base / 22 / 200 + garbage / 400 * u(rng) + orders),
+         static_cast<uint64_t>(arrays)});
     s.histogram.rows.push_back({"java.lang.String", "java.base",
                                 static_cast<uint64_t>(base / 22 / 24 + orders),
                                 static_cast<uint64_t>(base / 22 + orders * 24)});
@@ -171,8 +176,10 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
     bool have = false;
     if (young) {
       const double upper = live_at + old_garbage;
-      if (watch.IngestUpperBound(t, static_cast<uint64_t>(upper), static_cast<uint64_t>(max_bytes))) {
-        if (last_start != absl::InfinitePast()) next_due = std::min(next_due, last_start + absl::Seconds(10));
+      if (watch.IngestUpperBound(t, static_cast<uint64_t>(upper),
+                                 static_cast<uint64_t>(max_bytes))) {
+        if (last_start != absl::InfinitePast())
+          next_due = std::min(next_due, last_start + absl::Seconds(10));
       }
       if (upper >= 0.45 * max_bytes) {
         // A concurrent cycle and its mixed collections: the old generation's garbage goes.
@@ -199,7 +206,8 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
     if (t >= next_due) {
       const uint64_t post = static_cast<uint64_t>(live_at);
       const uint64_t used = static_cast<uint64_t>(live_at + old_garbage + eden_used);
-      const bool natural = natural_gc && t - natural_at <= absl::Seconds(4) && natural_at > last_start;
+      const bool natural =
+          natural_gc && t - natural_at <= absl::Seconds(4) && natural_at > last_start;
       collectors::PausePlan plan = watch.WantsConfirmation()
                                        ? budget.PlanConfirmation(t, natural, post, used)
                                        : budget.Plan(t, next_due, interval, natural, post, used);
@@ -219,7 +227,8 @@ Result Run(double max_bytes, double exhaust_seconds, uint32_t seed, const std::s
         w = histogram(t + absl::Milliseconds(2), mode, live_at, pause);
         have = true;
         next_due = t + interval * (0.9 + 0.2 * u(rng));
-        if (watch.WantsConfirmation()) next_due = std::min(next_due, t + watch.ConfirmationSpacing());
+        if (watch.WantsConfirmation())
+          next_due = std::min(next_due, t + watch.ConfirmationSpacing());
       } else {
         next_due = plan.retry_at;
       }
@@ -272,7 +281,9 @@ int main(int argc, char** argv) {
   std::vector<double> hours = {0.25, 2, 24};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    std::vector<double>* list = flag == "--sizes-mib" ? &sizes : flag == "--hours" ? &hours : nullptr;
+    std::vector<double>* list = flag == "--sizes-mib" ? &sizes
+                                : flag == "--hours"   ? &hours
+                                                      : nullptr;
     if (flag == "--seeds") {
       seeds = std::atoi(argv[i + 1]);
     } else if (list != nullptr) {
@@ -288,8 +299,10 @@ int main(int argc, char** argv) {
   }
   std::string tmpl = (std::filesystem::temp_directory_path() / "exhaustion_sim.XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) return 1;
-  std::printf("heap      exhausted in  listed    named     critical  warning   lead (critical)  lead (warning)  "
-              "pause share  leak ids  drops  seeds\n");
+  std::printf(
+      "heap      exhausted in  listed    named     critical  warning   lead (critical)  lead "
+      "(warning)  "
+      "pause share  leak ids  drops  seeds\n");
   std::vector<double> errors;
   for (double mib : sizes) {
     for (double h : hours) {
@@ -317,16 +330,19 @@ int main(int argc, char** argv) {
                   Time(h * 3600).c_str(), Time(Median(listed)).c_str(), Time(Median(named)).c_str(),
                   Time(Median(critical)).c_str(), Time(Median(warning)).c_str(),
                   Time(Median(lead_c)).c_str(), Time(Median(lead_w)).c_str(), 100 * Median(share),
-                  *std::max_element(ids.begin(), ids.end()), *std::max_element(drops.begin(), drops.end()), seeds);
+                  *std::max_element(ids.begin(), ids.end()),
+                  *std::max_element(drops.begin(), drops.end()), seeds);
       std::fflush(stdout);
     }
   }
   std::sort(errors.begin(), errors.end());
   if (!errors.empty()) {
     auto q = [&](double p) { return errors[static_cast<size_t>(p * (errors.size() - 1))]; };
-    std::printf("\nforecast at half-full vs the real time left (estimate / actual - 1), %zu runs: min %+.1f %%, "
-                "p10 %+.1f %%, median %+.1f %%, p90 %+.1f %%, max %+.1f %%\n",
-                errors.size(), 100 * q(0), 100 * q(0.1), 100 * q(0.5), 100 * q(0.9), 100 * q(1));
+    std::printf(
+        "\nforecast at half-full vs the real time left (estimate / actual - 1), %zu runs: min "
+        "%+.1f %%, "
+        "p10 %+.1f %%, median %+.1f %%, p90 %+.1f %%, max %+.1f %%\n",
+        errors.size(), 100 * q(0), 100 * q(0.1), 100 * q(0.5), 100 * q(0.9), 100 * q(1));
   }
   std::filesystem::remove_all(tmpl);
   return 0;

@@ -75,7 +75,8 @@ class AgentWatchTest : public ::testing::Test {
       s.histogram.rows.push_back({"com.example.Steady" + std::to_string(c), "", 1000, 64'000});
     }
     s.histogram.rows.push_back({"byte[]", "java.base", 5000 + orders, 20 * kMiB + orders * 528});
-    s.histogram.rows.push_back({"java.lang.String", "java.base", 9000 + orders, 216'000 + orders * 24});
+    s.histogram.rows.push_back(
+        {"java.lang.String", "java.base", 9000 + orders, 216'000 + orders * 24});
     if (orders > 0) s.histogram.rows.push_back({"com.example.Order", "", orders, orders * 24});
     HW_CHECK(store_->Append(s).ok());
     return watch.IngestHistogram(s);
