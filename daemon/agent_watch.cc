@@ -294,8 +294,7 @@ bool AgentWatch::WantsConfirmationLocked() const {
 absl::Duration AgentWatch::ConfirmationSpacing() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!heap_leak_.has_value() || !live_set_growth_.has_value()) return kMinConfirmationSpacing;
-  const double g = exhaustion_.has_value() ? exhaustion_->growth_bytes_per_second
-                                           : live_set_growth_->growth_bytes_per_second;
+  const double g = GrowthLocked();
   uint64_t live = 0;
   for (auto it = recent_points_.rbegin(); it != recent_points_.rend(); ++it) {
     if (it->source != LiveSetSource::kYoungUpperBound) {
@@ -510,13 +509,17 @@ void AgentWatch::RefreshHeapLeakLocked() {
   }
 }
 
+double AgentWatch::GrowthLocked() const {
+  return exhaustion_.has_value() ? exhaustion_->growth_bytes_per_second
+                                 : live_set_growth_->growth_bytes_per_second;
+}
+
 void AgentWatch::AttributeLocked() {
   if (!live_set_growth_.has_value() || store_ == nullptr) return;
-  const double g = exhaustion_.has_value() ? exhaustion_->growth_bytes_per_second
-                                           : live_set_growth_->growth_bytes_per_second;
-  // The histograms of the growth the forecast sees (since its oldest point), the newest
-  // attribution_histograms of them; live histograms only when there are two (a full GC first: no
-  // garbage to blur the classes' steps).
+  const double g = GrowthLocked();
+  // The histograms of the newest exact points' span (since the oldest of the forecast.max_points
+  // newest), the newest attribution_histograms of them; live histograms only when there are two (a
+  // full GC first: no garbage to blur the classes' steps).
   const absl::Time from = recent_points_.empty() ? heap_leak_->first_seen - absl::Minutes(10)
                                                  : recent_points_.front().time;
   auto read = store_->ReadSnapshots(info_.id, from, absl::InfiniteFuture(),

@@ -211,6 +211,9 @@ class AgentWatch {
   void RefreshHeapLeakLocked();
   // Tries to name the heap leak's classes from the stored histograms.
   void AttributeLocked();
+  // The live set's growth in bytes/s: the forecast's slope when there is one, else the trend's.
+  // REQUIRES: live_set_growth_.
+  double GrowthLocked() const;
   std::vector<diff::Leak> ClassLeaksLocked() const;
   void LogChangesLocked(const WatchUpdate& update);
 
