@@ -487,25 +487,42 @@ void AgentWatch::RefreshHeapLeakLocked() {
     }
     if (fastest != nullptr) alias_[fastest->id] = heap_leak_->id;
   }
-  // Later class leaks made only of the heap leak's classes (those the attribution named and those
-  // of the class leaks joined to it) are parts of it, not leaks of their own: the class detector
-  // may group a leak's classes apart (byte[] payloads blurred by garbage in -all histograms did not
-  // correlate with their Order records in bench/exhaustion, and were listed as a second leak).
+  // Later class leaks that are parts of it, not leaks of their own (the class detector may group a
+  // leak's classes apart: byte[] payloads blurred by garbage in -all histograms did not correlate
+  // with their Order records in bench/exhaustion, and were listed as a second leak):
+  //   - made only of the heap leak's classes (those the attribution named, those of the class
+  //     leaks joined to it), or
+  //   - while the parts joined so far carry less than half of the live set's growth, one whose
+  //     growth keeps their sum within twice it (the bounds of diff/leak_attribution.h);
+  // never one whose accumulation point (an extended dump's) differs from the joined parts'.
   std::set<std::string, std::less<>> members;
+  std::set<std::string, std::less<>> points;
   if (heap_leak_->attribution.has_value()) {
     for (const diff::LeakClass& c : heap_leak_->attribution->classes) members.insert(c.class_name);
   }
+  double carried = 0;
   for (const diff::Leak& l : class_leaks) {
     auto it = alias_.find(l.id);
     if (it == alias_.end() || it->second != heap_leak_->id) continue;
     for (const diff::LeakClass& c : l.classes) members.insert(c.class_name);
+    if (!l.accumulation_point.empty()) points.insert(l.accumulation_point);
+    carried += l.growth_bytes_per_second;
   }
+  const double growth = GrowthLocked();
   for (const diff::Leak& l : class_leaks) {
     if (alias_.contains(l.id) || l.classes.empty()) continue;
-    const bool part =
+    if (!l.accumulation_point.empty() && !points.empty() &&
+        !points.contains(l.accumulation_point)) {
+      continue;
+    }
+    const bool ours =
         std::all_of(l.classes.begin(), l.classes.end(),
                     [&](const diff::LeakClass& c) { return members.contains(c.class_name); });
-    if (part) alias_[l.id] = heap_leak_->id;
+    const bool rest = carried < 0.5 * growth && carried + l.growth_bytes_per_second <= 2 * growth;
+    if (ours || rest) {
+      alias_[l.id] = heap_leak_->id;
+      carried += l.growth_bytes_per_second;
+    }
   }
 }
 
