@@ -413,6 +413,7 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
       start = recent_points_[recent_points_.size() - n].time;
     }
     growth_evidence_start_ = start;
+    growth_accepted_at_ = now;
   }
   // Over the window the trend flagged (its buckets' width times their number; the newest points on
   // the every-point scale).
@@ -422,6 +423,9 @@ void AgentWatch::AcceptGrowthLocked(absl::Time now) {
 }
 
 void AgentWatch::HoldGrowthLocked(diff::Suspect held, absl::Time now) {
+  // A flag younger than kHoldMinAge is not held: a healthy JVM's brief flicker (16 s in CI) must
+  // end when the trend says so.
+  if (now - growth_accepted_at_ < kHoldMinAge) return;
   const absl::Duration flagged_span = held.first_seen - growth_evidence_start_;
   const absl::Duration span =
       std::min(now - growth_evidence_start_, std::max(flagged_span, kHoldSpan));

@@ -207,6 +207,8 @@ class AgentWatch {
   // forecast.max_points.
   void HoldGrowthLocked(diff::Suspect held, absl::Time now);
   static constexpr absl::Duration kHoldSpan = absl::Hours(1);
+  // Only a growth accepted for at least this long is held.
+  static constexpr absl::Duration kHoldMinAge = absl::Minutes(2);
   // Starts or ends the heap leak from the live-set trend; joins a new class leak to it.
   void RefreshHeapLeakLocked();
   // Tries to name the heap leak's classes from the stored histograms.
@@ -234,8 +236,9 @@ class AgentWatch {
   absl::Time last_reading_ = absl::InfinitePast();  // guarded by mu_; newest GC reading's time
   std::optional<diff::Suspect> trend_growth_;       // guarded by mu_; the trend's word
   std::optional<diff::Suspect> live_set_growth_;    // guarded by mu_; accepted (AcceptGrowthLocked)
-  absl::Time growth_evidence_start_;                // guarded by mu_; HoldGrowthLocked's span start
-  bool growth_pending_ = false;                     // guarded by mu_; waits for a full collection
+  absl::Time growth_accepted_at_;     // guarded by mu_; when this growth episode was first accepted
+  absl::Time growth_evidence_start_;  // guarded by mu_; HoldGrowthLocked's span start
+  bool growth_pending_ = false;       // guarded by mu_; waits for a full collection
   std::optional<diff::HeapExhaustion> exhaustion_;  // guarded by mu_
   std::optional<HeapLeak> heap_leak_;               // guarded by mu_
   // Suspect class -> accumulation point class of the newest analysed dump; guarded by mu_.

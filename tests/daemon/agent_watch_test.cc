@@ -205,6 +205,10 @@ TEST_F(AgentWatchTest, ALeakStaysOneLeakWhenItsPointsCrowd) {
     if (!u.leaks.empty()) id = u.leaks[0].id;
   }
   ASSERT_FALSE(id.empty()) << "the sparse points never flagged the leak";
+  // One more sparse point (the hold keeps only a flag older than AgentWatch::kHoldMinAge).
+  u = LiveSet(*watch, t, static_cast<uint64_t>(live + rate * t + noise(rng)));
+  ASSERT_EQ(Only(u) != nullptr ? Only(u)->id : "", id);
+  t += 200;
   const double crowded = t;
   int lost = 0, renamed = 0;
   for (; t < crowded + 900; t += 4) {

@@ -91,7 +91,13 @@ log "first report ready: $report_path"
 
 # A second extended dump of the leaking JVM, so that the report page has a diff to show.
 ctl() { "$heapwatchctl" --server "127.0.0.1:$grpc_port" "$@"; }
-ctl dump "$agent" --wait --timeout 120s >"$tmp/dump2.log" 2>&1 || { cat "$tmp/dump2.log" >&2; fail "second dump"; }
+# The escalation's own dump may have just ended: escalation.min_dump_interval (2 s) refuses a dump that
+# soon with RESOURCE_EXHAUSTED, so that answer is retried.
+for attempt in 1 2 3 4 5; do
+  ctl dump "$agent" --wait --timeout 120s >"$tmp/dump2.log" 2>&1 && break
+  grep -q RESOURCE_EXHAUSTED "$tmp/dump2.log" && ((attempt < 5)) || { cat "$tmp/dump2.log" >&2; fail "second dump"; }
+  sleep 2
+done
 second_dump=$(ctl --json reports "$agent" | jq -r '[.dumps[] | select(.state == "EXTENDED_DUMP_STATE_DONE")][0].dump_id')
 [[ -n $second_dump && $second_dump != "$first_dump" ]] || fail "no second analysed dump ($second_dump)"
 report_path="/agents/$enc_agent/reports/$second_dump"
